@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "checkpoint.h"
+
+namespace tessera {
+
+std::uint64_t TensorInfo::numel() const
+{
+    std::uint64_t n = 1;
+    for (auto d : shape)
+        n *= static_cast<std::uint64_t>(d < 0 ? 0 : d);
+    return n;
+}
+
+std::string Problem::text() const
+{
+    std::string out = file;
+    if (!tensor.empty())
+        out += (out.empty() ? "" : ": ") + tensor;
+    out += (out.empty() ? "" : ": ") + message;
+    return out;
+}
+
+const TensorInfo* CheckpointInfo::find(const std::string& name) const
+{
+    for (const auto& t : tensors)
+        if (t.name == name)
+            return &t;
+    return nullptr;
+}
+
+std::uint64_t CheckpointInfo::totalBytes() const
+{
+    std::uint64_t total = 0;
+    for (const auto& t : tensors)
+        total += t.nbytes();
+    return total;
+}
+
+} // namespace tessera

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "testutil.h"
+
+#include <QDir>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+namespace tessera::test {
+
+std::string fixturesDir()
+{
+    if (const char* env = std::getenv("TESSERA_FIXTURES"))
+        return env;
+    return TESSERA_FIXTURES_DIR;
+}
+
+std::string fixture(const std::string& relative) { return fixturesDir() + "/" + relative; }
+
+std::string makeTempDir()
+{
+    // Kept alive until exit so that every test function can use its own folder.
+    static std::vector<std::unique_ptr<QTemporaryDir>> dirs;
+    dirs.push_back(std::make_unique<QTemporaryDir>());
+    return dirs.back()->path().toStdString();
+}
+
+std::string readFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void writeFile(const std::string& path, const std::string& bytes)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string tesseraBinary()
+{
+    if (const char* env = std::getenv("TESSERA_BINARY"))
+        return env;
+    return TESSERA_BINARY;
+}
+
+int runTessera(const QStringList& args, QString* out, QString* err)
+{
+    QProcess process;
+    process.start(QString::fromStdString(tesseraBinary()), args);
+    if (!process.waitForFinished(600000))
+        return -1;
+    if (out)
+        *out = QString::fromUtf8(process.readAllStandardOutput());
+    if (err)
+        *err = QString::fromUtf8(process.readAllStandardError());
+    return process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+}
+
+} // namespace tessera::test

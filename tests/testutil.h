@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <QString>
+#include <QTest>
+
+#include <string>
+
+namespace tessera::test {
+
+/// Folder of the shared fixtures (TESSERA_FIXTURES overrides the configured path).
+std::string fixturesDir();
+/// fixturesDir() + "/" + relative.
+std::string fixture(const std::string& relative);
+/// A fresh temporary folder removed at exit.
+std::string makeTempDir();
+/// Whole file as bytes (for small test files only).
+std::string readFile(const std::string& path);
+void writeFile(const std::string& path, const std::string& bytes);
+/// Path of the built `tessera` executable.
+std::string tesseraBinary();
+/// Runs `tessera args…`, returns its exit code and fills stdout/stderr.
+int runTessera(const QStringList& args, QString* out = nullptr, QString* err = nullptr);
+
+} // namespace tessera::test
+
+/// QVERIFY for a tessera::Result / Status that prints the error message on failure.
+#define QVERIFY_RESULT(expr)                                                                                         \
+    do {                                                                                                             \
+        const auto& tesseraResult_ = (expr);                                                                         \
+        if (!tesseraResult_)                                                                                         \
+            QFAIL(qPrintable(QString::fromStdString(tesseraResult_.error().message)));                              \
+    } while (0)
