@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// Readers for each checkpoint layout; scanCheckpoint() picks one. Each fills a CheckpointInfo from `dir`.
+
+#include "checkpoint.h"
+#include "progress.h"
+#include "result.h"
+
+#include <string>
+
+namespace tessera {
+
+/// verl FSDP/FSDP2/HSDP: model_world_size_W_rank_R.pt files (DTensor, ShardedTensor or plain values).
+Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progress& progress);
+/// A single torch.save file holding a state dict.
+Result<CheckpointInfo> scanTorchSaveFile(const std::string& path);
+/// PyTorch DCP: .metadata + __R_I.distcp (torchtitan, accelerate, Megatron torch_dist's tensors).
+Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& progress);
+
+} // namespace tessera
