@@ -1,12 +1,61 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "mainwindow.h"
+// The one `tessera` executable: no arguments or `gui` opens the workbench; other commands run headless
+// and never create a QApplication, so they work without a display.
 
-#include <QApplication>
+#include "commands.h"
+#include "gui_main.h"
+#include "terminal_progress.h"
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* kUsage = R"(usage: tessera [COMMAND] [ARGS…]
+
+Turn the shards of a distributed training run into a complete Hugging Face model, and show why when it can't.
+
+commands:
+  gui [PATH]      open the workbench (the default when no command is given)
+  inspect PATH    detect the layout and describe tensors, placements and problems
+  merge           merge a checkpoint into a Hugging Face safetensors folder
+  test            merge in memory and compare with a reference model
+  diff A B        compare two checkpoints tensor by tensor
+  split           split a Hugging Face model back into per-rank shards
+
+Run 'tessera COMMAND --help' for the options of a command.
+)";
+
+} // namespace
 
 int main(int argc, char** argv)
 {
-    QApplication app(argc, argv);
-    tessera::ui::MainWindow window;
-    window.show();
-    return app.exec();
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty() || args[0] == "gui")
+        return tessera::app::runGui(argc, argv);
+    const std::string command = args[0];
+    args.erase(args.begin());
+    tessera::cli::installInterruptHandler();
+    if (command == "inspect")
+        return tessera::cli::runInspect(args);
+    if (command == "merge")
+        return tessera::cli::runMerge(args);
+    if (command == "test")
+        return tessera::cli::runTest(args);
+    if (command == "diff")
+        return tessera::cli::runDiff(args);
+    if (command == "split")
+        return tessera::cli::runSplit(args);
+    if (command == "-h" || command == "--help" || command == "help") {
+        std::cout << kUsage;
+        return 0;
+    }
+    if (command == "--version" || command == "version") {
+        std::cout << "tessera " << TESSERA_VERSION << "\n";
+        return 0;
+    }
+    std::cerr << "tessera: unknown command '" << command << "'\n\n" << kUsage;
+    return 2;
 }

@@ -19,3 +19,14 @@ Result<CheckpointInfo> scanTorchSaveFile(const std::string& path);
 Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& progress);
 
 } // namespace tessera
+
+namespace tessera {
+
+/// Megatron per-rank folders: verl's legacy `mp_rank_XX[_YYY][_ZZZ]/model.pt` (a list of state dicts, one per
+/// virtual stage) and Megatron-LM's `mp_rank_*/model_optim_rng.pt` (`model` or `model0`…, plus `args`).
+/// Tensors are reported with their Megatron names and global shapes (TP pieces placed, layers renumbered).
+Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, Progress& progress);
+/// Megatron-core torch_dist: a DCP folder with metadata.json (and common.pt).
+Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Progress& progress);
+
+} // namespace tessera

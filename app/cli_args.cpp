@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "cli_args.h"
+
+#include <algorithm>
+#include <iostream>
+
+namespace tessera::cli {
+
+namespace {
+std::string normalize(std::string flag)
+{
+    std::replace(flag.begin(), flag.end(), '-', '_');
+    return flag;
+}
+} // namespace
+
+ArgParser::ArgParser(std::string command, std::string synopsis, std::string description)
+    : m_command(std::move(command)), m_synopsis(std::move(synopsis)), m_description(std::move(description))
+{
+}
+
+void ArgParser::addOption(const std::string& name, const std::string& metavar, const std::string& help,
+                          const std::string& defaultValue)
+{
+    m_specs.push_back({ name, metavar, help, defaultValue, true });
+}
+
+void ArgParser::addSwitch(const std::string& name, const std::string& help)
+{
+    m_specs.push_back({ name, {}, help, {}, false });
+}
+
+void ArgParser::addPositional(const std::string& name, const std::string& help, bool optional)
+{
+    m_positionals.push_back({ name, { help, optional } });
+}
+
+const ArgParser::Spec* ArgParser::find(const std::string& flag) const
+{
+    const std::string key = normalize(flag);
+    for (const auto& spec : m_specs)
+        if (spec.name == key)
+            return &spec;
+    return nullptr;
+}
+
+bool ArgParser::parse(const std::vector<std::string>& args)
+{
+    std::size_t positionalIndex = 0;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg == "-h" || arg == "--help") {
+            m_help = true;
+            return true;
+        }
+        if (arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+            std::string flag = arg.substr(2);
+            std::optional<std::string> inlineValue;
+            if (auto eq = flag.find('='); eq != std::string::npos) {
+                inlineValue = flag.substr(eq + 1);
+                flag = flag.substr(0, eq);
+            }
+            const Spec* spec = find(flag);
+            if (!spec) {
+                m_error = "unknown option '--" + flag + "'";
+                return false;
+            }
+            if (!spec->takesValue) {
+                if (inlineValue) {
+                    m_error = "option '--" + flag + "' takes no value";
+                    return false;
+                }
+                m_values[spec->name] = "1";
+                continue;
+            }
+            if (inlineValue) {
+                m_values[spec->name] = *inlineValue;
+            } else if (i + 1 < args.size()) {
+                m_values[spec->name] = args[++i];
+            } else {
+                m_error = "option '--" + flag + "' needs a value (" + spec->metavar + ")";
+                return false;
+            }
+            continue;
+        }
+        if (positionalIndex >= m_positionals.size()) {
+            m_error = "unexpected argument '" + arg + "'";
+            return false;
+        }
+        m_positionalValues[m_positionals[positionalIndex++].first] = arg;
+    }
+    for (std::size_t p = positionalIndex; p < m_positionals.size(); ++p)
+        if (!m_positionals[p].second.second) {
+            m_error = "missing " + m_positionals[p].first;
+            return false;
+        }
+    return true;
+}
+
+std::string ArgParser::helpText() const
+{
+    std::string out = "usage: tessera " + m_command + " " + m_synopsis + "\n\n" + m_description + "\n";
+    if (!m_positionals.empty()) {
+        out += "\narguments:\n";
+        for (const auto& [name, info] : m_positionals)
+            out += "  " + name + std::string(name.size() < 24 ? 24 - name.size() : 1, ' ') + info.first + "\n";
+    }
+    out += "\noptions:\n";
+    for (const auto& spec : m_specs) {
+        std::string flag = "--" + spec.name + (spec.takesValue ? " " + spec.metavar : "");
+        out += "  " + flag + std::string(flag.size() < 24 ? 24 - flag.size() : 1, ' ') + spec.help;
+        if (!spec.defaultValue.empty())
+            out += " (default: " + spec.defaultValue + ")";
+        out += "\n";
+    }
+    out += "  -h, --help              show this help and exit\n";
+    out += "\nFlags may be written with dashes or underscores (--local-dir or --local_dir).\n";
+    return out;
+}
+
+bool ArgParser::isSet(const std::string& name) const { return m_values.count(name) > 0; }
+
+std::string ArgParser::value(const std::string& name) const
+{
+    if (auto it = m_values.find(name); it != m_values.end())
+        return it->second;
+    for (const auto& spec : m_specs)
+        if (spec.name == name)
+            return spec.defaultValue;
+    return {};
+}
+
+std::string ArgParser::positional(const std::string& name) const
+{
+    auto it = m_positionalValues.find(name);
+    return it == m_positionalValues.end() ? std::string() : it->second;
+}
+
+int usageError(const ArgParser& parser)
+{
+    std::cerr << "tessera " << parser.command() << ": " << parser.error() << "\nRun 'tessera " << parser.command()
+              << " --help' for usage.\n";
+    return ExitUsage;
+}
+
+} // namespace tessera::cli
