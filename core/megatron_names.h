@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// Megatron-core parameter names: how each one is split over tensor-parallel ranks, and how local layer and
+// expert numbers in a per-rank file become global ones.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tessera {
+
+/// How tensor-parallel ranks hold a parameter (FORMATS.md §4.2 "TP axis map", §4.3).
+enum class MegatronTpSplit {
+    Replicated, ///< every TP rank holds the whole tensor (norms, routers, row-parallel biases)
+    Rows,       ///< column-parallel: rank r holds rows [r·n, (r+1)·n)
+    Columns,    ///< row-parallel: rank r holds columns [r·n, (r+1)·n)
+    GluRows,    ///< gated linear_fc1: rank r holds [gate_r; up_r] of a global [gate; up]
+};
+
+/// The split of `name` (a mcore name, local or global numbering). `gated` is the model's gated_linear_unit.
+MegatronTpSplit megatronTpSplit(const std::string& name, bool gated);
+
+/// True for names Tessera never lists as model weights from a per-rank file (Transformer Engine `_extra_state`).
+bool isMegatronExtraState(const std::string& name);
+
+/// A name of the form `<prefix>layers.<n>.<rest>` for the decoder's transformer layers.
+struct MegatronLayerName {
+    std::string prefix;     ///< "decoder.layers." (the part before the number, dot included)
+    std::int64_t layer = 0; ///< the number in the name
+    std::string rest;       ///< the part after "<n>." ("self_attention.linear_qkv.weight")
+};
+
+/// Splits a `decoder.layers.<n>.…` name; nullopt for names outside the layer stack.
+std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name);
+
+/// A routed expert's number inside a layer's `rest`: SequentialMLP `mlp.experts.local_experts.<j>.…` or
+/// TEGroupedMLP `mlp.experts.linear_fc1.weight<j>`.
+struct MegatronExpertName {
+    std::string before;     ///< text before the number
+    std::int64_t expert = 0;
+    std::string after;      ///< text after the number
+};
+
+/// Finds the local expert number in `rest`; nullopt for non-expert parameters (shared experts included).
+std::optional<MegatronExpertName> parseMegatronExpertName(const std::string& rest);
+
+} // namespace tessera
