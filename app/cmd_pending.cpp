@@ -15,8 +15,6 @@ int notYet(const char* command)
 }
 } // namespace
 
-int runMerge(const std::vector<std::string>&) { return notYet("merge"); }
-int runTest(const std::vector<std::string>&) { return notYet("test"); }
 int runDiff(const std::vector<std::string>&) { return notYet("diff"); }
 int runSplit(const std::vector<std::string>&) { return notYet("split"); }
 

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// tessera merge --local_dir D --target_dir O [...]: verl's model_merger, streaming and bit-exact.
+
+#include "cli_args.h"
+#include "commands.h"
+#include "merge_common.h"
+#include "terminal_progress.h"
+
+#include "byte_size.h"
+#include "merge_engine.h"
+#include "merge_plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace tessera::cli {
+
+int runMerge(const std::vector<std::string>& args)
+{
+    ArgParser parser("merge", "--local_dir DIR --target_dir DIR [options]",
+                     "Merge a distributed checkpoint (verl FSDP/FSDP2/HSDP, DTensor, ShardedTensor or DCP) into a\n"
+                     "Hugging Face safetensors folder, bit for bit, streaming tensor by tensor. config.json,\n"
+                     "generation_config.json, tokenizer files, chat templates and remote-code *.py are copied from\n"
+                     "the config folder. The output appears atomically: on error or Ctrl-C nothing is left behind.");
+    addCommonMergeOptions(parser);
+    parser.addOption("target_dir", "DIR", "output folder (created; existing files of other names are kept)", "tmp");
+    parser.addOption("max_shard_size", "SIZE", "largest output file before sharding (500MB, 2GiB, …)", "5GB");
+    parser.addSwitch("dry_run", "print the merge plan (tensors, copy steps, files, memory, disk) and write nothing");
+    parser.addSwitch("verify_replicas", "check that replicated pieces on other ranks are identical to the one written");
+    parser.addSwitch("tensors", "with --dry-run: list every tensor and how it is copied");
+    parser.addOption("hf_upload_path", "REPO", "not supported: upload the folder with 'huggingface-cli upload'");
+    parser.addSwitch("private", "accepted for compatibility with verl (upload is not supported)");
+    if (!parser.parse(args))
+        return usageError(parser);
+    if (parser.helpRequested()) {
+        std::cout << parser.helpText();
+        return ExitOk;
+    }
+    if (parser.isSet("hf_upload_path")) {
+        std::cerr << "tessera merge: --hf_upload_path is not supported; merge, then run 'huggingface-cli upload REPO "
+                  << parser.value("target_dir") << "'\n";
+        return ExitUsage;
+    }
+    auto setup = prepareMerge(parser, "merge");
+    if (setup.exitCode >= 0)
+        return setup.exitCode;
+    auto maxShard = parseByteSize(parser.value("max_shard_size"));
+    if (!maxShard || *maxShard == 0) {
+        std::cerr << "tessera merge: --max_shard_size: "
+                  << (maxShard ? std::string("must be more than 0") : maxShard.error().message) << "\n";
+        return ExitUsage;
+    }
+    setup.options.maxShardSize = *maxShard;
+    const bool json = parser.isSet("json");
+
+    auto plan = planMerge(*setup.info, setup.options);
+    if (!plan) {
+        if (json)
+            std::cout << nlohmann::json { { "error", plan.error().message } }.dump(2) << "\n";
+        std::cerr << "tessera merge: " << plan.error().message << "\n";
+        return ExitProblems;
+    }
+    if (parser.isSet("dry_run")) {
+        if (json)
+            std::cout << mergePlanToJson(*plan, *setup.info).dump(2) << "\n";
+        else
+            std::cout << mergePlanSummary(*plan, *setup.info, parser.isSet("tensors"));
+        return ExitOk;
+    }
+    const bool quiet = parser.isSet("quiet") || json;
+    if (!quiet)
+        for (const auto& w : plan->warnings)
+            std::cerr << "tessera merge: warning: " << w << "\n";
+
+    MergeRunOptions run;
+    run.threads = setup.threads;
+    run.verifyReplicas = parser.isSet("verify_replicas");
+    TerminalProgress progress("Merging", TerminalProgress::Unit::Bytes, quiet);
+    run.progress = &progress;
+    const std::string target = parser.value("target_dir");
+    auto outcome = mergeCheckpoint(*setup.info, *plan, target, run);
+    progress.finish();
+    if (!outcome) {
+        const bool canceled = outcome.error().message == "canceled";
+        const std::string message = canceled ? "canceled; nothing was written" : outcome.error().message;
+        if (json)
+            std::cout << nlohmann::json { { "error", message } }.dump(2) << "\n";
+        std::cerr << "tessera merge: " << message << "\n";
+        return ExitProblems;
+    }
+    for (const auto& w : outcome->warnings)
+        std::cerr << "tessera merge: warning: " << w << "\n";
+    if (json) {
+        nlohmann::json j { { "output_dir", outcome->outputDir }, { "files", outcome->files },
+                           { "total_size", outcome->bytesWritten }, { "seconds", outcome->seconds },
+                           { "tensors", plan->tensors.size() }, { "dropped", plan->dropped },
+                           { "warnings", outcome->warnings } };
+        std::cout << j.dump(2) << "\n";
+    } else if (!parser.isSet("quiet")) {
+        const double rate = outcome->seconds > 0 ? static_cast<double>(outcome->bytesWritten) / outcome->seconds : 0;
+        std::cout << "Merged " << plan->tensors.size() << " tensors (" << formatBytes(outcome->bytesWritten) << ") into "
+                  << outcome->outputDir << " in " << outcome->seconds << " s ("
+                  << formatBytes(static_cast<std::uint64_t>(rate)) << "/s)\n";
+        for (const auto& f : outcome->files)
+            std::cout << "  " << f << "\n";
+    }
+    return ExitOk;
+}
+
+} // namespace tessera::cli

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "merge_common.h"
+
+#include "terminal_progress.h"
+
+#include "parallel.h"
+#include "scan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <iostream>
+
+namespace tessera::cli {
+
+void addCommonMergeOptions(ArgParser& parser)
+{
+    parser.addOption("local_dir", "DIR", "the checkpoint: verl actor/ folder, global_step_N, DCP folder, …");
+    parser.addOption("backend", "NAME", "auto, fsdp, dcp or megatron: the layout expected in --local_dir", "auto");
+    parser.addOption("hf_model_path", "DIR", "folder with config.json and the tokenizer (default: found next to "
+                                             "the checkpoint, e.g. actor/huggingface)");
+    parser.addOption("dtype", "TYPE", "bf16, fp16 or fp32: convert floating-point tensors (round to nearest even)",
+                     "keep the checkpoint's");
+    parser.addOption("threads", "N", "worker threads", "number of cores");
+    parser.addSwitch("json", "print JSON on stdout");
+    parser.addSwitch("quiet", "no progress bar and no summary");
+    parser.addSwitch("tie_word_embedding", "treat lm_head.weight as tied to the embedding even if config.json does not");
+    parser.addSwitch("is_value_model", "accepted for compatibility with verl (value heads always pass through)");
+    parser.addSwitch("trust_remote_code", "accepted for compatibility with verl (no code is ever run)");
+    parser.addSwitch("use_cpu_initialization", "accepted for compatibility with verl (has no effect)");
+}
+
+MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
+{
+    MergeSetup setup;
+    auto fail = [&](int code, const std::string& message) {
+        if (parser.isSet("json"))
+            std::cout << nlohmann::json { { "error", message } }.dump(2) << "\n";
+        std::cerr << "tessera " << command << ": " << message << "\n";
+        setup.exitCode = code;
+        return setup;
+    };
+    const std::string localDir = parser.value("local_dir");
+    if (localDir.empty())
+        return fail(ExitUsage, "--local_dir is required");
+    const std::string backend = parser.value("backend");
+    if (backend != "auto" && backend != "fsdp" && backend != "dcp" && backend != "megatron")
+        return fail(ExitUsage, "--backend must be auto, fsdp, dcp or megatron (got '" + backend + "')");
+    if (parser.isSet("dtype")) {
+        auto dtype = dtypeFromUserName(parser.value("dtype"));
+        if (!dtype)
+            return fail(ExitUsage, "--dtype must be bf16, fp16 or fp32 (got '" + parser.value("dtype") + "')");
+        setup.options.dtype = *dtype;
+    }
+    if (parser.isSet("threads")) {
+        const int threads = std::atoi(parser.value("threads").c_str());
+        if (threads <= 0)
+            return fail(ExitUsage, "--threads must be a positive number");
+        setup.threads = static_cast<unsigned>(threads);
+    }
+    setup.options.threads = resolveThreads(static_cast<int>(setup.threads));
+    setup.options.forceTieWordEmbeddings = parser.isSet("tie_word_embedding");
+    setup.options.hfConfigDir = parser.value("hf_model_path");
+
+    ScanOptions scan;
+    scan.hfModelPath = setup.options.hfConfigDir;
+    scan.threads = static_cast<int>(setup.threads);
+    TerminalProgress progress("Scanning", TerminalProgress::Unit::Items, parser.isSet("quiet") || parser.isSet("json"));
+    auto info = scanCheckpoint(localDir, scan, progress);
+    progress.finish();
+    if (!info)
+        return fail(ExitProblems, info.error().message);
+    const std::string& layout = info->layout;
+    const bool matches = backend == "auto" || (backend == "fsdp" && (layout == "verl-fsdp" || layout == "torch-save"))
+        || (backend == "dcp" && layout == "dcp") || (backend == "megatron" && layout.rfind("megatron", 0) == 0);
+    if (!matches)
+        return fail(ExitProblems, "--backend " + backend + " was given but " + localDir + " is a " + layout
+                                      + " checkpoint (use --backend auto)");
+    setup.info = std::move(*info);
+    return setup;
+}
+
+} // namespace tessera::cli
