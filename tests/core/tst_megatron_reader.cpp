@@ -5,10 +5,14 @@
 #include "testutil.h"
 
 #include "checkpoint_report.h"
+#include "mapped_file.h"
 #include "megatron_config.h"
 #include "megatron_names.h"
 #include "safetensors_reader.h"
 #include "scan.h"
+#include "zip_archive.h"
+
+#include <nlohmann/json.hpp>
 
 #include <QTest>
 
@@ -124,6 +128,143 @@ std::map<std::string, Shape> expectedLayer(bool qkvBias)
     if (qkvBias)
         m["self_attention.linear_qkv.bias"] = { 96 };
     return m;
+}
+
+
+// --- Megatron-LM files made from the legacy fixture ----------------------------------------------------------
+// No real model_optim_rng.pt is checked in, so the tests build one: the legacy fixture's pickle holds
+// `[ {state dict} ]`; the same state dict opcodes wrapped in `{'args': Namespace(...), 'model': {...}}` and the
+// same storage records give exactly what Megatron-LM's torch.save writes, minus optimizer and RNG state.
+
+std::uint32_t crc32(const std::string& bytes)
+{
+    std::uint32_t crc = 0xFFFFFFFFu;
+    for (unsigned char c : bytes) {
+        crc ^= c;
+        for (int k = 0; k < 8; ++k)
+            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
+void putLe(std::string& out, std::uint64_t value, int bytes)
+{
+    for (int i = 0; i < bytes; ++i)
+        out += static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+
+/// A stored (uncompressed) ZIP archive of `records`, as torch.save writes them.
+std::string zipStored(const std::vector<std::pair<std::string, std::string>>& records)
+{
+    std::string out, central;
+    for (const auto& [name, data] : records) {
+        const std::uint64_t offset = out.size();
+        const std::uint32_t crc = crc32(data);
+        putLe(out, 0x04034b50, 4);
+        putLe(out, 20, 2);
+        putLe(out, 0, 2);
+        putLe(out, 0, 2);
+        putLe(out, 0, 4);
+        putLe(out, crc, 4);
+        putLe(out, data.size(), 4);
+        putLe(out, data.size(), 4);
+        putLe(out, name.size(), 2);
+        putLe(out, 0, 2);
+        out += name + data;
+        putLe(central, 0x02014b50, 4);
+        putLe(central, 20, 2);
+        putLe(central, 20, 2);
+        putLe(central, 0, 2);
+        putLe(central, 0, 2);
+        putLe(central, 0, 4);
+        putLe(central, crc, 4);
+        putLe(central, data.size(), 4);
+        putLe(central, data.size(), 4);
+        putLe(central, name.size(), 2);
+        putLe(central, 0, 6);
+        putLe(central, 0, 2);
+        putLe(central, 0, 4);
+        putLe(central, offset, 4);
+        central += name;
+    }
+    const std::uint64_t centralOffset = out.size();
+    out += central;
+    putLe(out, 0x06054b50, 4);
+    putLe(out, 0, 4);
+    putLe(out, records.size(), 2);
+    putLe(out, records.size(), 2);
+    putLe(out, central.size(), 4);
+    putLe(out, centralOffset, 4);
+    putLe(out, 0, 2);
+    return out;
+}
+
+std::string pickleStr(const std::string& s)
+{
+    std::string out = "X";
+    putLe(out, s.size(), 4);
+    return out + s;
+}
+
+/// Argparse Namespace(**values) as pickle opcodes; a negative value stands for None.
+std::string pickleNamespace(const std::map<std::string, int>& values)
+{
+    std::string out = "cargparse\nNamespace\n)\x81}(";
+    for (const auto& [key, value] : values) {
+        out += pickleStr(key);
+        if (value < 0) {
+            out += "N";
+        } else {
+            out += "J";
+            putLe(out, static_cast<std::uint32_t>(value), 4);
+        }
+    }
+    return out + "ub";
+}
+
+/// Writes `dest` (a model_optim_rng.pt) from a legacy model.pt: `chunks` copies of its state dict under `model`
+/// (chunks == 1) or `model0`, `model1`…, plus `args`.
+void writeMegatronLm(const std::string& legacyModelPt, const std::string& dest, const std::map<std::string, int>& args,
+                     int chunks)
+{
+    auto file = MappedFile::open(legacyModelPt);
+    if (!file)
+        qFatal("%s", file.error().message.c_str());
+    auto zip = ZipArchive::open((*file)->view(), legacyModelPt);
+    if (!zip)
+        qFatal("%s", zip.error().message.c_str());
+    std::vector<std::pair<std::string, std::string>> records;
+    for (const auto& entry : zip->entries()) {
+        auto bytes = zip->read(entry);
+        if (!bytes)
+            qFatal("%s", bytes.error().message.c_str());
+        std::string data(bytes->asString());
+        if (entry.name == zip->prefix() + "/data.pkl") {
+            // PROTO 2, EMPTY_LIST, BINPUT 0, <dict …>, APPEND, STOP
+            if (data.compare(0, 5, std::string("\x80\x02]q\x00", 5)) != 0 || data.compare(data.size() - 2, 2, "a.") != 0)
+                qFatal("unexpected pickle framing in %s", legacyModelPt.c_str());
+            const std::string dict = data.substr(5, data.size() - 7);
+            std::string pkl = std::string("\x80\x02}(") + pickleStr("args") + pickleNamespace(args);
+            for (int i = 0; i < chunks; ++i)
+                pkl += pickleStr(chunks == 1 ? std::string("model") : "model" + std::to_string(i)) + dict;
+            data = pkl + "u.";
+        }
+        records.emplace_back(entry.name, std::move(data));
+    }
+    test::writeFile(dest, zipStored(records));
+}
+
+/// A Megatron-LM iter folder made from the legacy fixture's four rank folders.
+std::string megatronLmCopy(const std::map<std::string, int>& args, int chunks)
+{
+    // Nested so that no transformer_config.json of a parent folder (up to two levels are searched) can be found.
+    const std::string dir = test::makeTempDir() + "/run/checkpoints/iter_0000010";
+    const std::string source = test::fixture(std::string(kLegacy) + "/global_step_10/actor/model");
+    for (const char* rank : { "mp_rank_00_000", "mp_rank_00_001", "mp_rank_01_000", "mp_rank_01_001" }) {
+        fs::create_directories(dir + "/" + rank);
+        writeMegatronLm(source + "/" + rank + "/model.pt", dir + "/" + rank + "/model_optim_rng.pt", args, chunks);
+    }
+    return dir;
 }
 
 } // namespace
@@ -393,13 +534,72 @@ private Q_SLOTS:
         QVERIFY2(hasProblem(*info, "dist_ckpt", "num_layers 6"), allProblems(*info).c_str());
     }
 
+    void megatronLmWithArgs()
+    {
+        // The folder names are ambiguous on their own; args in the files say PP 2, EP 1.
+        const std::string dir = megatronLmCopy({ { "tensor_model_parallel_size", 2 },
+                                                 { "pipeline_model_parallel_size", 2 },
+                                                 { "virtual_pipeline_model_parallel_size", -1 },
+                                                 { "expert_model_parallel_size", 1 },
+                                                 { "num_layers", 4 },
+                                                 { "swiglu", 1 } },
+                                               1);
+        auto info = scanCheckpoint(dir);
+        QVERIFY_RESULT(info);
+        QCOMPARE(QString::fromStdString(info->layout), QStringLiteral("megatron-lm"));
+        QVERIFY2(info->problems.empty(), allProblems(*info).c_str());
+        QCOMPARE(info->parallel.tensorParallel, 2);
+        QCOMPARE(info->parallel.pipelineParallel, 2);
+        QCOMPARE(info->tensors.size(), std::size_t(31));
+        const Reference ref = reference(kLegacy);
+        const TensorInfo* fc1 = info->find("decoder.layers.3.mlp.linear_fc1.weight");
+        QVERIFY(fc1);
+        QVERIFY(assemble(*fc1)
+                == ref.bytes("model.layers.3.mlp.gate_proj.weight") + ref.bytes("model.layers.3.mlp.up_proj.weight"));
+    }
+
+    void megatronLmInterleaved()
+    {
+        // Two model chunks per file with PP 2: chunk v of stage p holds global layers 4v + 2p and 4v + 2p + 1.
+        // Both chunks are copies of the same state dict, so layer 4 + n has the bytes of reference layer n.
+        const std::string dir = megatronLmCopy({ { "tensor_model_parallel_size", 2 },
+                                                 { "pipeline_model_parallel_size", 2 },
+                                                 { "virtual_pipeline_model_parallel_size", 2 },
+                                                 { "expert_model_parallel_size", 1 },
+                                                 { "num_layers", 8 },
+                                                 { "swiglu", 1 } },
+                                               2);
+        auto info = scanCheckpoint(dir);
+        QVERIFY_RESULT(info);
+        QVERIFY2(info->problems.empty(), allProblems(*info).c_str());
+        QCOMPARE(info->parallel.virtualPipeline, 2);
+        const Reference ref = reference(kLegacy);
+        for (int layer = 0; layer < 8; ++layer) {
+            const TensorInfo* fc2 = info->find("decoder.layers." + std::to_string(layer) + ".mlp.linear_fc2.weight");
+            QVERIFY(fc2);
+            QVERIFY(assemble(*fc2) == ref.bytes("model.layers." + std::to_string(layer % 4) + ".mlp.down_proj.weight"));
+        }
+        QVERIFY(!info->find("decoder.layers.8.mlp.linear_fc2.weight"));
+        // The embedding is in both chunks of stage 0: one copy provides it, the other is a replica.
+        const TensorInfo* embedding = info->find("embedding.word_embeddings.weight");
+        QCOMPARE(embedding->pieces.size(), std::size_t(4));
+    }
+
     void inspectCommand()
     {
         QString out, err;
-        const int code = test::runTessera({ QStringLiteral("inspect"), QString::fromStdString(test::fixture(kLegacy)) },
-                                          &out, &err);
+        const int code = test::runTessera(
+            { QStringLiteral("inspect"), QStringLiteral("--json"), QString::fromStdString(test::fixture(kLegacy)) }, &out,
+            &err);
         QCOMPARE(code, 0);
-        QVERIFY2(out.contains(QStringLiteral("decoder.layers.3.mlp.linear_fc1.weight")), qPrintable(out + err));
+        const auto json = nlohmann::json::parse(out.toStdString(), nullptr, false);
+        QVERIFY2(json.is_object(), qPrintable(out + err));
+        QCOMPARE(QString::fromStdString(json.value("format", "")), QStringLiteral("megatron-legacy"));
+        bool found = false;
+        for (const auto& t : json["tensors"])
+            found |= t.value("name", "") == "decoder.layers.3.mlp.linear_fc1.weight"
+                     && t["shape"] == nlohmann::json::array({ 352, 64 });
+        QVERIFY2(found, qPrintable(out));
     }
 };
 
