@@ -2,20 +2,151 @@
 #include "gui_main.h"
 
 #include "mainwindow.h"
+#include "theme.h"
 
 #include <QApplication>
+#include <QDir>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTimer>
+
+#include <cstdio>
 
 namespace tessera::app {
 
+namespace {
+
+const char* kGuiUsage = R"(usage: tessera gui [PATH] [--screenshot FILE.png] [--view VIEW] [--reference DIR]
+
+Open the workbench, optionally with the checkpoint at PATH loaded.
+
+options:
+  --screenshot FILE.png   render the window with PATH loaded, write the PNG and exit
+  --view VIEW             view to show: tree, placement, mapping, merge or diff
+  --reference DIR         a Hugging Face folder to compare with (merge test, diff)
+  -h, --help              show this help and exit
+)";
+
+bool takeValue(const QStringList& args, int& i, const QString& flag, QString& value, QString& error)
+{
+    const QString arg = args[i];
+    if (arg.startsWith(flag + QLatin1Char('='))) {
+        value = arg.mid(flag.size() + 1);
+        return true;
+    }
+    if (arg != flag)
+        return false;
+    if (i + 1 >= args.size()) {
+        error = QStringLiteral("%1 needs a value").arg(flag);
+        return true;
+    }
+    value = args[++i];
+    return true;
+}
+
+} // namespace
+
+GuiOptions parseGuiArgs(const QStringList& args)
+{
+    GuiOptions options;
+    for (int i = 0; i < args.size() && options.error.isEmpty(); ++i) {
+        QString arg = args[i];
+        if (arg.startsWith(QLatin1String("--")))
+            arg.replace(QLatin1Char('_'), QLatin1Char('-'));
+        QStringList normalized = args;
+        normalized[i] = arg;
+        if (arg == QLatin1String("-h") || arg == QLatin1String("--help")) {
+            options.help = true;
+        } else if (takeValue(normalized, i, QStringLiteral("--screenshot"), options.screenshot, options.error)
+                   || takeValue(normalized, i, QStringLiteral("--view"), options.view, options.error)
+                   || takeValue(normalized, i, QStringLiteral("--reference"), options.reference, options.error)) {
+        } else if (arg.startsWith(QLatin1Char('-'))) {
+            options.error = QStringLiteral("unknown option '%1'").arg(arg);
+        } else if (options.path.isEmpty()) {
+            options.path = arg;
+        } else {
+            options.error = QStringLiteral("unexpected argument '%1'").arg(arg);
+        }
+    }
+    if (options.error.isEmpty() && !options.view.isEmpty() && !tessera::ui::MainWindow::viewFromName(options.view))
+        options.error = QStringLiteral("unknown view '%1' (tree, placement, mapping, merge, diff)").arg(options.view);
+    if (options.error.isEmpty() && !options.screenshot.isEmpty() && options.path.isEmpty())
+        options.error = QStringLiteral("--screenshot needs a PATH to load");
+    return options;
+}
+
 int runGui(int argc, char** argv)
 {
+    QStringList args;
+    for (int i = 1; i < argc; ++i)
+        args << QString::fromLocal8Bit(argv[i]);
+    if (!args.isEmpty() && args.first() == QLatin1String("gui"))
+        args.removeFirst();
+    const GuiOptions options = parseGuiArgs(args);
+    if (options.help) {
+        std::fputs(kGuiUsage, stdout);
+        return 0;
+    }
+    if (!options.error.isEmpty()) {
+        std::fprintf(stderr, "tessera gui: %s\n\n%s", qPrintable(options.error), kGuiUsage);
+        return 2;
+    }
+
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("Tessera"));
     QApplication::setOrganizationName(QStringLiteral("Tessera"));
     QApplication::setApplicationVersion(QStringLiteral(TESSERA_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("org.tessera.Tessera"));
+    const bool screenshot = !options.screenshot.isEmpty();
+    if (screenshot) {
+        // Screenshots must not depend on (or change) the user's saved window state, recent list or theme.
+        QSettings::setDefaultFormat(QSettings::IniFormat);
+        QSettings::setPath(QSettings::IniFormat, QSettings::UserScope,
+                           QDir::tempPath() + QStringLiteral("/tessera-screenshot-settings"));
+        QSettings().clear();
+        QApplication::setStyle(QStringLiteral("Fusion"));
+    }
+    tessera::ui::Theme::captureSystemPalette();
+    if (screenshot)
+        tessera::ui::Theme::apply(tessera::ui::Theme::Mode::Light);
+    else
+        tessera::ui::Theme::apply(tessera::ui::Theme::modeFromName(QSettings().value(QStringLiteral("theme")).toString()));
+
     tessera::ui::MainWindow window;
+    if (!options.reference.isEmpty())
+        window.setReferenceDir(QDir(options.reference).absolutePath());
+    if (screenshot)
+        window.resize(1440, 880);
     window.show();
-    return app.exec();
+    const auto view = tessera::ui::MainWindow::viewFromName(options.view.isEmpty() ? QStringLiteral("tree") : options.view);
+    if (!screenshot) {
+        if (!options.view.isEmpty())
+            window.showView(*view);
+        if (!options.path.isEmpty())
+            window.openPath(options.path);
+        return app.exec();
+    }
+
+    int exitCode = 1;
+    auto capture = [&](bool loaded) {
+        window.showView(*view);
+        // Let layouts and the tree settle before grabbing.
+        QTimer::singleShot(100, &window, [&, loaded] {
+            const bool saved = window.grab().save(options.screenshot);
+            if (!saved)
+                std::fprintf(stderr, "tessera gui: could not write %s\n", qPrintable(options.screenshot));
+            exitCode = saved && loaded ? 0 : 1;
+            app.quit();
+        });
+    };
+    QObject::connect(&window, &tessera::ui::MainWindow::checkpointLoaded, &window, [&] { capture(true); });
+    QObject::connect(&window, &tessera::ui::MainWindow::scanFailed, &window, [&](const QString& message) {
+        std::fprintf(stderr, "tessera gui: %s\n", qPrintable(message));
+        capture(false);
+    });
+    window.openPath(options.path);
+    app.exec();
+    return exitCode;
 }
 
 } // namespace tessera::app

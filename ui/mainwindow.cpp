@@ -1,10 +1,435 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mainwindow.h"
 
+#include "coreconvert.h"
+#include "jobs/scanjob.h"
+#include "pages/diffpage.h"
+#include "pages/mappingpage.h"
+#include "pages/mergepage.h"
+#include "pages/placementpage.h"
+#include "pages/summarypage.h"
+#include "pages/treepage.h"
+#include "theme.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolButton>
+#include <QTreeView>
+
 namespace tessera::ui {
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) { setWindowTitle(QStringLiteral("Tessera")); }
+namespace {
+constexpr int kMaxRecent = 10;
+const QLatin1String kRecentKey("recentFolders");
+} // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent)
+    , m_scan(new ScanJob(this))
+    , m_splitter(new QSplitter(Qt::Horizontal, this))
+    , m_tree(new TreePage(this))
+    , m_tabs(new QTabWidget(this))
+    , m_summary(new SummaryPage(this))
+    , m_placement(new PlacementPage(this))
+    , m_mapping(new MappingPage(this))
+    , m_merge(new MergePage(this))
+    , m_diff(new DiffPage(this))
+    , m_statusText(new QLabel(this))
+    , m_progress(new QProgressBar(this))
+    , m_cancel(new QToolButton(this))
+{
+    setWindowTitle(QStringLiteral("Tessera"));
+    setWindowIcon(QIcon(QStringLiteral(":/tessera/icons/tessera.svg")));
+    setAcceptDrops(true);
+
+    // Tab order matches View (minus Tree, which shows the summary beside the tree).
+    m_tabs->addTab(m_summary, tr("Summary"));
+    m_tabs->addTab(m_placement, tr("Placement"));
+    m_tabs->addTab(m_mapping, tr("Mapping"));
+    m_tabs->addTab(m_merge, tr("Merge"));
+    m_tabs->addTab(m_diff, tr("Diff"));
+    m_tabs->setDocumentMode(true);
+    m_splitter->addWidget(m_tree);
+    m_splitter->addWidget(m_tabs);
+    m_splitter->setStretchFactor(0, 3);
+    m_splitter->setStretchFactor(1, 2);
+    m_splitter->setChildrenCollapsible(false);
+    setCentralWidget(m_splitter);
+
+    m_progress->setRange(0, 1000);
+    m_progress->setMaximumWidth(220);
+    m_progress->setTextVisible(false);
+    m_cancel->setText(tr("Cancel"));
+    m_cancel->setToolTip(tr("Stop scanning (Esc)"));
+    statusBar()->addWidget(m_statusText, 1);
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancel);
+    setScanning(false);
+    m_statusText->setText(tr("Open a checkpoint folder (Ctrl+O) or drop one here."));
+
+    connect(m_scan, &ScanJob::started, this, &MainWindow::onScanStarted);
+    connect(m_scan, &ScanJob::progress, this, &MainWindow::onScanProgress);
+    connect(m_scan, &ScanJob::finished, this, &MainWindow::onScanFinished);
+    connect(m_scan, &ScanJob::failed, this, &MainWindow::onScanFailed);
+    connect(m_scan, &ScanJob::canceled, this, &MainWindow::onScanCanceled);
+    connect(m_cancel, &QToolButton::clicked, m_scan, &ScanJob::cancel);
+    connect(m_tree, &TreePage::currentTensorChanged, this, &MainWindow::onCurrentTensorChanged);
+    connect(m_mapping, &MappingPage::tensorActivated, this, [this](int tensor) {
+        m_tree->selectTensor(tensor);
+        showView(View::Placement);
+    });
+
+    createActions();
+    restoreSettings();
+}
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::createActions()
+{
+    auto* file = menuBar()->addMenu(tr("&File"));
+    auto* open = file->addAction(tr("&Open Folder…"), this, &MainWindow::openFolderDialog);
+    open->setShortcut(QKeySequence::Open);
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    m_reloadAction = file->addAction(tr("&Reload"), this, &MainWindow::reload);
+    m_reloadAction->setShortcuts({ QKeySequence(Qt::Key_F5), QKeySequence(Qt::CTRL | Qt::Key_R) });
+    m_reloadAction->setEnabled(false);
+    m_cancelAction = file->addAction(tr("&Cancel Scan"), m_scan, &ScanJob::cancel);
+    m_cancelAction->setShortcut(Qt::Key_Escape);
+    m_cancelAction->setEnabled(false);
+    file->addSeparator();
+    auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    auto* view = menuBar()->addMenu(tr("&View"));
+    const std::pair<View, QString> views[] = { { View::Tree, tr("&Tree and Summary") }, { View::Placement, tr("&Placement") },
+                                               { View::Mapping, tr("&Mapping") }, { View::Merge, tr("M&erge") },
+                                               { View::Diff, tr("&Diff") } };
+    int key = 1;
+    for (const auto& [which, label] : views) {
+        auto* action = view->addAction(label, this, [this, w = which] { showView(w); });
+        action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_0 + key++)));
+    }
+    view->addSeparator();
+    auto* find = view->addAction(tr("&Filter Tensors"), m_tree, &TreePage::focusFilter);
+    find->setShortcut(QKeySequence::Find);
+    auto* themeMenu = view->addMenu(tr("&Colours"));
+    auto* themes = new QActionGroup(this);
+    for (const auto mode : { Theme::Mode::System, Theme::Mode::Light, Theme::Mode::Dark }) {
+        const QString label = mode == Theme::Mode::System ? tr("Follow the &System")
+            : mode == Theme::Mode::Light                   ? tr("&Light")
+                                                           : tr("&Dark");
+        auto* action = themeMenu->addAction(label, this, [mode] {
+            Theme::apply(mode);
+            QSettings().setValue(QStringLiteral("theme"), Theme::modeName(mode));
+        });
+        action->setCheckable(true);
+        action->setChecked(Theme::current() == mode);
+        themes->addAction(action);
+    }
+
+    auto* help = menuBar()->addMenu(tr("&Help"));
+    auto* about = help->addAction(tr("&About Tessera"), this, &MainWindow::showAbout);
+    about->setShortcut(QKeySequence::HelpContents);
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+    updateRecentMenu();
+}
+
+void MainWindow::openFolderDialog()
+{
+    const QStringList recent = QSettings().value(kRecentKey).toStringList();
+    const QString start = !m_loadedPath.isEmpty() ? m_loadedPath : recent.value(0, QDir::homePath());
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Checkpoint Folder"), start);
+    if (!dir.isEmpty())
+        openPath(dir);
+}
+
+void MainWindow::openPath(const QString& path)
+{
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    m_scan->start(absolute);
+}
+
+void MainWindow::reload()
+{
+    if (!m_loadedPath.isEmpty())
+        openPath(m_loadedPath);
+}
+
+bool MainWindow::isScanning() const { return m_scan->isRunning(); }
+
+void MainWindow::setScanning(bool scanning)
+{
+    m_progress->setVisible(scanning);
+    m_cancel->setVisible(scanning);
+    if (m_cancelAction)
+        m_cancelAction->setEnabled(scanning);
+}
+
+void MainWindow::onScanStarted(const QString& path)
+{
+    setScanning(true);
+    m_progress->setValue(0);
+    m_statusText->setText(tr("Scanning %1…").arg(QDir::toNativeSeparators(path)));
+}
+
+void MainWindow::onScanProgress(int permille, const QString& text)
+{
+    m_progress->setValue(permille);
+    if (!text.isEmpty())
+        m_statusText->setText(tr("Scanning %1").arg(text));
+}
+
+void MainWindow::onScanFinished(const CheckpointPtr& checkpoint)
+{
+    setScanning(false);
+    m_checkpoint = checkpoint;
+    m_loadedPath = m_scan->path();
+    m_reloadAction->setEnabled(true);
+    addRecent(m_loadedPath);
+    m_summary->setCheckpoint(checkpoint);
+    m_placement->setCheckpoint(checkpoint);
+    m_mapping->setCheckpoint(checkpoint);
+    m_merge->setCheckpoint(checkpoint);
+    m_diff->setCheckpoint(checkpoint);
+    m_tree->setCheckpoint(checkpoint);
+    const QFileInfo info(m_loadedPath);
+    setWindowTitle(tr("%1 — Tessera").arg(info.dir().dirName() + QLatin1Char('/') + info.fileName()));
+    setWindowFilePath(m_loadedPath);
+    m_statusText->setText(tr("%1 · %2 · %3 tensors · %4 · %n problem(s)", nullptr, static_cast<int>(checkpoint->problems.size()))
+                              .arg(QDir::toNativeSeparators(m_loadedPath), qs(checkpoint->layout))
+                              .arg(checkpoint->tensors.size())
+                              .arg(bytesText(checkpoint->totalBytes())));
+    if (currentView() == View::Placement)
+        selectInterestingTensor();
+    Q_EMIT checkpointLoaded(checkpoint);
+}
+
+void MainWindow::onScanFailed(const QString& message)
+{
+    setScanning(false);
+    m_statusText->setText(tr("Could not read %1: %2").arg(QDir::toNativeSeparators(m_scan->path()), message));
+    if (!m_checkpoint) {
+        m_summary->showError(m_scan->path(), message);
+        m_tabs->setCurrentWidget(m_summary);
+    }
+    Q_EMIT scanFailed(message);
+}
+
+void MainWindow::onScanCanceled()
+{
+    setScanning(false);
+    m_statusText->setText(tr("Scan canceled."));
+}
+
+void MainWindow::onCurrentTensorChanged(int tensorIndex, int pieceIndex)
+{
+    m_placement->showTensor(tensorIndex, pieceIndex);
+}
+
+void MainWindow::selectInterestingTensor()
+{
+    if (!m_checkpoint || m_placement->tensorIndex() >= 0)
+        return;
+    // Prefer a tensor with a problem, then a sharded matrix: the drawing is most telling for those.
+    const auto& tensors = m_checkpoint->tensors;
+    int pick = -1;
+    for (const auto& problem : m_checkpoint->problems) {
+        for (std::size_t t = 0; t < tensors.size() && pick < 0; ++t) {
+            if (!problem.tensor.empty() && tensors[t].name == problem.tensor)
+                pick = static_cast<int>(t);
+        }
+        if (pick >= 0)
+            break;
+    }
+    for (std::size_t t = 0; t < tensors.size() && pick < 0; ++t) {
+        if (tensors[t].shape.size() >= 2 && tensors[t].pieces.size() >= 2)
+            pick = static_cast<int>(t);
+    }
+    if (pick < 0 && !tensors.empty())
+        pick = 0;
+    if (pick >= 0)
+        m_tree->selectTensor(pick);
+}
+
+void MainWindow::showView(View view)
+{
+    switch (view) {
+    case View::Tree:
+        m_tabs->setCurrentWidget(m_summary);
+        m_tree->view()->setFocus();
+        break;
+    case View::Placement:
+        m_tabs->setCurrentWidget(m_placement);
+        selectInterestingTensor();
+        break;
+    case View::Mapping:
+        m_tabs->setCurrentWidget(m_mapping);
+        break;
+    case View::Merge:
+        m_tabs->setCurrentWidget(m_merge);
+        break;
+    case View::Diff:
+        m_tabs->setCurrentWidget(m_diff);
+        break;
+    }
+}
+
+MainWindow::View MainWindow::currentView() const
+{
+    QWidget* page = m_tabs->currentWidget();
+    if (page == m_placement)
+        return View::Placement;
+    if (page == m_mapping)
+        return View::Mapping;
+    if (page == m_merge)
+        return View::Merge;
+    if (page == m_diff)
+        return View::Diff;
+    return View::Tree;
+}
+
+void MainWindow::setReferenceDir(const QString& dir)
+{
+    m_merge->setReferenceDir(dir);
+    m_diff->setReferenceDir(dir);
+}
+
+std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name)
+{
+    for (const auto view : { View::Tree, View::Placement, View::Mapping, View::Merge, View::Diff }) {
+        if (viewName(view) == name)
+            return view;
+    }
+    return std::nullopt;
+}
+
+QString MainWindow::viewName(View view)
+{
+    switch (view) {
+    case View::Tree:
+        return QStringLiteral("tree");
+    case View::Placement:
+        return QStringLiteral("placement");
+    case View::Mapping:
+        return QStringLiteral("mapping");
+    case View::Merge:
+        return QStringLiteral("merge");
+    case View::Diff:
+        return QStringLiteral("diff");
+    }
+    return {};
+}
+
+void MainWindow::addRecent(const QString& path)
+{
+    QSettings settings;
+    QStringList recent = settings.value(kRecentKey).toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > kMaxRecent)
+        recent.removeLast();
+    settings.setValue(kRecentKey, recent);
+    updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu()
+{
+    if (!m_recentMenu)
+        return;
+    m_recentMenu->clear();
+    const QStringList recent = QSettings().value(kRecentKey).toStringList();
+    for (int i = 0; i < recent.size(); ++i) {
+        const QString path = recent[i];
+        auto* action = m_recentMenu->addAction(QDir::toNativeSeparators(path), this, [this, path] { openPath(path); });
+        if (i < 9)
+            action->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key(Qt::Key_1 + i)));
+    }
+    if (!recent.isEmpty()) {
+        m_recentMenu->addSeparator();
+        m_recentMenu->addAction(tr("Clear List"), this, [this] {
+            QSettings().remove(kRecentKey);
+            updateRecentMenu();
+        });
+    }
+    m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::showAbout()
+{
+    QMessageBox::about(
+        this, tr("About Tessera"),
+        tr("<h3>Tessera %1</h3>"
+           "<p>Turns distributed PyTorch training checkpoints (FSDP, DCP, Megatron) into Hugging Face models, and "
+           "shows why when it can't: every shard, rank and placement, with gaps and overlaps in red.</p>"
+           "<p>No Python needed. Licensed under the GNU General Public License v3 or later.</p>"
+           "<p>Built with Qt %2.</p>")
+            .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion())));
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings settings;
+    resize(1400, 860);
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    if (!m_splitter->restoreState(settings.value(QStringLiteral("window/splitter")).toByteArray()))
+        m_splitter->setSizes({ 800, 600 });
+    m_tree->setGroupBy(settings.value(QStringLiteral("tree/groupBy")).toString() == QLatin1String("tensor")
+                           ? ShardTreeModel::GroupBy::Tensor
+                           : ShardTreeModel::GroupBy::File);
+    if (const auto view = viewFromName(settings.value(QStringLiteral("view/current")).toString()))
+        showView(*view);
+}
+
+void MainWindow::saveSettings() const
+{
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("window/splitter"), m_splitter->saveState());
+    settings.setValue(QStringLiteral("tree/groupBy"),
+                      m_tree->groupBy() == ShardTreeModel::GroupBy::Tensor ? QStringLiteral("tensor") : QStringLiteral("file"));
+    settings.setValue(QStringLiteral("view/current"), viewName(currentView()));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    m_scan->cancel();
+    saveSettings();
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    const auto urls = event->mimeData()->urls();
+    if (!urls.isEmpty() && urls.first().isLocalFile())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    const auto urls = event->mimeData()->urls();
+    if (urls.isEmpty() || !urls.first().isLocalFile())
+        return;
+    openPath(urls.first().toLocalFile());
+    event->acceptProposedAction();
+}
 
 } // namespace tessera::ui

@@ -1,16 +1,100 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "checkpointptr.h"
+
 #include <QMainWindow>
+
+#include <optional>
+
+class QAction;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QSplitter;
+class QTabWidget;
+class QToolButton;
 
 namespace tessera::ui {
 
-/// The workbench's main window (placeholder until the workbench issue).
+class DiffPage;
+class MappingPage;
+class MergePage;
+class PlacementPage;
+class ScanJob;
+class SummaryPage;
+class TreePage;
+
+/// The workbench: the shard tree on the left, the views of the selected checkpoint on the right (summary,
+/// placement, mapping, merge, diff), scanning on a worker with progress and Cancel in the status bar.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
+    enum class View { Tree, Placement, Mapping, Merge, Diff };
+
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
+
+    /// Scans `path` on a worker; the window stays responsive and shows progress. Replaces the loaded checkpoint
+    /// when the scan succeeds.
+    void openPath(const QString& path);
+    void showView(View view);
+    View currentView() const;
+    /// A reference folder for the merge test and the diff (`--reference DIR`).
+    void setReferenceDir(const QString& dir);
+    CheckpointPtr checkpoint() const { return m_checkpoint; }
+    bool isScanning() const;
+
+    static std::optional<View> viewFromName(const QString& name);
+    static QString viewName(View view);
+
+    TreePage* treePage() const { return m_tree; }
+    PlacementPage* placementPage() const { return m_placement; }
+
+Q_SIGNALS:
+    void checkpointLoaded(const tessera::ui::CheckpointPtr& checkpoint);
+    void scanFailed(const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void createActions();
+    void openFolderDialog();
+    void reload();
+    void addRecent(const QString& path);
+    void updateRecentMenu();
+    void onScanStarted(const QString& path);
+    void onScanProgress(int permille, const QString& text);
+    void onScanFinished(const CheckpointPtr& checkpoint);
+    void onScanFailed(const QString& message);
+    void onScanCanceled();
+    void setScanning(bool scanning);
+    void onCurrentTensorChanged(int tensorIndex, int pieceIndex);
+    void selectInterestingTensor();
+    void showAbout();
+    void restoreSettings();
+    void saveSettings() const;
+
+    ScanJob* m_scan;
+    CheckpointPtr m_checkpoint;
+    QString m_loadedPath;
+    QSplitter* m_splitter;
+    TreePage* m_tree;
+    QTabWidget* m_tabs;
+    SummaryPage* m_summary;
+    PlacementPage* m_placement;
+    MappingPage* m_mapping;
+    MergePage* m_merge;
+    DiffPage* m_diff;
+    QLabel* m_statusText;
+    QProgressBar* m_progress;
+    QToolButton* m_cancel;
+    QMenu* m_recentMenu = nullptr;
+    QAction* m_reloadAction = nullptr;
+    QAction* m_cancelAction = nullptr;
 };
 
 } // namespace tessera::ui

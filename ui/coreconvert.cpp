@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "coreconvert.h"
+
+#include "byte_size.h"
+#include "checkpoint_report.h"
+#include "placement.h"
+
+namespace tessera::ui {
+
+QString shapeText(const tessera::Shape& shape) { return qs(tessera::shapeToString(shape)); }
+
+QString dtypeText(tessera::DType dtype) { return qs(tessera::dtypeLabel(dtype)); }
+
+QString bytesText(std::uint64_t bytes) { return qs(tessera::formatBytes(bytes)); }
+
+QString boxText(const tessera::Shape& offsets, const tessera::Shape& shape)
+{
+    return qs(tessera::boxText(offsets, shape));
+}
+
+QString roleText(tessera::PieceRole role)
+{
+    switch (role) {
+    case tessera::PieceRole::Primary:
+        return QStringLiteral("primary");
+    case tessera::PieceRole::Replica:
+        return QStringLiteral("replica");
+    case tessera::PieceRole::PartialTerm:
+        return QStringLiteral("partial term");
+    }
+    return {};
+}
+
+QString fileName(const std::string& path)
+{
+    const auto slash = path.find_last_of('/');
+    return qs(slash == std::string::npos ? path : path.substr(slash + 1));
+}
+
+std::uint64_t boxNumel(const tessera::Shape& shape)
+{
+    std::uint64_t n = 1;
+    for (const auto size : shape)
+        n *= size > 0 ? static_cast<std::uint64_t>(size) : 0;
+    return n;
+}
+
+std::uint64_t pieceBytes(const tessera::Piece& piece)
+{
+    return boxNumel(piece.shape) * tessera::dtypeSize(piece.storedDtype);
+}
+
+} // namespace tessera::ui

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "checkpoint.h"
+
+#include <QString>
+
+#include <cstdint>
+#include <string>
+
+namespace tessera::ui {
+
+// Conversions at the core/Qt boundary: core values are std types, the workbench shows QStrings.
+
+inline QString qs(const std::string& text) { return QString::fromStdString(text); }
+/// "[512, 64]"
+QString shapeText(const tessera::Shape& shape);
+/// "BF16"
+QString dtypeText(tessera::DType dtype);
+/// "1.23 MB"
+QString bytesText(std::uint64_t bytes);
+/// "[0:256, 0:64]"
+QString boxText(const tessera::Shape& offsets, const tessera::Shape& shape);
+/// "primary", "replica", "partial term"
+QString roleText(tessera::PieceRole role);
+/// Last path component of a core path.
+QString fileName(const std::string& path);
+/// Elements of a box.
+std::uint64_t boxNumel(const tessera::Shape& shape);
+/// Bytes a piece stores.
+std::uint64_t pieceBytes(const tessera::Piece& piece);
+
+} // namespace tessera::ui

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "summarypage.h"
+
+#include "coreconvert.h"
+#include "widgets/rankcolors.h"
+
+#include <QEvent>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+namespace tessera::ui {
+
+SummaryPage::SummaryPage(QWidget* parent) : QWidget(parent), m_text(new QTextBrowser(this))
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_text);
+    m_text->setOpenLinks(false);
+    m_text->setFrameShape(QFrame::NoFrame);
+    render();
+}
+
+SummaryPage::~SummaryPage() = default;
+
+void SummaryPage::setCheckpoint(CheckpointPtr checkpoint)
+{
+    m_checkpoint = std::move(checkpoint);
+    render();
+}
+
+void SummaryPage::showError(const QString& path, const QString& message)
+{
+    m_checkpoint.reset();
+    m_text->setHtml(QStringLiteral("<h3>") + path.toHtmlEscaped() + QStringLiteral("</h3><p style='color:")
+                    + problemColor(palette()).name() + QStringLiteral("'>") + message.toHtmlEscaped()
+                    + QStringLiteral("</p>"));
+}
+
+QString SummaryPage::html() const { return m_text->toHtml(); }
+
+void SummaryPage::render()
+{
+    if (!m_checkpoint) {
+        m_text->setHtml(tr("<h3>No checkpoint loaded</h3><p>Open a folder with <b>File → Open Folder…</b> (Ctrl+O), "
+                           "drop one on the window, or start <tt>tessera gui PATH</tt>.</p>"));
+        return;
+    }
+    const auto& info = *m_checkpoint;
+    auto row = [](const QString& key, const QString& value) -> QString {
+        return QStringLiteral("<tr><td style='padding-right:16px'><b>") + key + QStringLiteral("</b></td><td>")
+            + value.toHtmlEscaped() + QStringLiteral("</td></tr>");
+    };
+    std::uint64_t pieces = 0;
+    for (const auto& tensor : info.tensors)
+        pieces += tensor.pieces.size();
+    QString html = QStringLiteral("<h3>") + qs(info.root).toHtmlEscaped() + QStringLiteral("</h3><table>");
+    html += row(tr("Layout"), qs(info.layout));
+    if (info.parallel.worldSize > 0)
+        html += row(tr("World size"), QString::number(info.parallel.worldSize));
+    for (const auto& mesh : info.parallel.meshes) {
+        QStringList dims;
+        for (std::size_t d = 0; d < mesh.shape.size(); ++d)
+            dims << (d < mesh.dimNames.size() ? qs(mesh.dimNames[d]) + QLatin1Char('=') : QString()) + QString::number(mesh.shape[d]);
+        html += row(tr("Device mesh"), dims.join(QStringLiteral(" × ")));
+    }
+    const auto& p = info.parallel;
+    if (p.tensorParallel || p.pipelineParallel || p.expertParallel || p.dataParallel) {
+        html += row(tr("Parallel"), tr("TP %1 · PP %2 · VPP %3 · EP %4 · DP %5")
+                                        .arg(p.tensorParallel).arg(p.pipelineParallel).arg(p.virtualPipeline)
+                                        .arg(p.expertParallel).arg(p.dataParallel));
+    }
+    html += row(tr("Tensors"), tr("%1 (%2, %3 pieces in %4 files)")
+                                   .arg(info.tensors.size())
+                                   .arg(bytesText(info.totalBytes()))
+                                   .arg(pieces)
+                                   .arg(info.files.size()));
+    html += row(tr("HF config"), info.hfConfigDir.empty() ? tr("not found") : qs(info.hfConfigDir));
+    for (const auto& [key, value] : info.notes)
+        html += row(qs(key), qs(value));
+    html += QStringLiteral("</table>");
+    if (info.problems.empty()) {
+        html += tr("<p><b>Problems:</b> none</p>");
+    } else {
+        html += QStringLiteral("<p><b>") + tr("%n problem(s)", nullptr, static_cast<int>(info.problems.size()))
+            + QStringLiteral("</b></p><ul style='color:") + problemColor(palette()).name() + QStringLiteral("'>");
+        for (const auto& problem : info.problems)
+            html += QStringLiteral("<li>") + qs(problem.text()).toHtmlEscaped() + QStringLiteral("</li>");
+        html += QStringLiteral("</ul>");
+    }
+    m_text->setHtml(html);
+}
+
+void SummaryPage::changeEvent(QEvent* event)
+{
+    if (event->type() == QEvent::PaletteChange)
+        render();
+    QWidget::changeEvent(event);
+}
+
+} // namespace tessera::ui

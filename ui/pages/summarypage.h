@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "checkpointptr.h"
+
+#include <QWidget>
+
+class QTextBrowser;
+
+namespace tessera::ui {
+
+/// What `tessera inspect` says about the checkpoint: layout, parallel configuration, sizes, notes, problems.
+class SummaryPage : public QWidget {
+    Q_OBJECT
+public:
+    explicit SummaryPage(QWidget* parent = nullptr);
+    ~SummaryPage() override;
+
+    void setCheckpoint(CheckpointPtr checkpoint);
+    /// Shows why a scan failed instead of a summary.
+    void showError(const QString& path, const QString& message);
+    /// The HTML shown (for tests).
+    QString html() const;
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void render();
+
+    CheckpointPtr m_checkpoint;
+    QTextBrowser* m_text;
+};
+
+} // namespace tessera::ui

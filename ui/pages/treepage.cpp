@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "treepage.h"
+
+#include "models/roles.h"
+#include "models/shardtreeproxy.h"
+#include "widgets/filterbar.h"
+#include "widgets/rankcolors.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QEvent>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+namespace tessera::ui {
+
+TreePage::TreePage(QWidget* parent)
+    : QWidget(parent)
+    , m_model(new ShardTreeModel(this))
+    , m_proxy(new ShardTreeProxy(this))
+    , m_filter(new FilterBar(this))
+    , m_groupBy(new QComboBox(this))
+    , m_problemsOnly(new QCheckBox(tr("Problems only"), this))
+    , m_view(new QTreeView(this))
+    , m_count(new QLabel(this))
+{
+    m_proxy->setSourceModel(m_model);
+    m_groupBy->addItem(tr("By file"), int(ShardTreeModel::GroupBy::File));
+    m_groupBy->addItem(tr("By tensor"), int(ShardTreeModel::GroupBy::Tensor));
+    m_groupBy->setToolTip(tr("Group tensors under the files (ranks) that hold them, or list each tensor once with all its pieces"));
+    m_problemsOnly->setToolTip(tr("Show only rows with problems"));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(m_filter, 1);
+    bar->addWidget(m_groupBy);
+    bar->addWidget(m_problemsOnly);
+    layout->addLayout(bar);
+    layout->addWidget(m_view, 1);
+    layout->addWidget(m_count);
+
+    m_view->setModel(m_proxy);
+    // Uniform heights let QTreeView lay out 100,000 rows without measuring each one.
+    m_view->setUniformRowHeights(true);
+    m_view->setAlternatingRowColors(true);
+    m_view->setSortingEnabled(true);
+    m_view->sortByColumn(-1, Qt::AscendingOrder); // checkpoint order until the user sorts
+    m_view->header()->setStretchLastSection(true);
+    m_view->header()->setSectionsMovable(true);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setTextElideMode(Qt::ElideMiddle);
+    m_view->setAllColumnsShowFocus(true);
+    adjustColumns();
+
+    connect(m_filter, &FilterBar::filterChanged, this, [this](const QRegularExpression& re) {
+        m_proxy->setFilterRegularExpression(re);
+        if (!re.pattern().isEmpty())
+            m_view->expandToDepth(2);
+        updateCount();
+    });
+    connect(m_problemsOnly, &QCheckBox::toggled, this, [this](bool on) {
+        m_proxy->setProblemsOnly(on);
+        if (on)
+            m_view->expandToDepth(3);
+        updateCount();
+    });
+    connect(m_groupBy, &QComboBox::currentIndexChanged, this, [this] {
+        const auto mode = static_cast<ShardTreeModel::GroupBy>(m_groupBy->currentData().toInt());
+        m_model->setGroupBy(mode);
+        expandDefault();
+        Q_EMIT groupByChanged(mode);
+    });
+    connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            [this](const QModelIndex& current) { onCurrentChanged(current); });
+    connect(m_proxy, &QAbstractItemModel::modelReset, this, &TreePage::updateCount);
+    m_model->setProblemColor(problemColor(palette()));
+    updateCount();
+}
+
+TreePage::~TreePage() = default;
+
+void TreePage::adjustColumns()
+{
+    const QFontMetrics fm(font());
+    auto* header = m_view->header();
+    header->resizeSection(ShardTreeModel::NameColumn, fm.horizontalAdvance(QStringLiteral("model.layers.0.post_attention_layernorm.weight")) + 130);
+    header->resizeSection(ShardTreeModel::SizeColumn, fm.horizontalAdvance(QStringLiteral("888 MB")) + 20);
+    header->resizeSection(ShardTreeModel::DTypeColumn, fm.horizontalAdvance(QStringLiteral("DType")) + 20);
+    header->resizeSection(ShardTreeModel::ShapeColumn, fm.horizontalAdvance(QStringLiteral("[151936, 4096]")) + 16);
+    header->resizeSection(ShardTreeModel::PlacementColumn, fm.horizontalAdvance(QStringLiteral("[0:151936, 0:4096] · replica")) + 16);
+}
+
+void TreePage::setCheckpoint(CheckpointPtr checkpoint)
+{
+    m_model->setCheckpoint(std::move(checkpoint));
+    expandDefault();
+    updateCount();
+}
+
+void TreePage::setGroupBy(ShardTreeModel::GroupBy groupBy)
+{
+    m_groupBy->setCurrentIndex(m_groupBy->findData(int(groupBy)));
+}
+
+ShardTreeModel::GroupBy TreePage::groupBy() const { return m_model->groupBy(); }
+
+void TreePage::expandDefault()
+{
+    const QModelIndex checkpoint = m_proxy->mapFromSource(m_model->checkpointIndex());
+    if (!checkpoint.isValid())
+        return;
+    for (QModelIndex i = checkpoint; i.isValid(); i = i.parent())
+        m_view->expand(i);
+    if (m_model->groupBy() == ShardTreeModel::GroupBy::File && m_proxy->rowCount(checkpoint) > 0)
+        m_view->expand(m_proxy->index(0, 0, checkpoint));
+}
+
+void TreePage::selectTensor(int tensorIndex)
+{
+    QModelIndex index = m_proxy->mapFromSource(m_model->indexForTensor(tensorIndex));
+    if (!index.isValid())
+        return;
+    m_view->setCurrentIndex(index);
+    m_view->scrollTo(index, QAbstractItemView::PositionAtCenter);
+}
+
+void TreePage::focusFilter()
+{
+    m_filter->lineEdit()->setFocus(Qt::ShortcutFocusReason);
+    m_filter->lineEdit()->selectAll();
+}
+
+void TreePage::onCurrentChanged(const QModelIndex& current)
+{
+    if (!current.isValid()) {
+        Q_EMIT currentTensorChanged(-1, -1);
+        return;
+    }
+    Q_EMIT currentTensorChanged(current.data(TensorIndexRole).toInt(), current.data(PieceIndexRole).toInt());
+}
+
+void TreePage::updateCount()
+{
+    const int total = m_model->tensorCount();
+    if (total == 0) {
+        m_count->setText(tr("No checkpoint loaded"));
+        return;
+    }
+    const auto* checkpoint = m_model->checkpoint().get();
+    const QString problems = checkpoint->problems.empty()
+        ? tr("no problems")
+        : tr("%n problem(s)", nullptr, static_cast<int>(checkpoint->problems.size()));
+    const bool filtered = !m_proxy->filterRegularExpression().pattern().isEmpty() || m_proxy->problemsOnly();
+    m_count->setText(filtered ? tr("%1 tensors · %2 · filtered").arg(total).arg(problems)
+                              : tr("%1 tensors · %2").arg(total).arg(problems));
+}
+
+void TreePage::changeEvent(QEvent* event)
+{
+    if (event->type() == QEvent::PaletteChange) {
+        m_model->setProblemColor(problemColor(palette()));
+        m_view->viewport()->update();
+    } else if (event->type() == QEvent::FontChange) {
+        adjustColumns();
+    }
+    QWidget::changeEvent(event);
+}
+
+} // namespace tessera::ui

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "checkpointptr.h"
+#include "models/shardtreemodel.h"
+
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QTreeView;
+
+namespace tessera::ui {
+
+class FilterBar;
+class ShardTreeProxy;
+
+/// The shard tree with its filter bar, grouping choice and "problems only" switch.
+class TreePage : public QWidget {
+    Q_OBJECT
+public:
+    explicit TreePage(QWidget* parent = nullptr);
+    ~TreePage() override;
+
+    void setCheckpoint(CheckpointPtr checkpoint);
+    void setGroupBy(ShardTreeModel::GroupBy groupBy);
+    ShardTreeModel::GroupBy groupBy() const;
+    /// Selects (and scrolls to) the first row of tensor `tensorIndex`.
+    void selectTensor(int tensorIndex);
+    /// Expands the checkpoint and its first group so a fresh load shows tensors, not one collapsed line.
+    void expandDefault();
+    void focusFilter();
+
+    ShardTreeModel* model() const { return m_model; }
+    ShardTreeProxy* proxy() const { return m_proxy; }
+    QTreeView* view() const { return m_view; }
+    FilterBar* filterBar() const { return m_filter; }
+
+Q_SIGNALS:
+    /// The current row stands for tensor `tensorIndex` (-1 if none) and, for piece rows, piece `pieceIndex`.
+    void currentTensorChanged(int tensorIndex, int pieceIndex);
+    void groupByChanged(tessera::ui::ShardTreeModel::GroupBy groupBy);
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void onCurrentChanged(const QModelIndex& current);
+    void updateCount();
+    void adjustColumns();
+
+    ShardTreeModel* m_model;
+    ShardTreeProxy* m_proxy;
+    FilterBar* m_filter;
+    QComboBox* m_groupBy;
+    QCheckBox* m_problemsOnly;
+    QTreeView* m_view;
+    QLabel* m_count;
+};
+
+} // namespace tessera::ui

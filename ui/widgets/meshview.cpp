@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "meshview.h"
+
+#include "rankcolors.h"
+
+#include <QPainter>
+
+#include <algorithm>
+
+namespace tessera::ui {
+
+namespace {
+constexpr int kCell = 64;
+constexpr int kAxis = 26;
+} // namespace
+
+MeshView::MeshView(QWidget* parent) : QWidget(parent) { setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred); }
+
+MeshView::~MeshView() = default;
+
+void MeshView::setTensor(CheckpointPtr checkpoint, int tensorIndex)
+{
+    m_shape.clear();
+    m_dimNames.clear();
+    m_ranks.clear();
+    m_holding.clear();
+    m_title.clear();
+    if (checkpoint && tensorIndex >= 0 && tensorIndex < static_cast<int>(checkpoint->tensors.size())) {
+        const auto& info = *checkpoint;
+        const auto& tensor = info.tensors[tensorIndex];
+        const tessera::DeviceMesh* mesh = nullptr;
+        if (tensor.meshIndex >= 0 && tensor.meshIndex < static_cast<int>(info.parallel.meshes.size()))
+            mesh = &info.parallel.meshes[tensor.meshIndex];
+        else if (info.parallel.meshes.size() == 1)
+            mesh = &info.parallel.meshes.front();
+        if (mesh) {
+            m_shape = QVector<qint64>(mesh->shape.begin(), mesh->shape.end());
+            for (const auto& name : mesh->dimNames)
+                m_dimNames << QString::fromStdString(name);
+            m_ranks = QVector<qint64>(mesh->ranks.begin(), mesh->ranks.end());
+        } else {
+            // No DTensor mesh (plain tensors, Megatron): show the ranks that wrote files as one row.
+            int maxRank = info.parallel.worldSize - 1;
+            for (const auto& piece : tensor.pieces)
+                maxRank = std::max(maxRank, piece.rank);
+            for (int r = 0; r <= maxRank; ++r)
+                m_ranks << r;
+            m_shape = { static_cast<qint64>(m_ranks.size()) };
+            m_dimNames << tr("ranks");
+        }
+        for (const auto& piece : tensor.pieces) {
+            const Holding h = piece.role == tessera::PieceRole::Primary ? Holding::Primary
+                : piece.role == tessera::PieceRole::Replica            ? Holding::Replica
+                                                                       : Holding::Partial;
+            auto it = m_holding.find(piece.rank);
+            if (it == m_holding.end() || (it.value() == Holding::Replica && h != Holding::Replica))
+                m_holding.insert(piece.rank, h);
+        }
+        QStringList dims;
+        for (int d = 0; d < m_shape.size(); ++d)
+            dims << (d < m_dimNames.size() && !m_dimNames[d].isEmpty() ? m_dimNames[d] : QStringLiteral("dim %1").arg(d))
+                    + QLatin1Char('=') + QString::number(m_shape[d]);
+        m_title = dims.join(QStringLiteral(" × "));
+    }
+    m_highlighted = -1;
+    updateGeometry();
+    update();
+}
+
+void MeshView::setHighlightedRank(int rank)
+{
+    if (rank == m_highlighted)
+        return;
+    m_highlighted = rank;
+    update();
+}
+
+QSize MeshView::sizeHint() const
+{
+    if (m_shape.isEmpty())
+        return { 200, 100 };
+    const qint64 cols = m_shape.last();
+    const qint64 rows = m_ranks.isEmpty() ? 1 : std::max<qint64>(1, m_ranks.size() / std::max<qint64>(1, cols));
+    return { int(std::min<qint64>(cols, 16) * kCell + kAxis + 16), int(std::min<qint64>(rows, 16) * kCell + kAxis + 16) };
+}
+
+QSize MeshView::minimumSizeHint() const { return { 160, 90 }; }
+
+void MeshView::paintEvent(QPaintEvent* event)
+{
+    (void)event;
+    QPainter painter(this);
+    const QPalette& pal = palette();
+    if (m_shape.isEmpty() || m_ranks.isEmpty()) {
+        painter.setPen(pal.color(QPalette::PlaceholderText));
+        painter.drawText(rect(), Qt::AlignCenter, tr("no device mesh"));
+        return;
+    }
+    const qint64 cols = std::max<qint64>(1, m_shape.last());
+    const qint64 rows = std::max<qint64>(1, (m_ranks.size() + cols - 1) / cols);
+    const QFontMetrics fm(font());
+    const qreal cell = std::clamp<qreal>(std::min((width() - kAxis - 8) / qreal(cols), (height() - kAxis - 8) / qreal(rows)),
+                                         12, kCell);
+    const QRectF grid(kAxis, kAxis, cell * qreal(cols), cell * qreal(rows));
+
+    auto dimLabel = [&](int d) -> QString {
+        const QString name = d < m_dimNames.size() && !m_dimNames[d].isEmpty() ? m_dimNames[d] : QStringLiteral("dim %1").arg(d);
+        return name + QStringLiteral(" = ") + QString::number(m_shape[d]);
+    };
+    painter.setPen(pal.color(QPalette::Text));
+    painter.drawText(QRectF(grid.left(), 2, std::max<qreal>(grid.width(), 200), kAxis - 4), Qt::AlignLeft | Qt::AlignVCenter,
+                     dimLabel(int(m_shape.size()) - 1) + QStringLiteral("  →"));
+    if (m_shape.size() >= 2) {
+        QStringList rowDims;
+        for (int d = 0; d + 1 < m_shape.size(); ++d)
+            rowDims << dimLabel(d);
+        painter.save();
+        painter.translate(2, grid.bottom());
+        painter.rotate(-90);
+        painter.drawText(QRectF(0, 0, std::max<qreal>(grid.height(), 200), kAxis - 4), Qt::AlignLeft | Qt::AlignVCenter,
+                         rowDims.join(QStringLiteral(" × ")) + QStringLiteral("  →"));
+        painter.restore();
+    }
+
+    for (int i = 0; i < m_ranks.size(); ++i) {
+        const qint64 rank = m_ranks[i];
+        const QRectF box(grid.left() + qreal(i % cols) * cell, grid.top() + qreal(i / cols) * cell, cell, cell);
+        const QRectF inner = box.adjusted(2, 2, -2, -2);
+        const Holding holding = m_holding.value(rank, Holding::Nothing);
+        const QColor color = rankColor(int(rank), pal);
+        if (holding == Holding::Nothing) {
+            painter.setPen(QPen(pal.color(QPalette::Mid), 1, Qt::DashLine));
+            painter.setBrush(Qt::NoBrush);
+            painter.drawRect(inner);
+            painter.setPen(pal.color(QPalette::PlaceholderText));
+        } else {
+            painter.fillRect(inner, color);
+            if (holding == Holding::Replica)
+                painter.fillRect(inner, QBrush(textColorOn(color), Qt::BDiagPattern));
+            painter.setPen(textColorOn(color));
+        }
+        QString text = QString::number(rank);
+        if (cell >= 40 && holding != Holding::Nothing)
+            text += QLatin1Char('\n') + (holding == Holding::Primary ? tr("shard") : holding == Holding::Replica ? tr("replica") : tr("partial"));
+        if (cell >= fm.height()) {
+            if (holding == Holding::Replica) {
+                // A plate under the text keeps it readable over the hatching.
+                const QRectF plate = painter.boundingRect(inner, Qt::AlignCenter, text).adjusted(-3, -1, 3, 1);
+                painter.fillRect(plate, color);
+            }
+            painter.drawText(inner, Qt::AlignCenter, text);
+        }
+        if (rank == m_highlighted) {
+            painter.setPen(QPen(pal.color(QPalette::Highlight), 3));
+            painter.setBrush(Qt::NoBrush);
+            painter.drawRect(inner.adjusted(1, 1, -1, -1));
+        }
+    }
+}
+
+} // namespace tessera::ui
