@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Merge benchmark (not a test): writes a large synthetic verl FSDP2 checkpoint with the project's own torch.save
+// writer (or takes a folder), merges it in a child process, and prints GB/s, the ratio to a plain copy of the
+// same bytes measured in the same run, and the merge's peak RSS against the 2 × largest tensor + 64 MiB bound.
+//
+//   bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--threads N] [--rounds 2] [--keep]
+
+#include "byte_size.h"
+#include "merge_engine.h"
+#include "merge_plan.h"
+#include "scan.h"
+#include "torch_save_writer.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+namespace {
+
+double now()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct GlobalTensor {
+    std::string name;
+    Shape shape;
+};
+
+/// A Llama-like model of about `gb` GB in bf16: hidden 4096, MLP 11008, as many layers as fit.
+std::vector<GlobalTensor> syntheticModel(double gb)
+{
+    const std::int64_t h = 4096, m = 11008, vocab = 32000;
+    std::vector<GlobalTensor> t { { "model.embed_tokens.weight", { vocab, h } } };
+    const double perLayer = (4.0 * h * h + 3.0 * h * m) * 2;
+    const int layers = std::max(1, static_cast<int>((gb * 1e9 - 2.0 * vocab * h * 2) / perLayer + 0.999));
+    for (int l = 0; l < layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        for (const char* n : { "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                               "self_attn.o_proj.weight" })
+            t.push_back({ p + n, { h, h } });
+        t.push_back({ p + "mlp.gate_proj.weight", { m, h } });
+        t.push_back({ p + "mlp.up_proj.weight", { m, h } });
+        t.push_back({ p + "mlp.down_proj.weight", { h, m } });
+        t.push_back({ p + "input_layernorm.weight", { h } });
+        t.push_back({ p + "post_attention_layernorm.weight", { h } });
+    }
+    t.push_back({ "model.norm.weight", { h } });
+    t.push_back({ "lm_head.weight", { vocab, h } });
+    return t;
+}
+
+Status writeCheckpoint(const std::string& dir, double gb, int ranks)
+{
+    fs::create_directories(dir + "/huggingface");
+    std::ofstream(dir + "/huggingface/config.json")
+        << "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"tie_word_embeddings\": false,\n"
+           "  \"torch_dtype\": \"bfloat16\"\n}\n";
+    std::ofstream(dir + "/fsdp_config.json") << "{\"FSDP_version\": 2, \"world_size\": " << ranks << "}\n";
+    const auto model = syntheticModel(gb);
+    DeviceMesh mesh { { ranks }, { "fsdp" }, {} };
+    for (int r = 0; r < ranks; ++r)
+        mesh.ranks.push_back(r);
+    for (int r = 0; r < ranks; ++r) {
+        std::vector<TorchSaveTensor> tensors;
+        for (const auto& g : model) {
+            TorchSaveTensor t;
+            t.name = g.name;
+            t.dtype = DType::BFloat16;
+            t.dtensor = true;
+            t.globalShape = g.shape;
+            t.placements = { Placement::shard(0) };
+            t.mesh = mesh;
+            t.coordinate = { r };
+            auto chunk = chunkRange(g.shape[0], ranks, r);
+            t.shape = g.shape;
+            t.shape[0] = chunk.size;
+            tensors.push_back(std::move(t));
+        }
+        const std::string path = dir + "/model_world_size_" + std::to_string(ranks) + "_rank_" + std::to_string(r) + ".pt";
+        auto status = writeTorchSave(path, tensors, [&](std::size_t i, std::uint64_t off, std::uint8_t* dst, std::uint64_t n) {
+            // Deterministic bf16 noise, different per tensor, rank and position.
+            std::uint64_t s = (i + 1) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(r) << 40 ^ off;
+            for (std::uint64_t k = 0; k + 1 < n; k += 2) {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                const std::uint16_t v = static_cast<std::uint16_t>(0x3C00 + (s & 0x07FF)) ^ static_cast<std::uint16_t>((s >> 20) & 0x8000);
+                std::memcpy(dst + k, &v, 2);
+            }
+            return Status::success();
+        });
+        if (!status)
+            return status;
+    }
+    return Status::success();
+}
+
+/// A plain copy of every data file of the checkpoint: what `cp` does (copy_file_range, then fdatasync).
+double plainCopy(const std::vector<std::string>& files, const std::string& outDir, std::uint64_t& bytes)
+{
+    fs::remove_all(outDir);
+    fs::create_directories(outDir);
+    const double start = now();
+    bytes = 0;
+    for (const auto& f : files) {
+        const int in = ::open(f.c_str(), O_RDONLY);
+        const int out = ::open((outDir + "/" + fs::path(f).filename().string()).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const auto size = fs::file_size(f);
+        std::uint64_t done = 0;
+        while (done < size) {
+            const ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, size - done, 0);
+            if (n <= 0) {
+                std::vector<char> buf(16 << 20);
+                ssize_t k;
+                while ((k = ::read(in, buf.data(), buf.size())) > 0)
+                    if (::write(out, buf.data(), static_cast<size_t>(k)) != k)
+                        break;
+                done = size;
+                break;
+            }
+            done += static_cast<std::uint64_t>(n);
+        }
+        bytes += size;
+        ::fdatasync(out);
+        ::close(in);
+        ::close(out);
+    }
+    return now() - start;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::string dir, work = fs::temp_directory_path().string() + "/tessera-bench";
+    double gb = 1.2;
+    int ranks = 4, threads = 0, rounds = 2;
+    bool keep = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+        if (a == "--dir")
+            dir = next();
+        else if (a == "--work")
+            work = next();
+        else if (a == "--gb")
+            gb = std::stod(next());
+        else if (a == "--ranks")
+            ranks = std::stoi(next());
+        else if (a == "--threads")
+            threads = std::stoi(next());
+        else if (a == "--rounds")
+            rounds = std::stoi(next());
+        else if (a == "--keep")
+            keep = true;
+        else {
+            std::cerr << "usage: bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--threads N] "
+                         "[--rounds 2] [--keep]\n";
+            return 2;
+        }
+    }
+    fs::create_directories(work);
+    if (dir.empty()) {
+        dir = work + "/actor";
+        if (!fs::exists(dir + "/model_world_size_" + std::to_string(ranks) + "_rank_0.pt")) {
+            std::cout << "writing a " << gb << " GB synthetic FSDP2 checkpoint (" << ranks << " ranks) to " << dir << "\n";
+            const double t0 = now();
+            auto status = writeCheckpoint(dir, gb, ranks);
+            if (!status) {
+                std::cerr << status.error().message << "\n";
+                return 1;
+            }
+            std::cout << "  written in " << now() - t0 << " s\n";
+        }
+    }
+    auto info = scanCheckpoint(dir);
+    if (!info) {
+        std::cerr << info.error().message << "\n";
+        return 1;
+    }
+    auto plan = planMerge(*info, {});
+    if (!plan) {
+        std::cerr << plan.error().message << "\n";
+        return 1;
+    }
+    std::cout << "checkpoint: " << info->tensors.size() << " tensors, " << formatBytes(plan->totalBytes) << " in "
+              << info->files.size() << " files; largest tensor " << formatBytes(plan->largestTensorBytes) << "\n";
+
+    double bestCopy = 1e30, bestMerge = 1e30;
+    long peakKb = 0;
+    std::uint64_t copied = 0;
+    for (int round = 0; round < rounds; ++round) {
+        const double copyTime = plainCopy(info->files, work + "/copy", copied);
+        fs::remove_all(work + "/copy");
+        bestCopy = std::min(bestCopy, copyTime);
+        fs::remove_all(work + "/merged");
+        // The merge runs in a child so that its peak RSS is its own, not the generator's or the copy's.
+        const double t0 = now();
+        const pid_t child = ::fork();
+        if (child == 0) {
+            auto scanned = scanCheckpoint(dir);
+            if (!scanned)
+                ::_exit(3);
+            auto p = planMerge(*scanned, {});
+            if (!p)
+                ::_exit(4);
+            MergeRunOptions run;
+            run.threads = static_cast<unsigned>(threads);
+            auto outcome = mergeCheckpoint(*scanned, *p, work + "/merged", run);
+            if (!outcome) {
+                std::cerr << outcome.error().message << "\n";
+                ::_exit(5);
+            }
+            ::_exit(0);
+        }
+        int status = 0;
+        struct rusage usage {};
+        ::wait4(child, &status, 0, &usage);
+        const double mergeTime = now() - t0;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            std::cerr << "merge failed (status " << status << ")\n";
+            return 1;
+        }
+        bestMerge = std::min(bestMerge, mergeTime);
+        peakKb = std::max(peakKb, usage.ru_maxrss);
+        std::cout << "round " << round + 1 << ": copy " << copyTime << " s, merge " << mergeTime << " s\n";
+        if (round + 1 < rounds || !keep)
+            fs::remove_all(work + "/merged");
+    }
+    const double bytes = static_cast<double>(plan->totalBytes);
+    const std::uint64_t bound = 2 * plan->largestTensorBytes + (64u << 20);
+    std::cout << "plain copy: " << formatBytes(copied) << " in " << bestCopy << " s = " << copied / bestCopy / 1e9 << " GB/s\n";
+    std::cout << "merge:      " << formatBytes(plan->totalBytes) << " in " << bestMerge << " s = " << bytes / bestMerge / 1e9
+              << " GB/s\n";
+    std::cout << "ratio merge/copy: " << bestMerge / bestCopy << " (target ≤ 1.3)\n";
+    std::cout << "peak RSS of the merge: " << formatBytes(static_cast<std::uint64_t>(peakKb) * 1024) << " (bound 2 × largest tensor + 64 MiB = "
+              << formatBytes(bound) << ")\n";
+    return 0;
+}
