@@ -51,3 +51,10 @@ std::uint64_t pieceBytes(const tessera::Piece& piece)
 }
 
 } // namespace tessera::ui
+
+namespace tessera::ui {
+QString countText(long long count, const QString& singular, const QString& plural)
+{
+    return QString::number(count) + QLatin1Char(' ') + (count == 1 ? singular : plural);
+}
+} // namespace tessera::ui

@@ -31,3 +31,8 @@ std::uint64_t boxNumel(const tessera::Shape& shape);
 std::uint64_t pieceBytes(const tessera::Piece& piece);
 
 } // namespace tessera::ui
+
+namespace tessera::ui {
+/// "1 tensor", "4 tensors": English plurals without a translator installed (tr's %n would print "tensor(s)").
+QString countText(long long count, const QString& singular, const QString& plural);
+} // namespace tessera::ui

@@ -212,10 +212,11 @@ void MainWindow::onScanFinished(const CheckpointPtr& checkpoint)
     const QFileInfo info(m_loadedPath);
     setWindowTitle(tr("%1 — Tessera").arg(info.dir().dirName() + QLatin1Char('/') + info.fileName()));
     setWindowFilePath(m_loadedPath);
-    m_statusText->setText(tr("%1 · %2 · %3 tensors · %4 · %n problem(s)", nullptr, static_cast<int>(checkpoint->problems.size()))
+    m_statusText->setText(tr("%1 · %2 · %3 tensors · %4 · %5")
                               .arg(QDir::toNativeSeparators(m_loadedPath), qs(checkpoint->layout))
                               .arg(checkpoint->tensors.size())
-                              .arg(bytesText(checkpoint->totalBytes())));
+                              .arg(bytesText(checkpoint->totalBytes()),
+                                   countText(static_cast<long long>(checkpoint->problems.size()), tr("problem"), tr("problems"))));
     if (currentView() == View::Placement)
         selectInterestingTensor();
     Q_EMIT checkpointLoaded(checkpoint);

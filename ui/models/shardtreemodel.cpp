@@ -364,7 +364,7 @@ QVariant ShardTreeModel::chainData(int chain, int column, int role) const
         case SizeColumn:
             return last ? bytesText(info.totalBytes()) : QString();
         case ShapeColumn:
-            return last ? tr("%n tensor(s)", nullptr, static_cast<int>(info.tensors.size())) : QString();
+            return last ? countText(static_cast<long long>(info.tensors.size()), tr("tensor"), tr("tensors")) : QString();
         case PlacementColumn:
             if (!last)
                 return {};
@@ -411,7 +411,7 @@ QVariant ShardTreeModel::groupData(int groupIndex, int column, int role) const
         case SizeColumn:
             return bytesText(group.bytes);
         case ShapeColumn:
-            return tr("%n tensor(s)", nullptr, static_cast<int>(group.entries.size()));
+            return countText(static_cast<long long>(group.entries.size()), tr("tensor"), tr("tensors"));
         case PlacementColumn:
             return rankRange(group.firstRank, group.lastRank);
         case ProblemColumn:

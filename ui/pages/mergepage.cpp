@@ -181,14 +181,14 @@ void MergePage::updatePlan()
         total += bytes;
     }
     QString text = tr("Estimate from the scan (the merge engine's dry run will replace it):\n");
-    text += tr("  %1 tensors, %2 → %n safetensors file(s)\n", nullptr, shards)
+    text += tr("  %1 tensors, %2 → %3\n")
                 .arg(m_checkpoint->tensors.size())
-                .arg(bytesText(total));
+                .arg(bytesText(total), countText(shards, tr("safetensors file"), tr("safetensors files")));
     text += tr("  config and tokenizer from %1\n")
                 .arg(m_checkpoint->hfConfigDir.empty() ? tr("(not found)") : qs(m_checkpoint->hfConfigDir));
     if (!m_checkpoint->problems.empty())
-        text += tr("  %n problem(s) must be fixed first; see the shard tree\n", nullptr,
-                   static_cast<int>(m_checkpoint->problems.size()));
+        text += tr("  %1 must be fixed first; see the shard tree\n")
+                    .arg(countText(static_cast<long long>(m_checkpoint->problems.size()), tr("problem"), tr("problems")));
     m_plan->setPlainText(text);
 }
 

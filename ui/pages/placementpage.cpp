@@ -100,9 +100,10 @@ void PlacementPage::updateHeader()
     }
     const auto& tensor = m_checkpoint->tensors[m_tensor];
     m_title->setText(qs(tensor.name));
-    m_details->setText(tr("%1 · %2 · %3 · %4 · %n piece(s)", nullptr, static_cast<int>(tensor.pieces.size()))
+    m_details->setText(tr("%1 · %2 · %3 · %4 · %5")
                            .arg(shapeText(tensor.shape), dtypeText(tensor.dtype), bytesText(tensor.nbytes()),
-                                tensor.placement.empty() ? tr("plain tensor") : qs(tensor.placement)));
+                                tensor.placement.empty() ? tr("plain tensor") : qs(tensor.placement),
+                                countText(static_cast<long long>(tensor.pieces.size()), tr("piece"), tr("pieces"))));
     QStringList problems;
     for (const auto& problem : m_checkpoint->problems) {
         if (problem.tensor == tensor.name)
@@ -110,7 +111,7 @@ void PlacementPage::updateHeader()
     }
     const auto& g = m_view->geometry();
     if (problems.isEmpty() && (!g.gaps.empty() || !g.overlaps.empty()))
-        problems << tr("%n gap(s) and %1 overlap(s) in the pieces", nullptr, static_cast<int>(g.gaps.size())).arg(g.overlaps.size());
+        problems << tr("%1 and %2 in the pieces").arg(countText(static_cast<long long>(g.gaps.size()), tr("gap"), tr("gaps")), countText(static_cast<long long>(g.overlaps.size()), tr("overlap"), tr("overlaps")));
     m_problems->setVisible(!problems.isEmpty());
     m_problems->setText(problems.join(QLatin1Char('\n')));
     QPalette pal = m_problems->palette();

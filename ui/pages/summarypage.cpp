@@ -81,7 +81,7 @@ void SummaryPage::render()
     if (info.problems.empty()) {
         html += tr("<p><b>Problems:</b> none</p>");
     } else {
-        html += QStringLiteral("<p><b>") + tr("%n problem(s)", nullptr, static_cast<int>(info.problems.size()))
+        html += QStringLiteral("<p><b>") + countText(static_cast<long long>(info.problems.size()), tr("problem"), tr("problems"))
             + QStringLiteral("</b></p><ul style='color:") + problemColor(palette()).name() + QStringLiteral("'>");
         for (const auto& problem : info.problems)
             html += QStringLiteral("<li>") + qs(problem.text()).toHtmlEscaped() + QStringLiteral("</li>");

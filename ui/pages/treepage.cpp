@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "treepage.h"
 
+#include "coreconvert.h"
 #include "models/roles.h"
 #include "models/shardtreeproxy.h"
 #include "widgets/filterbar.h"
@@ -153,7 +154,7 @@ void TreePage::updateCount()
     const auto* checkpoint = m_model->checkpoint().get();
     const QString problems = checkpoint->problems.empty()
         ? tr("no problems")
-        : tr("%n problem(s)", nullptr, static_cast<int>(checkpoint->problems.size()));
+        : countText(static_cast<long long>(checkpoint->problems.size()), tr("problem"), tr("problems"));
     const bool filtered = !m_proxy->filterRegularExpression().pattern().isEmpty() || m_proxy->problemsOnly();
     m_count->setText(filtered ? tr("%1 tensors · %2 · filtered").arg(total).arg(problems)
                               : tr("%1 tensors · %2").arg(total).arg(problems));
