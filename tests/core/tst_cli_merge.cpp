@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `tessera merge` and `tessera test` as users run them: verl's flags, exit codes, outputs on the fixtures.
+
+#include "testutil.h"
+
+#include "safetensors_reader.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <filesystem>
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+namespace {
+QString q(const std::string& s) { return QString::fromStdString(s); }
+/// One command-line argument, from a literal or a QString (the project forbids implicit ASCII casts).
+struct Arg {
+    QString s;
+    Arg(const char* text) : s(QString::fromUtf8(text)) { }
+    Arg(const QString& text) : s(text) { }
+};
+QStringList A(std::initializer_list<Arg> items)
+{
+    QStringList list;
+    for (const auto& a : items)
+        list << a.s;
+    return list;
+}
+std::string actor(const char* c) { return test::fixture(std::string(c) + "/global_step_10/actor"); }
+} // namespace
+
+class TestCliMerge : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void mergesEveryFixtureBitExact_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("reference");
+        for (const char* c : { "fsdp2_llama_w4", "fsdp2_qwen2_w2_fp32", "fsdp1_llama_w2_dtensor", "hsdp_qwen2_2x2" }) {
+            QTest::newRow(c) << A({ "--local_dir", q(actor(c)) }) << q(test::fixture(std::string(c) + "/reference"));
+            if (fs::exists(test::fixture(std::string(c) + "/dcp")))
+                QTest::newRow((std::string(c) + "/dcp").c_str())
+                    << A({ "--local-dir", q(test::fixture(std::string(c) + "/dcp")), "--hf-model-path",
+                                     q(actor(c) + "/huggingface") })
+                    << q(test::fixture(std::string(c) + "/reference"));
+        }
+    }
+    void mergesEveryFixtureBitExact()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, reference);
+        const std::string out = test::makeTempDir() + "/merged";
+        QString stdOut, stdErr;
+        const int code = test::runTessera(A({ "merge" }) + args + A({ "--target_dir", q(out), "--quiet" }),
+                                          &stdOut, &stdErr);
+        QVERIFY2(code == 0, qPrintable(stdErr));
+        for (const auto& entry : fs::directory_iterator(reference.toStdString())) {
+            const std::string name = entry.path().filename().string();
+            QVERIFY2(test::readFile(entry.path().string()) == test::readFile(out + "/" + name), name.c_str());
+        }
+    }
+
+    void testPassesAndFailsWithReport()
+    {
+        const std::string ref = test::fixture("fsdp2_llama_w4/reference");
+        QString stdOut, stdErr;
+        QCOMPARE(test::runTessera(A({ "test", "--local_dir", q(actor("fsdp2_llama_w4")), "--test_hf_dir", q(ref) }), &stdOut,
+                                  &stdErr),
+                 0);
+        QVERIFY(stdOut.contains(QStringLiteral("OK: 39 of 39")));
+        // A deliberately different reference: one byte of one tensor changed.
+        const std::string bad = test::makeTempDir();
+        fs::copy(ref, bad, fs::copy_options::recursive);
+        fs::permissions(bad + "/model.safetensors", fs::perms::owner_write, fs::perm_options::add);
+        auto header = readSafetensorsFile(bad + "/model.safetensors");
+        QVERIFY_RESULT(header);
+        std::string bytes = test::readFile(bad + "/model.safetensors");
+        std::string changed;
+        for (const auto& t : header->tensors)
+            if (t.name == "model.layers.1.mlp.up_proj.weight") {
+                bytes[t.begin + 100] ^= 0x01; // lowest mantissa bit of element 50
+                changed = t.name;
+            }
+        QVERIFY(!changed.empty());
+        test::writeFile(bad + "/model.safetensors", bytes);
+        QCOMPARE(test::runTessera(A({ "test", "--local-dir", q(actor("fsdp2_llama_w4")), "--test-hf-dir", q(bad) }), &stdOut,
+                                  &stdErr),
+                 1);
+        QVERIFY2(stdOut.contains(QStringLiteral("FAIL  model.layers.1.mlp.up_proj.weight: DIFFERENT: 1 of")), qPrintable(stdOut));
+        QVERIFY(stdOut.contains(QStringLiteral("FAILED: 38 of 39")));
+        // A tolerance large enough accepts it.
+        QCOMPARE(test::runTessera(A({ "test", "--local_dir", q(actor("fsdp2_llama_w4")), "--test_hf_dir", q(bad), "--atol",
+                                    "0.01" }),
+                                  &stdOut, &stdErr),
+                 0);
+    }
+
+    void refusesLoraClearly()
+    {
+        QString stdOut, stdErr;
+        const std::string out = test::makeTempDir() + "/lora";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", q(actor("lora_llama_w2_fp32")), "--target_dir", q(out) }),
+                                  &stdOut, &stdErr),
+                 1);
+        QVERIFY(stdErr.contains(QStringLiteral("LoRA")));
+        QVERIFY(!fs::exists(out));
+    }
+
+    void dryRunPrintsPlan()
+    {
+        QString stdOut, stdErr;
+        const std::string out = test::makeTempDir() + "/never";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", q(actor("hsdp_qwen2_2x2")), "--target_dir", q(out),
+                                    "--dry-run", "--json", "--max_shard_size", "100KB" }),
+                                  &stdOut, &stdErr),
+                 0);
+        const auto json = QJsonDocument::fromJson(stdOut.toUtf8()).object();
+        QVERIFY(json.value(QStringLiteral("files")).toArray().size() > 1);
+        QCOMPARE(json.value(QStringLiteral("tensors")).toArray().size(), 51);
+        QVERIFY(!fs::exists(out));
+    }
+
+    void shardedOutputLoadsThroughIndex()
+    {
+        QString stdOut, stdErr;
+        const std::string out = test::makeTempDir() + "/sharded";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", q(actor("fsdp2_qwen2_w2_fp32")), "--target_dir", q(out),
+                                    "--max_shard_size", "200KB", "--quiet" }),
+                                  &stdOut, &stdErr),
+                 0);
+        QVERIFY(fs::exists(out + "/model.safetensors.index.json"));
+        QVERIFY(!fs::exists(out + "/model.safetensors"));
+        auto model = scanSafetensorsFolder(out);
+        QVERIFY_RESULT(model);
+        QVERIFY(model->problems.empty());
+        QCOMPARE(model->tensors.size(), std::size_t(51));
+        for (const auto& entry : fs::directory_iterator(out))
+            if (entry.path().extension() == ".safetensors")
+                QVERIFY_RESULT(readSafetensorsFile(entry.path().string()));
+        QCOMPARE(test::runTessera(A({ "test", "--local_dir", q(actor("fsdp2_qwen2_w2_fp32")), "--test_hf_dir", q(out) }),
+                                  &stdOut, &stdErr),
+                 0);
+    }
+
+    void convertsDtype()
+    {
+        QString stdOut, stdErr;
+        const std::string out = test::makeTempDir() + "/bf16";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", q(actor("fsdp2_qwen2_w2_fp32")), "--target_dir", q(out),
+                                    "--dtype", "bf16", "--quiet" }),
+                                  &stdOut, &stdErr),
+                 0);
+        QVERIFY(test::readFile(out + "/config.json").find("\"torch_dtype\": \"bfloat16\"") != std::string::npos);
+        auto header = readSafetensorsFile(out + "/model.safetensors");
+        QVERIFY_RESULT(header);
+        for (const auto& t : header->tensors)
+            QCOMPARE(t.dtype, DType::BFloat16);
+    }
+
+    void usageErrors()
+    {
+        QCOMPARE(test::runTessera(A({ "merge", "--target_dir", "x" })), 2);
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", q(actor("fsdp2_llama_w4")), "--dtype", "int3" })), 2);
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", q(actor("fsdp2_llama_w4")), "--max_shard_size", "5G" })), 2);
+        QCOMPARE(test::runTessera(A({ "test", "--local_dir", q(actor("fsdp2_llama_w4")) })), 2);
+        QCOMPARE(test::runTessera(A({ "merge", "--backend", "dcp", "--local_dir", q(actor("fsdp2_llama_w4")), "--target_dir",
+                                    q(test::makeTempDir() + "/x") })),
+                 1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliMerge)
+#include "tst_cli_merge.moc"
