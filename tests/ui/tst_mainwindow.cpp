@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "mainwindow.h"
+#include "models/shardtreemodel.h"
+#include "models/shardtreeproxy.h"
+#include "pages/placementpage.h"
+#include "pages/treepage.h"
+#include "synthetic.h"
+#include "testutil.h"
+#include "widgets/filterbar.h"
+#include "widgets/meshview.h"
+#include "widgets/placementview.h"
+
+#include <QApplication>
+#include <QFileInfo>
+#include <QImage>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+#include <QTreeView>
+
+using namespace tessera::ui;
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        // Keep the user's recent folders and window state out of tests.
+        QStandardPaths::setTestModeEnabled(true);
+        QCoreApplication::setOrganizationName(QStringLiteral("TesseraTest"));
+    }
+
+    void opensAndShowsPlacement()
+    {
+        MainWindow window;
+        window.resize(1200, 800);
+        window.show();
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        window.openPath(QString::fromStdString(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        QVERIFY(window.checkpoint());
+        QCOMPARE(window.checkpoint()->tensors.size(), std::size_t(51));
+        QVERIFY(window.windowTitle().contains(QStringLiteral("actor")));
+
+        window.showView(MainWindow::View::Placement);
+        QCOMPARE(window.currentView(), MainWindow::View::Placement);
+        auto* placement = window.placementPage();
+        QVERIFY(placement->tensorIndex() >= 0);
+        const auto& geometry = placement->placementView()->geometry();
+        QCOMPARE(geometry.pieces.size(), std::size_t(2)); // two primaries, each with its replica listed
+        QCOMPARE(geometry.pieces[0].replicas.size(), std::size_t(1));
+        QVERIFY(geometry.gaps.empty());
+        QVERIFY(placement->meshView()->meshText().contains(QStringLiteral("ddp=2")));
+
+        // Hovering the top half names rank 0 and its file.
+        auto* view = placement->placementView();
+        QTRY_VERIFY(view->isVisible());
+        QSignalSpy hover(view, &PlacementView::hoverChanged);
+        // Just inside the drawing's top-left corner (the axes take 84 × 44 pixels).
+        QTest::mouseMove(view, QPoint(96, 56));
+        QTRY_VERIFY(hover.count() > 0);
+        const int piece = hover.last().at(0).toInt();
+        QVERIFY(piece >= 0);
+        QVERIFY(hover.last().at(1).toString().contains(QStringLiteral("model_world_size_4_rank_")));
+        const QImage image = view->grab().toImage();
+        QVERIFY(!image.isNull());
+    }
+
+    void treeSelectionDrivesPlacement()
+    {
+        MainWindow window;
+        window.show();
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        window.openPath(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        auto* tree = window.treePage();
+        tree->selectTensor(3);
+        QCOMPARE(window.placementPage()->tensorIndex(), 3);
+
+        // The filter is debounced: nothing changes until the timer fires (or flush()).
+        auto* filter = tree->filterBar();
+        filter->lineEdit()->setText(QStringLiteral("embed_tokens"));
+        QVERIFY(tree->proxy()->filterRegularExpression().pattern().isEmpty());
+        QTRY_VERIFY(!tree->proxy()->filterRegularExpression().pattern().isEmpty());
+        const QModelIndex actor = tree->proxy()->mapFromSource(tree->model()->checkpointIndex());
+        const QModelIndex firstFile = tree->proxy()->index(0, 0, actor);
+        QCOMPARE(tree->proxy()->rowCount(firstFile), 1);
+        // A literal filter: "." is not a wildcard until Regex is on.
+        filter->lineEdit()->setText(QStringLiteral("embed.tokens"));
+        filter->flush();
+        QCOMPARE(tree->proxy()->rowCount(), 0); // nothing matches, so not even the run row stays
+        filter->setRegex(true);
+        const QModelIndex actorAgain = tree->proxy()->mapFromSource(tree->model()->checkpointIndex());
+        QCOMPARE(tree->proxy()->rowCount(tree->proxy()->index(0, 0, actorAgain)), 1);
+    }
+
+    void scanFailureIsReported()
+    {
+        MainWindow window;
+        QSignalSpy failed(&window, &MainWindow::scanFailed);
+        window.openPath(QStringLiteral("/nonexistent/checkpoint"));
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
+        QVERIFY(!window.checkpoint());
+    }
+
+    void viewNames()
+    {
+        for (const auto view : { MainWindow::View::Tree, MainWindow::View::Placement, MainWindow::View::Mapping,
+                                 MainWindow::View::Merge, MainWindow::View::Diff })
+            QCOMPARE(MainWindow::viewFromName(MainWindow::viewName(view)), std::optional<MainWindow::View>(view));
+        QVERIFY(!MainWindow::viewFromName(QStringLiteral("nope")));
+    }
+
+    void placementViewEdgeCases()
+    {
+        PlacementView view;
+        view.resize(400, 300);
+        const auto info = tessera::test::smallCheckpoint();
+        for (int t = 0; t < static_cast<int>(info->tensors.size()); ++t) {
+            view.setTensor(info, t);
+            QVERIFY(!view.grab().isNull()); // paints 2-D, 1-D bar, a gap, and a 0-dim cell
+        }
+        view.setTensor(info, 2);
+        QCOMPARE(view.geometry().gaps.size(), std::size_t(1));
+        view.setTensor(nullptr, -1);
+        QVERIFY(!view.grab().isNull());
+        MeshView mesh;
+        mesh.setTensor(info, 3); // plain tensor: ranks in a row
+        QCOMPARE(mesh.meshText(), QStringLiteral("fsdp=2"));
+        QVERIFY(!mesh.grab().isNull());
+    }
+
+    void screenshotCommand()
+    {
+        const QString png = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/placement.png");
+        QString err;
+        const int code = tessera::test::runTessera(
+            { QStringLiteral("gui"), QString::fromStdString(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")),
+              QStringLiteral("--screenshot"), png, QStringLiteral("--view"), QStringLiteral("placement") },
+            nullptr, &err);
+        QVERIFY2(code == 0, qPrintable(err));
+        const QImage image(png);
+        QVERIFY(!image.isNull());
+        QVERIFY(image.width() >= 1000);
+        QCOMPARE(tessera::test::runTessera({ QStringLiteral("gui"), QStringLiteral("--view"), QStringLiteral("bogus"),
+                                             QStringLiteral("--screenshot"), png, QStringLiteral("/tmp") }),
+                 2);
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"
