@@ -6,11 +6,14 @@
 #include "terminal_progress.h"
 
 #include "checkpoint_report.h"
+#include "megatron_mapping.h"
+#include "megatron_mapping_report.h"
 #include "scan.h"
 
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <optional>
 
 namespace tessera::cli {
 
@@ -25,6 +28,9 @@ int runInspect(const std::vector<std::string>& args)
     parser.addSwitch("tensors", "list every tensor in the summary");
     parser.addOption("hf_model_path", "DIR", "folder with config.json and the tokenizer, if not found automatically");
     parser.addOption("threads", "N", "files read in parallel", "number of cores");
+    parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file over the built-in rules");
+    parser.addOption("ignore_missing_params", "REGEX", "Megatron: names that may be missing or unmapped");
+    parser.addSwitch("is_value_model", "Megatron: map output_layer to score.weight");
     if (!parser.parse(args))
         return usageError(parser);
     if (parser.helpRequested()) {
@@ -44,11 +50,32 @@ int runInspect(const std::vector<std::string>& args)
         std::cerr << "tessera inspect: " << info.error().message << "\n";
         return ExitProblems;
     }
-    if (parser.isSet("json"))
-        std::cout << checkpointToJson(*info).dump(2) << "\n";
-    else
+    // Megatron checkpoints also show how their names map to Hugging Face's, and what does not fit.
+    std::optional<Result<MappingResult>> mapping;
+    if (isMegatronLayout(info->layout)) {
+        MappingOptions mo;
+        mo.configDir = options.hfModelPath;
+        mo.userRulesFile = parser.value("param_mapping");
+        mo.ignoreMissing = parser.value("ignore_missing_params");
+        if (parser.isSet("is_value_model"))
+            mo.valueModel = true;
+        mapping = mapMegatronToHf(*info, mo);
+    }
+    const bool mappingOk = !mapping || (mapping->ok() && mapping->value().problems.empty());
+    if (parser.isSet("json")) {
+        auto j = checkpointToJson(*info);
+        if (mapping)
+            j["mapping"] = mapping->ok() ? mappingToJson(mapping->value())
+                                         : nlohmann::json { { "error", mapping->error().message } };
+        std::cout << j.dump(2) << "\n";
+    } else {
         std::cout << checkpointSummary(*info, parser.isSet("tensors"));
-    return info->problems.empty() ? ExitOk : ExitProblems;
+        if (mapping && mapping->ok())
+            std::cout << "\n" << mappingSummary(mapping->value(), parser.isSet("tensors"));
+        else if (mapping)
+            std::cout << "\nMapping     not possible: " << mapping->error().message << "\n";
+    }
+    return info->problems.empty() && mappingOk ? ExitOk : ExitProblems;
 }
 
 } // namespace tessera::cli

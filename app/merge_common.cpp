@@ -3,6 +3,7 @@
 
 #include "terminal_progress.h"
 
+#include "megatron_mapping.h"
 #include "parallel.h"
 #include "scan.h"
 
@@ -25,7 +26,14 @@ void addCommonMergeOptions(ArgParser& parser)
     parser.addSwitch("json", "print JSON on stdout");
     parser.addSwitch("quiet", "no progress bar and no summary");
     parser.addSwitch("tie_word_embedding", "treat lm_head.weight as tied to the embedding even if config.json does not");
-    parser.addSwitch("is_value_model", "accepted for compatibility with verl (value heads always pass through)");
+    parser.addSwitch("is_value_model", "Megatron: write output_layer as score.weight (also detected from a [1, hidden] "
+                                       "output_layer); FSDP: value heads always pass through");
+    parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file that adds to or overrides the "
+                                              "built-in rules (same schema as resources/mapping/*.json)");
+    parser.addOption("ignore_missing_params", "REGEX", "Megatron: parameters (or source tensors) matching REGEX may "
+                                                       "be missing (or unmapped) without failing");
+    parser.addSwitch("strict", "Megatron: fail on any unmapped source tensor or missing parameter (the default)");
+    parser.addSwitch("no_strict", "Megatron: write what maps and only warn about unmapped or missing tensors");
     parser.addSwitch("trust_remote_code", "accepted for compatibility with verl (no code is ever run)");
     parser.addSwitch("use_cpu_initialization", "accepted for compatibility with verl (has no effect)");
 }
@@ -76,6 +84,24 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     if (!matches)
         return fail(ExitProblems, "--backend " + backend + " was given but " + localDir + " is a " + layout
                                       + " checkpoint (use --backend auto)");
+    if (isMegatronLayout(layout)) {
+        // Megatron names and fused weights become Hugging Face ones; the result merges like any other checkpoint.
+        MappingOptions mapping;
+        mapping.configDir = setup.options.hfConfigDir;
+        mapping.userRulesFile = parser.value("param_mapping");
+        mapping.ignoreMissing = parser.value("ignore_missing_params");
+        mapping.strict = !parser.isSet("no_strict");
+        if (parser.isSet("is_value_model"))
+            mapping.valueModel = true;
+        mapping.tieWordEmbeddings = parser.isSet("tie_word_embedding");
+        auto mapped = mapMegatronToHf(*info, mapping);
+        if (!mapped)
+            return fail(ExitProblems, mapped.error().message);
+        if (!parser.isSet("quiet") && !parser.isSet("json"))
+            for (const auto& w : mapped->warnings)
+                std::cerr << "tessera " << command << ": warning: " << w << "\n";
+        info = std::move(mapped->mapped);
+    }
     setup.info = std::move(*info);
     return setup;
 }
