@@ -130,6 +130,10 @@ int runGui(int argc, char** argv)
     int exitCode = 1;
     auto capture = [&](bool loaded) {
         window.showView(*view);
+        // The right-hand pages need room; the tree view shows the tree wide.
+        window.setTreeShare(*view == tessera::ui::MainWindow::View::Tree ? 0.62
+                                : *view == tessera::ui::MainWindow::View::Placement ? 0.45
+                                                                                    : 0.36);
         // Let layouts and the tree settle before grabbing.
         QTimer::singleShot(100, &window, [&, loaded] {
             const bool saved = window.grab().save(options.screenshot);

@@ -174,6 +174,13 @@ void MainWindow::reload()
 
 bool MainWindow::isScanning() const { return m_scan->isRunning(); }
 
+void MainWindow::setTreeShare(double share)
+{
+    const int total = m_splitter->width() > 0 ? m_splitter->width() : width();
+    const int tree = static_cast<int>(total * share);
+    m_splitter->setSizes({ tree, total - tree });
+}
+
 void MainWindow::setScanning(bool scanning)
 {
     m_progress->setVisible(scanning);

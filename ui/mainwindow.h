@@ -44,6 +44,8 @@ public:
     void setReferenceDir(const QString& dir);
     CheckpointPtr checkpoint() const { return m_checkpoint; }
     bool isScanning() const;
+    /// Share of the width given to the shard tree (0–1), e.g. for screenshots of a wide view.
+    void setTreeShare(double share);
 
     static std::optional<View> viewFromName(const QString& name);
     static QString viewName(View view);

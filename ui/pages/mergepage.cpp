@@ -3,6 +3,8 @@
 
 #include "byte_size.h"
 #include "coreconvert.h"
+#include "jobs/mergejob.h"
+#include "merge_plan.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -17,6 +19,9 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <thread>
 
 namespace tessera::ui {
 
@@ -56,6 +61,7 @@ MergePage::MergePage(QWidget* parent)
     , m_current(new QLabel(this))
     , m_log(new QPlainTextEdit(this))
 {
+    m_job = new MergeJob(this);
     m_backend->addItems({ QStringLiteral("auto"), QStringLiteral("fsdp"), QStringLiteral("dcp"), QStringLiteral("megatron") });
     m_dtype->addItem(tr("keep"), QString());
     for (const auto* name : { "bf16", "fp16", "fp32" })
@@ -72,8 +78,6 @@ MergePage::MergePage(QWidget* parent)
     m_log->setMaximumBlockCount(5000);
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
-    m_run->setEnabled(false);
-    m_run->setToolTip(tr("The merge engine is not part of this build yet"));
     m_cancel->setEnabled(false);
     QFont mono(QStringLiteral("monospace"));
     mono.setStyleHint(QFont::TypeWriter);
@@ -102,12 +106,12 @@ MergePage::MergePage(QWidget* parent)
     runLayout->addWidget(m_current);
     m_progressText->setText(tr("Not running."));
 
-    auto* top = new QHBoxLayout;
-    top->addWidget(options, 3);
+    auto* top = new QVBoxLayout;
+    top->addWidget(options);
     auto* planBox = new QGroupBox(tr("Plan (dry run)"), this);
     auto* planLayout = new QVBoxLayout(planBox);
     planLayout->addWidget(m_plan);
-    top->addWidget(planBox, 4);
+    top->addWidget(planBox, 1);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(10, 8, 10, 8);
@@ -120,6 +124,14 @@ MergePage::MergePage(QWidget* parent)
 
     connect(m_dtype, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
     connect(m_maxShardSize, &QLineEdit::textChanged, this, &MergePage::updatePlan);
+    connect(m_hfModelPath, &QLineEdit::textChanged, this, &MergePage::updatePlan);
+    connect(m_targetDir, &QLineEdit::textChanged, this, &MergePage::updateButtons);
+    connect(m_run, &QPushButton::clicked, this, &MergePage::run);
+    connect(m_cancel, &QPushButton::clicked, m_job, &MergeJob::cancel);
+    connect(m_job, &MergeJob::progress, this, [this](const MergeStatus& s) {
+        showProgress(int(s.tensorsDone), int(s.tensorsTotal), s.bytesDone, s.bytesTotal, s.currentTensor);
+    });
+    connect(m_job, &MergeJob::finished, this, &MergePage::onFinished);
     updatePlan();
 }
 
@@ -137,9 +149,9 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
 
 void MergePage::setReferenceDir(const QString& dir) { m_reference->setText(dir); }
 
-MergeOptions MergePage::options() const
+MergePanelOptions MergePage::options() const
 {
-    MergeOptions o;
+    MergePanelOptions o;
     o.localDir = m_localDir->text();
     o.targetDir = m_targetDir->text();
     o.backend = m_backend->currentText();
@@ -154,48 +166,81 @@ QString MergePage::planText() const { return m_plan->toPlainText(); }
 
 void MergePage::updatePlan()
 {
+    m_mergePlan.reset();
     if (!m_checkpoint) {
         m_plan->setPlainText(tr("Open a checkpoint to see what a merge would write."));
+        updateButtons();
         return;
     }
+    // The same plan `tessera merge --dry-run` prints; computed from the scan alone, so it is cheap to redo.
+    tessera::MergeOptions options;
     const auto limit = tessera::parseByteSize(m_maxShardSize->text().toStdString());
     if (!limit) {
         m_plan->setPlainText(tr("--max_shard_size: %1").arg(qs(limit.error().message)));
+        updateButtons();
         return;
     }
+    options.maxShardSize = *limit;
     const QString dtype = m_dtype->currentData().toString();
-    const auto target = dtype == QLatin1String("bf16")   ? std::optional<tessera::DType>(tessera::DType::BFloat16)
-        : dtype == QLatin1String("fp16")                  ? std::optional<tessera::DType>(tessera::DType::Float16)
-        : dtype == QLatin1String("fp32")                  ? std::optional<tessera::DType>(tessera::DType::Float32)
-                                                          : std::nullopt;
-    // Estimate: transformers' greedy sharding in checkpoint order. The engine's own plan replaces this text.
-    std::uint64_t total = 0, current = 0;
-    int shards = m_checkpoint->tensors.empty() ? 0 : 1;
-    for (const auto& tensor : m_checkpoint->tensors) {
-        const auto bytes = tensor.numel() * tessera::dtypeSize(target && tessera::isFloatingPoint(tensor.dtype) ? *target : tensor.dtype);
-        if (current > 0 && current + bytes > *limit) {
-            ++shards;
-            current = 0;
-        }
-        current += bytes;
-        total += bytes;
+    if (!dtype.isEmpty())
+        options.dtype = tessera::dtypeFromUserName(dtype.toStdString());
+    options.hfConfigDir = m_hfModelPath->text().toStdString();
+    options.threads = m_threads->value() > 0 ? unsigned(m_threads->value()) : std::max(1u, std::thread::hardware_concurrency());
+    auto plan = tessera::planMerge(*m_checkpoint, options);
+    if (!plan) {
+        m_plan->setPlainText(tr("This checkpoint cannot be merged as it is:\n\n%1").arg(qs(plan.error().message)));
+        updateButtons();
+        return;
     }
-    QString text = tr("Estimate from the scan (the merge engine's dry run will replace it):\n");
-    text += tr("  %1 tensors, %2 → %3\n")
-                .arg(m_checkpoint->tensors.size())
-                .arg(bytesText(total), countText(shards, tr("safetensors file"), tr("safetensors files")));
-    text += tr("  config and tokenizer from %1\n")
-                .arg(m_checkpoint->hfConfigDir.empty() ? tr("(not found)") : qs(m_checkpoint->hfConfigDir));
-    if (!m_checkpoint->problems.empty())
-        text += tr("  %1 must be fixed first; see the shard tree\n")
-                    .arg(countText(static_cast<long long>(m_checkpoint->problems.size()), tr("problem"), tr("problems")));
-    m_plan->setPlainText(text);
+    m_mergePlan = std::make_shared<const tessera::MergePlan>(std::move(plan).value());
+    m_plan->setPlainText(qs(tessera::mergePlanSummary(*m_mergePlan, *m_checkpoint, true)));
+    updateButtons();
+}
+
+bool MergePage::canRun() const
+{
+    return m_mergePlan && !m_targetDir->text().trimmed().isEmpty() && !m_job->isRunning();
+}
+
+void MergePage::updateButtons()
+{
+    const bool running = m_job->isRunning();
+    m_run->setEnabled(canRun());
+    m_run->setToolTip(!m_mergePlan ? tr("No plan: see the plan box")
+                          : m_targetDir->text().trimmed().isEmpty() ? tr("Choose an output folder first")
+                                                                    : tr("Merge into the output folder"));
+    m_cancel->setEnabled(running);
+}
+
+void MergePage::run()
+{
+    if (!canRun())
+        return;
+    m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), m_targetDir->text()));
+    m_meter.start(m_mergePlan->totalBytes);
+    m_job->start(m_checkpoint, m_mergePlan, m_targetDir->text().trimmed(), unsigned(m_threads->value()));
+    showProgress(0, int(m_mergePlan->tensors.size()), 0, m_mergePlan->totalBytes, {});
+    updateButtons();
+}
+
+void MergePage::onFinished(const MergeResult& result)
+{
+    for (const auto& warning : result.warnings)
+        m_log->appendPlainText(tr("warning: %1").arg(warning));
+    if (result.ok) {
+        m_progress->setValue(1000);
+        m_progressText->setText(tr("Done: %1").arg(result.message));
+        m_log->appendPlainText(tr("Done: %1").arg(result.message));
+    } else {
+        m_progressText->setText(result.canceled ? tr("Canceled; nothing was written.") : tr("Failed."));
+        m_log->appendPlainText(result.canceled ? tr("Canceled: %1").arg(result.message) : tr("Error: %1").arg(result.message));
+    }
+    m_current->clear();
+    updateButtons();
 }
 
 void MergePage::showProgress(int tensorsDone, int tensorsTotal, quint64 bytesDone, quint64 bytesTotal, const QString& current)
 {
-    if (tensorsDone == 0)
-        m_meter.start(bytesTotal);
     m_meter.sample(bytesDone);
     m_progress->setValue(bytesTotal == 0 ? 0 : int(bytesDone * 1000 / bytesTotal));
     m_progressText->setText(tr("%1 / %2 tensors · %3 / %4 · %5")

@@ -4,6 +4,8 @@
 #include "checkpointptr.h"
 #include "jobs/throughputmeter.h"
 
+#include <memory>
+
 #include <QWidget>
 
 class QComboBox;
@@ -14,11 +16,18 @@ class QProgressBar;
 class QPushButton;
 class QSpinBox;
 
+namespace tessera {
+struct MergePlan;
+}
+
 namespace tessera::ui {
+
+class MergeJob;
+struct MergeResult;
 
 /// The options of `tessera merge` as the panel collects them (Qt types; converted to the engine's request at
 /// the boundary once core/merge_engine.h exists).
-struct MergeOptions {
+struct MergePanelOptions {
     QString localDir;
     QString targetDir;
     QString backend = QStringLiteral("auto");
@@ -30,7 +39,7 @@ struct MergeOptions {
 
 /// The merge panel: options, the dry-run plan, Run/Cancel, live progress (tensors, bytes, GB/s, ETA, current
 /// tensor) and a log. The merge engine is being built in the core; until it is, the plan is an estimate from the
-/// scan and Run is disabled with a note. The progress widgets are wired to ThroughputMeter already.
+/// The plan comes from the core's planMerge() (the same as `tessera merge --dry-run`); Run starts a MergeJob.
 class MergePage : public QWidget {
     Q_OBJECT
 public:
@@ -39,18 +48,25 @@ public:
 
     void setCheckpoint(CheckpointPtr checkpoint);
     void setReferenceDir(const QString& dir);
-    MergeOptions options() const;
-    /// The dry-run plan text shown (an estimate until the engine provides one).
+    MergePanelOptions options() const;
+    /// The dry-run plan text shown.
     QString planText() const;
-    /// Shows progress of a running merge; called by the merge job once it exists.
+    bool canRun() const;
+    void run();
+    MergeJob* job() const { return m_job; }
+    /// Shows progress of a running merge.
     void showProgress(int tensorsDone, int tensorsTotal, quint64 bytesDone, quint64 bytesTotal, const QString& current);
     void appendLog(const QString& line);
 
 private:
     void updatePlan();
+    void onFinished(const MergeResult& result);
+    void updateButtons();
 
     CheckpointPtr m_checkpoint;
     ThroughputMeter m_meter;
+    std::shared_ptr<const tessera::MergePlan> m_mergePlan;
+    MergeJob* m_job;
     QLineEdit* m_localDir;
     QLineEdit* m_targetDir;
     QComboBox* m_backend;

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "checkpointptr.h"
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QThreadPool>
+
+#include <atomic>
+#include <memory>
+
+namespace tessera {
+struct MergePlan;
+}
+
+namespace tessera::ui {
+
+/// Where a running merge is, as the panel shows it.
+struct MergeStatus {
+    quint64 bytesDone = 0;
+    quint64 bytesTotal = 0;
+    qint64 tensorsDone = 0;
+    qint64 tensorsTotal = 0;
+    QString currentTensor;
+};
+
+/// The result of a merge on the GUI side: an error message, or what was written.
+struct MergeResult {
+    bool ok = false;
+    bool canceled = false;
+    QString message;      ///< error, or a one-line summary
+    QStringList warnings;
+};
+
+/// Runs tessera::mergeCheckpoint on a worker thread. Progress comes from the engine's worker threads, is
+/// throttled to ~10 updates a second and delivered on the GUI thread; Cancel sets the engine's cancel flag, and
+/// the engine leaves nothing behind. The destructor cancels and waits.
+class MergeJob : public QObject {
+    Q_OBJECT
+public:
+    explicit MergeJob(QObject* parent = nullptr);
+    ~MergeJob() override;
+
+    void start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
+               unsigned threads);
+    void cancel();
+    bool isRunning() const;
+
+Q_SIGNALS:
+    void progress(const tessera::ui::MergeStatus& status);
+    void finished(const tessera::ui::MergeResult& result);
+
+private:
+    QThreadPool m_pool;
+    QFutureWatcher<MergeResult>* m_watcher = nullptr;
+    std::shared_ptr<std::atomic<bool>> m_cancel;
+};
+
+} // namespace tessera::ui
+
+Q_DECLARE_METATYPE(tessera::ui::MergeStatus)
+Q_DECLARE_METATYPE(tessera::ui::MergeResult)
