@@ -62,6 +62,8 @@ void readRankFile(RankFile& rank)
         if (saved->has_value())
             rank.tensors.emplace_back(name, std::move(**saved));
     }
+    // The pickle tree is many times the size of the file's data.pkl; keep only the interpreted tensors.
+    rank.archive->dropPickle();
     rank.readable = true;
 }
 

@@ -29,6 +29,8 @@ public:
     static Result<TorchSaveFile> open(const std::string& path);
 
     const PyRef& root() const { return m_root; }
+    /// Frees the unpickled tree once the caller has taken what it needs (storages stay readable).
+    void dropPickle() { m_root.reset(); }
     const std::string& path() const { return m_file->path(); }
     const std::string& displayName() const { return m_displayName; }
     const std::shared_ptr<MappedFile>& file() const { return m_file; }

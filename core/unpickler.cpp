@@ -16,18 +16,82 @@ namespace {
 
 using K = PyValue::Kind;
 
+/// Bump allocation for the many small values one pickle produces: a state dict of 100,000 tensors makes millions
+/// of them, and malloc/free per value (plus glibc growing thread arenas page by page) dominated scan time.
+/// Memory is returned when the last value of the pickle is destroyed; each value's control block holds the arena.
+class ValueArena {
+public:
+    void* allocate(std::size_t bytes, std::size_t align)
+    {
+        std::size_t at = (m_used + align - 1) / align * align;
+        if (m_blocks.empty() || at + bytes > kBlockSize) {
+            m_blocks.push_back(std::make_unique<std::uint8_t[]>(std::max(kBlockSize, bytes)));
+            at = 0;
+        }
+        m_used = at + bytes;
+        return m_blocks.back().get() + at;
+    }
+
+private:
+    static constexpr std::size_t kBlockSize = 1 << 20;
+    std::vector<std::unique_ptr<std::uint8_t[]>> m_blocks;
+    std::size_t m_used = 0;
+};
+
+template <typename T>
+struct ArenaAllocator {
+    using value_type = T;
+    std::shared_ptr<ValueArena> arena;
+    explicit ArenaAllocator(std::shared_ptr<ValueArena> a) : arena(std::move(a)) { }
+    template <typename U>
+    ArenaAllocator(const ArenaAllocator<U>& other) : arena(other.arena) { }
+    T* allocate(std::size_t n) { return static_cast<T*>(arena->allocate(n * sizeof(T), alignof(T))); }
+    void deallocate(T*, std::size_t) noexcept { }
+    template <typename U>
+    bool operator==(const ArenaAllocator<U>& other) const { return arena == other.arena; }
+    template <typename U>
+    bool operator!=(const ArenaAllocator<U>& other) const { return arena != other.arena; }
+};
+
+// The arena of the pickle being read on this thread; values made outside an unpickle() call use the heap.
+thread_local std::shared_ptr<ValueArena> t_arena;
+
 PyRef makeValue(K kind)
 {
-    auto v = std::make_shared<PyValue>();
+    auto v = t_arena ? std::allocate_shared<PyValue>(ArenaAllocator<PyValue>(t_arena)) : std::make_shared<PyValue>();
     v->kind = kind;
     return v;
 }
 
+/// Small integers and the empty tuple are immutable, so one shared value serves every occurrence
+/// (shapes, strides and offsets are mostly small ints).
 PyRef makeInt(std::int64_t i)
 {
+    static const std::vector<PyRef> cache = [] {
+        std::vector<PyRef> values;
+        for (std::int64_t k = -1; k < 1024; ++k) {
+            auto v = std::make_shared<PyValue>();
+            v->kind = K::Int;
+            v->integer = k;
+            values.push_back(std::move(v));
+        }
+        return values;
+    }();
+    if (i >= -1 && i < 1023)
+        return cache[static_cast<std::size_t>(i + 1)];
     auto v = makeValue(K::Int);
     v->integer = i;
     return v;
+}
+
+PyRef emptyTuple()
+{
+    static const PyRef empty = [] {
+        auto v = std::make_shared<PyValue>();
+        v->kind = K::Tuple;
+        return v;
+    }();
+    return empty;
 }
 
 PyRef makeStr(std::string s, K kind = K::Str)
@@ -328,7 +392,7 @@ Result<PyRef> Machine::inertObject(const PyRef& cls, const PyRef& args)
     auto v = makeValue(K::Object);
     v->module = cls->module;
     v->name = cls->name;
-    v->args = args ? args : makeValue(K::Tuple);
+    v->args = args ? args : emptyTuple();
     TESSERA_TRY(checkDepth(v, v->args));
     return v;
 }
@@ -503,7 +567,7 @@ Result<PyRef> Machine::reduce(const PyRef& callable, const PyRef& argsValue)
     if (m == "copyreg" && n == "_reconstructor") {
         if (args.empty() || !args[0] || args[0]->kind != K::Global)
             return malformed("copyreg._reconstructor without a class");
-        return inertObject(args[0], makeValue(K::Tuple));
+        return inertObject(args[0], emptyTuple());
     }
     if (isInertConstructible(m))
         return inertObject(callable, argsValue);
@@ -725,7 +789,7 @@ Status Machine::step(std::uint8_t op, bool& stop)
     }
     case '}': return push(makeValue(K::Dict));
     case ']': return push(makeValue(K::List));
-    case ')': return push(makeValue(K::Tuple));
+    case ')': return push(emptyTuple());
     case 0x8f: return push(makeValue(K::Set));
     case 'd': case 'l': case 't': case 0x91: { // DICT, LIST, TUPLE, FROZENSET from the mark
         auto items = popMark();
@@ -929,6 +993,12 @@ Result<PyRef> Machine::run()
 
 Result<PyRef> unpickle(const ByteView& bytes, const std::string& displayName, const UnpickleLimits& limits)
 {
+    // Values of this pickle come from one arena, released with the last of them.
+    struct ArenaScope {
+        std::shared_ptr<ValueArena> previous = std::move(t_arena);
+        ArenaScope() { t_arena = std::make_shared<ValueArena>(); }
+        ~ArenaScope() { t_arena = std::move(previous); }
+    } scope;
     Machine machine(bytes, displayName, limits);
     return machine.run();
 }

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+// A large synthetic verl FSDP2 checkpoint written with the project's own torch.save writer, shared by the
+// benchmark programs.
+
+#include "placement.h"
+#include "torch_save_writer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace tessera::bench {
+
+struct GlobalTensor {
+    std::string name;
+    Shape shape;
+};
+
+/// A Llama-like model of about `gb` GB in bf16: hidden 4096, MLP 11008, as many layers as fit.
+inline std::vector<GlobalTensor> syntheticModel(double gb, std::int64_t h = 4096)
+{
+    const std::int64_t m = h * 11008 / 4096, vocab = 32000;
+    std::vector<GlobalTensor> t { { "model.embed_tokens.weight", { vocab, h } } };
+    const double perLayer = (4.0 * h * h + 3.0 * h * m) * 2;
+    const int layers = std::max(1, static_cast<int>((gb * 1e9 - 2.0 * vocab * h * 2) / perLayer + 0.999));
+    for (int l = 0; l < layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        for (const char* n : { "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                               "self_attn.o_proj.weight" })
+            t.push_back({ p + n, { h, h } });
+        t.push_back({ p + "mlp.gate_proj.weight", { m, h } });
+        t.push_back({ p + "mlp.up_proj.weight", { m, h } });
+        t.push_back({ p + "mlp.down_proj.weight", { h, m } });
+        t.push_back({ p + "input_layernorm.weight", { h } });
+        t.push_back({ p + "post_attention_layernorm.weight", { h } });
+    }
+    t.push_back({ "model.norm.weight", { h } });
+    t.push_back({ "lm_head.weight", { vocab, h } });
+    return t;
+}
+
+/// Writes model_world_size_R_rank_r.pt files of about `gb` GB (hidden size `hidden`) plus config files into `dir`.
+inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std::int64_t hidden = 4096)
+{
+    namespace fs = std::filesystem;
+    fs::create_directories(dir + "/huggingface");
+    std::ofstream(dir + "/huggingface/config.json")
+        << "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"tie_word_embeddings\": false,\n"
+           "  \"torch_dtype\": \"bfloat16\"\n}\n";
+    std::ofstream(dir + "/fsdp_config.json") << "{\"FSDP_version\": 2, \"world_size\": " << ranks << "}\n";
+    const auto model = syntheticModel(gb, hidden);
+    DeviceMesh mesh { { ranks }, { "fsdp" }, {} };
+    for (int r = 0; r < ranks; ++r)
+        mesh.ranks.push_back(r);
+    for (int r = 0; r < ranks; ++r) {
+        std::vector<TorchSaveTensor> tensors;
+        for (const auto& g : model) {
+            TorchSaveTensor t;
+            t.name = g.name;
+            t.dtype = DType::BFloat16;
+            t.dtensor = true;
+            t.globalShape = g.shape;
+            t.placements = { Placement::shard(0) };
+            t.mesh = mesh;
+            t.coordinate = { r };
+            auto chunk = chunkRange(g.shape[0], ranks, r);
+            t.shape = g.shape;
+            t.shape[0] = chunk.size;
+            tensors.push_back(std::move(t));
+        }
+        const std::string path = dir + "/model_world_size_" + std::to_string(ranks) + "_rank_" + std::to_string(r) + ".pt";
+        auto status = writeTorchSave(path, tensors, [&](std::size_t i, std::uint64_t off, std::uint8_t* dst, std::uint64_t n) {
+            // Deterministic bf16 noise, different per tensor, rank and position.
+            std::uint64_t s = (i + 1) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(r) << 40 ^ off;
+            for (std::uint64_t k = 0; k + 1 < n; k += 2) {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                const std::uint16_t v = static_cast<std::uint16_t>(0x3C00 + (s & 0x07FF)) ^ static_cast<std::uint16_t>((s >> 20) & 0x8000);
+                std::memcpy(dst + k, &v, 2);
+            }
+            return Status::success();
+        });
+        if (!status)
+            return status;
+    }
+    return Status::success();
+}
+
+} // namespace tessera::bench
