@@ -15,7 +15,6 @@ int notYet(const char* command)
 }
 } // namespace
 
-int runDiff(const std::vector<std::string>&) { return notYet("diff"); }
 int runSplit(const std::vector<std::string>&) { return notYet("split"); }
 
 } // namespace tessera::cli

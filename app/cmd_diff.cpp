@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// tessera diff A B [--atol A --rtol R] [--json] [--failures_only]: two checkpoints of any layout, tensor by tensor.
+
+#include "cli_args.h"
+#include "commands.h"
+#include "terminal_progress.h"
+
+#include "safetensors_reader.h"
+#include "scan.h"
+#include "tensor_diff.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+namespace tessera::cli {
+
+namespace {
+
+/// JSON has no infinity or NaN: such values are written as the strings "inf", "-inf" and "nan".
+nlohmann::json number(double v)
+{
+    if (std::isnan(v))
+        return "nan";
+    if (std::isinf(v))
+        return v > 0 ? "inf" : "-inf";
+    return v;
+}
+
+nlohmann::json sideJson(const SideStats& s)
+{
+    return { { "min", number(s.min) },   { "max", number(s.max) },   { "mean", number(s.mean) },
+             { "std", number(s.std) },   { "nan", s.nan },           { "inf", s.inf },
+             { "zeros", s.zeros },       { "finite", s.finite } };
+}
+
+nlohmann::json rowJson(const TensorDiff& t)
+{
+    nlohmann::json j = { { "name", t.name },
+                         { "status", diffStatusName(t.status) },
+                         { "ok", diffStatusOk(t.status) },
+                         { "detail", t.detail },
+                         { "dtype_a", t.indexA >= 0 ? nlohmann::json(torchName(t.dtypeA)) : nlohmann::json() },
+                         { "dtype_b", t.indexB >= 0 ? nlohmann::json(torchName(t.dtypeB)) : nlohmann::json() },
+                         { "shape_a", t.indexA >= 0 ? nlohmann::json(t.shapeA) : nlohmann::json() },
+                         { "shape_b", t.indexB >= 0 ? nlohmann::json(t.shapeB) : nlohmann::json() },
+                         { "elements", t.elements },
+                         { "compared", t.compared } };
+    if (!t.compared)
+        return j;
+    j["bit_equal"] = t.bitEqual;
+    j["differing"] = t.differing;
+    j["outside_tolerance"] = t.outsideTolerance;
+    if (!t.numeric)
+        return j; // float8/complex: compared by bytes only
+    j["max_abs_diff"] = number(t.maxAbsDiff);
+    j["mean_abs_diff"] = number(t.meanAbsDiff);
+    j["max_rel_diff"] = number(t.maxRelDiff);
+    j["cosine"] = number(t.cosine);
+    j["worst_index"] = t.worstIndex >= 0 ? nlohmann::json(unflattenIndex(static_cast<std::uint64_t>(t.worstIndex), t.shapeA))
+                                         : nlohmann::json();
+    j["a"] = sideJson(t.a);
+    j["b"] = sideJson(t.b);
+    return j;
+}
+
+std::string cell(double v, bool compared)
+{
+    if (!compared)
+        return "-";
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, v == 0 ? "%.0f" : "%.4g", v);
+    return buffer;
+}
+
+std::string countsCell(std::uint64_t a, std::uint64_t b, bool compared)
+{
+    return compared ? std::to_string(a) + "/" + std::to_string(b) : "-";
+}
+
+std::string table(const DiffReport& report, bool failuresOnly)
+{
+    std::string out;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-16s %11s %11s %11s %9s %10s %9s %9s %4s  %s\n", "STATUS", "MAX|A-B|",
+                  "MEAN|A-B|", "MAX REL", "COSINE", "DIFFERING", "NAN A/B", "INF A/B", "BITS", "TENSOR");
+    out += line;
+    for (const auto& t : report.tensors) {
+        if (failuresOnly && diffStatusOk(t.status))
+            continue;
+        char cosine[32] = "-";
+        const bool numeric = t.compared && t.numeric;
+        if (numeric)
+            std::snprintf(cosine, sizeof cosine, "%.6f", t.cosine);
+        std::snprintf(line, sizeof line, "%-16s %11s %11s %11s %9s %10s %9s %9s %4s  ", diffStatusName(t.status),
+                      cell(t.maxAbsDiff, numeric).c_str(), cell(t.meanAbsDiff, numeric).c_str(),
+                      cell(t.maxRelDiff, numeric).c_str(), cosine,
+                      t.compared ? std::to_string(t.differing).c_str() : "-",
+                      countsCell(t.a.nan, t.b.nan, numeric).c_str(), countsCell(t.a.inf, t.b.inf, numeric).c_str(),
+                      t.compared ? (t.bitEqual ? "=" : "!=") : "-");
+        out += line + t.name + "\n";
+        if (!t.detail.empty() && t.status != DiffStatus::Identical)
+            out += std::string(17, ' ') + t.detail + "\n";
+    }
+    return out;
+}
+
+std::optional<double> parseTolerance(const ArgParser& parser, const char* name)
+{
+    const std::string text = parser.value(name);
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(v >= 0) || std::isinf(v))
+        return std::nullopt;
+    return v;
+}
+
+} // namespace
+
+int runDiff(const std::vector<std::string>& args)
+{
+    ArgParser parser("diff", "A B [--atol A --rtol R] [--json] [--failures_only]",
+                     "Compare two checkpoints tensor by tensor. A and B may be any layout Tessera reads (verl FSDP,\n"
+                     "DCP, Megatron, Hugging Face safetensors folders or files); Megatron names are mapped to Hugging\n"
+                     "Face names first. Prints one line per tensor: status, max/mean |a-b|, max relative error,\n"
+                     "cosine similarity, differing elements, NaN/Inf counts of A and B and whether the bytes are\n"
+                     "equal. A tensor passes when |a-b| <= atol + rtol*|b| for every element (NaN only matches NaN;\n"
+                     "integer tensors must be equal). Exits with 0 when every tensor passes and none is missing,\n"
+                     "1 otherwise.");
+    parser.addPositional("A", "the checkpoint to check (folder or file)");
+    parser.addPositional("B", "the reference (folder or file)");
+    parser.addOption("atol", "A", "absolute tolerance", "0");
+    parser.addOption("rtol", "R", "relative tolerance, to B: |a-b| <= atol + rtol*|b|", "0");
+    parser.addSwitch("json", "print one JSON object on stdout (non-finite numbers as \"inf\", \"-inf\", \"nan\")");
+    parser.addSwitch("failures_only", "list only the tensors that do not pass");
+    parser.addSwitch("quiet", "no progress bar");
+    parser.addOption("hf_model_path", "DIR", "config.json folder for A (Megatron name mapping), if not found");
+    parser.addOption("hf_model_path_b", "DIR", "config.json folder for B, if not found");
+    parser.addOption("threads", "N", "tensors compared in parallel", "number of cores");
+    if (!parser.parse(args))
+        return usageError(parser);
+    if (parser.helpRequested()) {
+        std::cout << parser.helpText();
+        return ExitOk;
+    }
+    DiffOptions options;
+    for (const char* name : { "atol", "rtol" }) {
+        const auto v = parseTolerance(parser, name);
+        if (!v) {
+            std::cerr << "tessera diff: --" << name << " must be a non-negative number (got '" << parser.value(name)
+                      << "')\n";
+            return ExitUsage;
+        }
+        (std::string(name) == "atol" ? options.atol : options.rtol) = *v;
+    }
+    if (parser.isSet("threads")) {
+        const int threads = std::atoi(parser.value("threads").c_str());
+        if (threads <= 0) {
+            std::cerr << "tessera diff: --threads must be a positive number\n";
+            return ExitUsage;
+        }
+        options.threads = static_cast<unsigned>(threads);
+    }
+    const bool json = parser.isSet("json");
+    const bool quiet = parser.isSet("quiet") || json;
+    auto fail = [&](const std::string& message) {
+        if (json)
+            std::cout << nlohmann::json { { "error", message } }.dump(2) << "\n";
+        std::cerr << "tessera diff: " << message << "\n";
+        return ExitProblems;
+    };
+
+    std::vector<std::string> warnings;
+    auto load = [&](const std::string& path, const std::string& configDir, const char* side) -> Result<CheckpointInfo> {
+        ScanOptions scan;
+        scan.hfModelPath = configDir;
+        scan.threads = static_cast<int>(options.threads);
+        TerminalProgress progress(std::string("Scanning ") + side, TerminalProgress::Unit::Items, quiet);
+        auto info = scanCheckpoint(path, scan, progress);
+        progress.finish();
+        if (!info)
+            return info.error().withContext(side);
+        for (const auto& p : info->problems)
+            warnings.push_back(std::string(side) + ": " + p.text());
+        return withHfNames(*info, configDir, &warnings);
+    };
+    auto a = load(parser.positional("A"), parser.value("hf_model_path"), "A");
+    if (!a)
+        return fail(a.error().message);
+    auto b = load(parser.positional("B"), parser.value("hf_model_path_b"), "B");
+    if (!b)
+        return fail(b.error().message);
+    if (!quiet)
+        for (const auto& w : warnings)
+            std::cerr << "tessera diff: warning: " << w << "\n";
+
+    TerminalProgress progress("Comparing", TerminalProgress::Unit::Items, quiet);
+    auto report = diffCheckpoints(*a, *b, options, progress);
+    progress.finish();
+    if (!report)
+        return fail(report.error().message);
+
+    if (json) {
+        nlohmann::json counts = nlohmann::json::object();
+        for (auto st : { DiffStatus::Identical, DiffStatus::WithinTolerance, DiffStatus::Different,
+                         DiffStatus::MissingInA, DiffStatus::MissingInB, DiffStatus::ShapeMismatch,
+                         DiffStatus::DtypeMismatch, DiffStatus::Failed })
+            counts[diffStatusName(st)] = report->count(st);
+        auto tensors = nlohmann::json::array();
+        for (const auto& t : report->tensors)
+            if (!parser.isSet("failures_only") || !diffStatusOk(t.status))
+                tensors.push_back(rowJson(t));
+        std::cout << nlohmann::json { { "a", report->pathA },       { "b", report->pathB },
+                                      { "layout_a", a->layout },    { "layout_b", b->layout },
+                                      { "atol", options.atol },     { "rtol", options.rtol },
+                                      { "ok", report->ok() },       { "failures", report->failures() },
+                                      { "counts", counts },         { "warnings", warnings },
+                                      { "summary", report->summary() }, { "tensors", tensors } }
+                         .dump(2)
+                  << "\n";
+    } else {
+        std::cout << table(*report, parser.isSet("failures_only"));
+        std::cout << (report->ok() ? "OK: " : "DIFFERENT: ") << report->summary() << " (atol " << options.atol
+                  << ", rtol " << options.rtol << ")\n";
+    }
+    return report->ok() ? ExitOk : ExitProblems;
+}
+
+} // namespace tessera::cli

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `tessera diff A B` as users run it: exit codes, the table, --failures_only and --json.
+
+#include "testutil.h"
+
+#include "convert.h"
+#include "safetensors_reader.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <filesystem>
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+namespace {
+QString q(const std::string& s) { return QString::fromStdString(s); }
+QString actor(const char* c) { return q(test::fixture(std::string(c) + "/global_step_10/actor")); }
+QString reference(const char* c) { return q(test::fixture(std::string(c) + "/reference")); }
+
+/// A copy of hsdp_qwen2_2x2/reference with element 5 of `tensor` changed by +1 (bf16).
+QString changedReference(const std::string& tensor)
+{
+    const std::string dir = test::makeTempDir() + "/changed";
+    fs::create_directories(dir);
+    const std::string file = dir + "/model.safetensors";
+    fs::copy_file(test::fixture("hsdp_qwen2_2x2/reference/model.safetensors"), file);
+    fs::permissions(file, fs::perms::owner_write, fs::perm_options::add);
+    auto header = readSafetensorsFile(file);
+    if (!header)
+        qFatal("%s", header.error().message.c_str());
+    std::string bytes = test::readFile(file);
+    for (const auto& t : header->tensors)
+        if (t.name == tensor) {
+            char* p = bytes.data() + t.begin + 5 * dtypeSize(t.dtype);
+            double v = 0;
+            (void)convertElements(p, t.dtype, &v, DType::Float64, 1);
+            v += 1;
+            (void)convertElements(&v, DType::Float64, p, t.dtype, 1);
+        }
+    test::writeFile(file, bytes);
+    return q(dir);
+}
+} // namespace
+
+class TestCliDiff : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void identicalExitsZero()
+    {
+        QString out, err;
+        const int code = test::runTessera({ QStringLiteral("diff"), actor("hsdp_qwen2_2x2"), reference("hsdp_qwen2_2x2"),
+                                            QStringLiteral("--quiet") },
+                                          &out, &err);
+        QVERIFY2(code == 0, qPrintable(err + out));
+        QVERIFY(out.startsWith(QStringLiteral("STATUS")));
+        QVERIFY(out.contains(QStringLiteral("identical")));
+        QVERIFY(out.trimmed().split(QLatin1Char('\n')).last().startsWith(QStringLiteral("OK: 51 tensors: 51 identical")));
+    }
+
+    void differenceExitsOneAndJsonHasEveryField()
+    {
+        const std::string tensor = "model.layers.1.self_attn.o_proj.weight";
+        const QString changed = changedReference(tensor);
+        QString out, err;
+        int code = test::runTessera({ QStringLiteral("diff"), actor("hsdp_qwen2_2x2"), changed,
+                                      QStringLiteral("--failures_only"), QStringLiteral("--quiet") },
+                                    &out, &err);
+        QCOMPARE(code, 1);
+        const QStringList lines = out.trimmed().split(QLatin1Char('\n'));
+        QCOMPARE(lines.size(), 4); // header, the row, its detail, the summary
+        QVERIFY(lines[1].startsWith(QStringLiteral("different")));
+        QVERIFY(lines[1].endsWith(q(tensor)));
+        QVERIFY(lines.last().startsWith(QStringLiteral("DIFFERENT: 51 tensors: 50 identical, 1 different")));
+
+        code = test::runTessera({ QStringLiteral("diff"), actor("hsdp_qwen2_2x2"), changed, QStringLiteral("--json") },
+                                &out, &err);
+        QCOMPARE(code, 1);
+        QJsonParseError error;
+        const QJsonObject root = QJsonDocument::fromJson(out.toUtf8(), &error).object();
+        QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
+        QCOMPARE(root[QStringLiteral("ok")].toBool(), false);
+        QCOMPARE(root[QStringLiteral("failures")].toInt(), 1);
+        QCOMPARE(root[QStringLiteral("counts")].toObject()[QStringLiteral("identical")].toInt(), 50);
+        QCOMPARE(root[QStringLiteral("layout_a")].toString(), QStringLiteral("verl-fsdp"));
+        QCOMPARE(root[QStringLiteral("layout_b")].toString(), QStringLiteral("hf-safetensors"));
+        const QJsonArray tensors = root[QStringLiteral("tensors")].toArray();
+        QCOMPARE(tensors.size(), 51);
+        bool found = false;
+        for (const auto& value : tensors) {
+            const QJsonObject t = value.toObject();
+            for (const char* key : { "name", "status", "ok", "detail", "dtype_a", "dtype_b", "shape_a", "shape_b",
+                                     "elements", "compared", "bit_equal", "max_abs_diff", "mean_abs_diff", "max_rel_diff",
+                                     "cosine", "differing", "outside_tolerance", "worst_index", "a", "b" })
+                QVERIFY2(t.contains(QLatin1String(key)), key);
+            for (const char* key : { "min", "max", "mean", "std", "nan", "inf", "zeros", "finite" })
+                QVERIFY2(t[QStringLiteral("a")].toObject().contains(QLatin1String(key)), key);
+            if (t[QStringLiteral("name")].toString() != q(tensor))
+                continue;
+            found = true;
+            QCOMPARE(t[QStringLiteral("status")].toString(), QStringLiteral("different"));
+            QCOMPARE(t[QStringLiteral("differing")].toInt(), 1);
+            QVERIFY(t[QStringLiteral("max_abs_diff")].toDouble() > 0.9);
+            const QJsonArray worst = t[QStringLiteral("worst_index")].toArray();
+            QCOMPARE(worst.size(), 2);
+            QCOMPARE(worst[0].toInt(), 0);
+            QCOMPARE(worst[1].toInt(), 5);
+        }
+        QVERIFY(found);
+
+        // A tolerance that covers the change passes.
+        code = test::runTessera({ QStringLiteral("diff"), actor("hsdp_qwen2_2x2"), changed, QStringLiteral("--atol"),
+                                  QStringLiteral("2"), QStringLiteral("--quiet") },
+                                &out, &err);
+        QCOMPARE(code, 0);
+        QVERIFY(out.contains(QStringLiteral("within tolerance")));
+    }
+
+    void missingTensorsFail()
+    {
+        // fsdp2_llama_w4 against a Qwen2 model: the names only partly overlap.
+        QString out, err;
+        const int code = test::runTessera({ QStringLiteral("diff"), actor("fsdp2_llama_w4"), reference("hsdp_qwen2_2x2"),
+                                            QStringLiteral("--json") },
+                                          &out, &err);
+        QCOMPARE(code, 1);
+        const QJsonObject root = QJsonDocument::fromJson(out.toUtf8()).object();
+        const QJsonObject counts = root[QStringLiteral("counts")].toObject();
+        QVERIFY(counts[QStringLiteral("missing in A")].toInt() > 0);
+    }
+
+    void megatronIsMappedToHuggingFaceNames()
+    {
+        QString out, err;
+        const int code = test::runTessera({ QStringLiteral("diff"), actor("megatron_legacy_qwen2_tp2_pp2"),
+                                            reference("megatron_legacy_qwen2_tp2_pp2"), QStringLiteral("--quiet") },
+                                          &out, &err);
+        QVERIFY2(code == 0, qPrintable(err + out));
+        QVERIFY(out.contains(QStringLiteral("model.layers.0.self_attn.q_proj.weight")));
+    }
+
+    void usageErrors_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        const QString a = actor("hsdp_qwen2_2x2"), b = reference("hsdp_qwen2_2x2");
+        QTest::newRow("no B") << QStringList { QStringLiteral("diff"), a };
+        QTest::newRow("negative atol") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--atol"), QStringLiteral("-1") };
+        QTest::newRow("bad rtol") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--rtol=abc") };
+        QTest::newRow("unknown flag") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--frobnicate") };
+    }
+    void usageErrors()
+    {
+        QFETCH(QStringList, args);
+        QString out, err;
+        QCOMPARE(test::runTessera(args, &out, &err), 2);
+        QVERIFY(!err.isEmpty());
+    }
+
+    void unreadableInputExitsOne()
+    {
+        QString out, err;
+        const int code = test::runTessera({ QStringLiteral("diff"), q(test::makeTempDir()), reference("hsdp_qwen2_2x2"),
+                                            QStringLiteral("--json") },
+                                          &out, &err);
+        QCOMPARE(code, 1);
+        QVERIFY(QJsonDocument::fromJson(out.toUtf8()).object().contains(QStringLiteral("error")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliDiff)
+#include "tst_cli_diff.moc"
