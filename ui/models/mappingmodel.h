@@ -1,25 +1,54 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "checkpointptr.h"
+#include "jobs/mappingjob.h"
+#include "roles.h"
 
 #include <QAbstractTableModel>
 
+#include "megatron_mapping.h"
+
+class QColor;
+class QPalette;
+
 namespace tessera::ui {
 
-/// Source name → target name with status, one row per tensor.
-///
-/// Until the name-mapping engine (Megatron → Hugging Face) is published by the core, every name maps to itself
-/// with the status "unchanged"; the columns are the ones the mapping view will keep.
+/// The mapping table: source name → Hugging Face name with the rule, transform, shapes and status of every
+/// source tensor and expected parameter (MappingResult::rows). Megatron layouts show mapMegatronToHf's table,
+/// other layouts identity rows (see MappingJob::evaluate).
 class MappingModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { SourceColumn, TargetColumn, ShapeColumn, DTypeColumn, StatusColumn, ColumnCount };
+    enum Column {
+        SourceColumn,
+        TargetColumn,
+        RuleColumn,
+        TransformColumn,
+        SourceShapeColumn,
+        TargetShapeColumn,
+        StatusColumn,
+        ColumnCount
+    };
+    enum MappingRole {
+        StatusRole = RankRole + 1, ///< int: tessera::MappingStatus
+        DetailRole,                ///< QString: why, for anything but ok
+    };
 
     explicit MappingModel(QObject* parent = nullptr);
     ~MappingModel() override;
 
-    void setCheckpoint(CheckpointPtr checkpoint);
+    void setOutcome(const MappingOutcome& outcome);
+    const MappingOutcome& outcome() const { return m_outcome; }
+    const tessera::MappingRow* row(int row) const;
+
+    /// The colour a status is drawn in; invalid for ok (the palette's text colour).
+    static QColor statusColor(tessera::MappingStatus status, const QPalette& palette);
+    /// "unmapped", … for the status filter and the summary.
+    static QString statusText(tessera::MappingStatus status);
+    /// True for the statuses that stop a strict merge or need a look (red and orange).
+    static bool isProblem(tessera::MappingStatus status);
+    /// Every status, in the order the summary and the filter list them.
+    static const QVector<tessera::MappingStatus>& statuses();
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -27,7 +56,7 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
-    CheckpointPtr m_checkpoint;
+    MappingOutcome m_outcome;
 };
 
 } // namespace tessera::ui

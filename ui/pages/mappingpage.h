@@ -3,18 +3,27 @@
 
 #include "checkpointptr.h"
 
+#include <QTimer>
 #include <QWidget>
 
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QSplitter;
 class QTableView;
-class QSortFilterProxyModel;
 
 namespace tessera::ui {
 
 class FilterBar;
+class MappingFilterProxy;
+class MappingJob;
 class MappingModel;
+class RulesEditor;
+struct MappingOutcome;
 
-/// Source → target names with status. Lists the checkpoint's tensors until the core's name mapping
-/// (Megatron → Hugging Face) is available.
+/// The mapping view: source name → Hugging Face name, rule, transform, shapes and status for every tensor,
+/// coloured and filterable by status; a summary of the counts; and an editor for user rules (the file
+/// `--param_mapping` takes) that re-evaluates the table on a worker as the text changes.
 class MappingPage : public QWidget {
     Q_OBJECT
 public:
@@ -22,16 +31,56 @@ public:
     ~MappingPage() override;
 
     void setCheckpoint(CheckpointPtr checkpoint);
+    /// The mapping shared with the merge panel.
+    MappingJob* job() const { return m_job; }
     MappingModel* model() const { return m_model; }
+    MappingFilterProxy* proxy() const { return m_proxy; }
+    RulesEditor* rulesEditor() const { return m_editor; }
+    QComboBox* statusCombo() const { return m_status; }
+    FilterBar* filterBar() const { return m_filter; }
+    QString summaryText() const;
+    QString errorText() const;
+
+    /// Replaces the editor text with the file's; an error message, or empty.
+    QString loadRulesFile(const QString& path);
+    /// Writes the editor text to `path`; an error message, or empty.
+    QString saveRulesFile(const QString& path);
+    /// Sends edited rules to the mapping now instead of after the typing pause.
+    void flushRules();
 
 Q_SIGNALS:
     void tensorActivated(int tensorIndex);
 
 private:
+    void pushRules();
+    void onStarted();
+    void onFinished(const MappingOutcome& outcome);
+    void onSettingsChanged();
+    void updateStatusCombo();
+    void updateHeader();
+    void updateRulesLabel();
+    void chooseLoad();
+    void chooseSave();
+
+    MappingJob* m_job;
     MappingModel* m_model;
-    QSortFilterProxyModel* m_proxy;
+    MappingFilterProxy* m_proxy;
+    QLabel* m_header;
+    QLabel* m_summary;
+    QComboBox* m_status;
     FilterBar* m_filter;
     QTableView* m_view;
+    QSplitter* m_splitter;
+    QWidget* m_rulesPanel;
+    QLabel* m_rulesFile;
+    QLabel* m_rulesState;
+    RulesEditor* m_editor;
+    QLabel* m_error;
+    QPushButton* m_load;
+    QPushButton* m_save;
+    QTimer m_rulesDebounce;
+    QString m_rulesName;
+    bool m_settingText = false;
 };
 
 } // namespace tessera::ui
