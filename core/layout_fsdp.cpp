@@ -138,6 +138,25 @@ void addPieces(TensorInfo& info, const SavedTensor& t, const RankFile& rank, boo
     }
 }
 
+/// A DTensor on a sub-mesh (e.g. FSDP's "dp" mesh inside a dp × tp run) is replicated over the other mesh
+/// dims: files on other sub-meshes hold the same boxes. A Primary piece whose box a piece from a different
+/// sub-mesh already provides is such a replica. Identical boxes from the same mesh stay Primary, so that
+/// coverage checks still report them as overlaps.
+void markReplicasAcrossSubmeshes(TensorInfo& tensor, std::size_t firstNew, const SavedTensor& saved,
+                                 std::map<std::pair<Shape, Shape>, std::vector<std::int64_t>>& primaryMeshes)
+{
+    if (saved.kind != SavedTensor::Kind::DTensor)
+        return;
+    for (std::size_t i = firstNew; i < tensor.pieces.size(); ++i) {
+        Piece& piece = tensor.pieces[i];
+        if (piece.role != PieceRole::Primary)
+            continue;
+        auto [it, inserted] = primaryMeshes.emplace(std::make_pair(piece.offsets, piece.shape), saved.mesh.ranks);
+        if (!inserted && it->second != saved.mesh.ranks)
+            piece.role = PieceRole::Replica;
+    }
+}
+
 } // namespace
 
 Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progress& progress)
@@ -255,6 +274,7 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
             info.problems.push_back({ info.root, tensor.name, "missing on rank(s) " + missingOn });
         }
         bool firstHolder = true;
+        std::map<std::pair<Shape, Shape>, std::vector<std::int64_t>> primaryMeshes;
         for (const auto& [r, saved] : holders[i]) {
             const auto& rank = ranks[static_cast<std::size_t>(r)];
             if (saved->dtype != tensor.dtype || saved->globalShape != tensor.shape || saved->kind != first->kind) {
@@ -264,7 +284,9 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
                         + std::string(torchName(tensor.dtype)) + " " + shapeText(tensor.shape) });
                 continue;
             }
+            const std::size_t before = tensor.pieces.size();
             addPieces(tensor, *saved, rank, firstHolder, info.problems);
+            markReplicasAcrossSubmeshes(tensor, before, *saved, primaryMeshes);
             firstHolder = false;
         }
         if (readableRanks == world)
