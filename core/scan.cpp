@@ -88,7 +88,7 @@ fs::path newestStep(const fs::path& root)
 std::string findHfConfig(const std::vector<fs::path>& visited)
 {
     for (auto it = visited.rbegin(); it != visited.rend(); ++it)
-        for (const char* sub : { "huggingface", "model/huggingface", "hf_config_and_tokenizer", "" }) {
+        for (const char* sub : { "huggingface", "model/huggingface", "hf_config_and_tokenizer", "hf_config", "" }) {
             const fs::path dir = *sub ? *it / sub : *it;
             if (fs::exists(dir / "config.json"))
                 return fs::absolute(dir).lexically_normal().string();
