@@ -2,6 +2,7 @@
 #include "gui_main.h"
 
 #include "mainwindow.h"
+#include "pages/diffpage.h"
 #include "theme.h"
 
 #include <QApplication>
@@ -119,9 +120,15 @@ int runGui(int argc, char** argv)
         window.resize(1440, 880);
     window.show();
     const auto view = tessera::ui::MainWindow::viewFromName(options.view.isEmpty() ? QStringLiteral("tree") : options.view);
+    // `--view diff --reference DIR` compares the loaded checkpoint with DIR as soon as it is loaded.
+    const bool diffView = *view == tessera::ui::MainWindow::View::Diff && !options.reference.isEmpty();
+    auto* diff = window.diffPage();
     if (!screenshot) {
         if (!options.view.isEmpty())
             window.showView(*view);
+        if (diffView)
+            QObject::connect(&window, &tessera::ui::MainWindow::checkpointLoaded, diff, [diff] { diff->compare(); },
+                             Qt::SingleShotConnection);
         if (!options.path.isEmpty())
             window.openPath(options.path);
         return app.exec();
@@ -133,6 +140,7 @@ int runGui(int argc, char** argv)
         // The right-hand pages need room; the tree view shows the tree wide.
         window.setTreeShare(*view == tessera::ui::MainWindow::View::Tree ? 0.62
                                 : *view == tessera::ui::MainWindow::View::Placement ? 0.45
+                                : *view == tessera::ui::MainWindow::View::Diff      ? 0.2
                                                                                     : 0.36);
         // Let layouts and the tree settle before grabbing.
         QTimer::singleShot(100, &window, [&, loaded] {
@@ -143,7 +151,25 @@ int runGui(int argc, char** argv)
             app.quit();
         });
     };
-    QObject::connect(&window, &tessera::ui::MainWindow::checkpointLoaded, &window, [&] { capture(true); });
+    QObject::connect(&window, &tessera::ui::MainWindow::checkpointLoaded, &window, [&] {
+        if (!diffView) {
+            capture(true);
+            return;
+        }
+        // The diff screenshot shows the finished comparison and the detail of the tensor it selects.
+        window.showView(*view);
+        QObject::connect(diff, &tessera::ui::DiffPage::detailShown, &window, [&] { capture(true); },
+                         Qt::SingleShotConnection);
+        QObject::connect(
+            diff, &tessera::ui::DiffPage::comparisonFailed, &window,
+            [&](const QString& message) {
+                std::fprintf(stderr, "tessera gui: diff: %s\n", qPrintable(message));
+                capture(false);
+            },
+            Qt::SingleShotConnection);
+        if (!diff->compare())
+            capture(false);
+    });
     QObject::connect(&window, &tessera::ui::MainWindow::scanFailed, &window, [&](const QString& message) {
         std::fprintf(stderr, "tessera gui: %s\n", qPrintable(message));
         capture(false);

@@ -222,8 +222,8 @@ struct PairAccumulator {
         d.maxAbsDiff = maxAbs;
         d.maxRelDiff = maxRel;
         d.meanAbsDiff = finitePairs ? sumAbs / static_cast<double>(finitePairs) : 0;
-        if (normA == 0 && normB == 0)
-            d.cosine = 1;
+        if (differing == 0 || (normA == 0 && normB == 0))
+            d.cosine = 1; // exactly: rounding in the dot product must not make equal tensors look different
         else if (normA == 0 || normB == 0)
             d.cosine = 0;
         else

@@ -2,44 +2,375 @@
 #include "diffpage.h"
 
 #include "coreconvert.h"
+#include "models/difffilterproxy.h"
+#include "models/difftablemodel.h"
+#include "widgets/diffdetailview.h"
+#include "widgets/filterbar.h"
 
-#include <QFormLayout>
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
+#include <QSplitter>
+#include <QTableView>
 #include <QVBoxLayout>
+
+#include <cmath>
 
 namespace tessera::ui {
 
-DiffPage::DiffPage(QWidget* parent) : QWidget(parent), m_left(new QLineEdit(this)), m_right(new QLineEdit(this))
+using tessera::DiffStatus;
+
+DiffPage::DiffPage(QWidget* parent)
+    : QWidget(parent)
+    , m_job(new DiffJob(this))
+    , m_detailJob(new DiffDetailJob(this))
+    , m_model(new DiffTableModel(this))
+    , m_proxy(new DiffFilterProxy(this))
+    , m_left(new QLabel(this))
+    , m_right(new QLineEdit(this))
+    , m_atol(new QLineEdit(QStringLiteral("0"), this))
+    , m_rtol(new QLineEdit(QStringLiteral("0"), this))
+    , m_compare(new QPushButton(tr("Compare"), this))
+    , m_cancel(new QPushButton(tr("Cancel"), this))
+    , m_progress(new QProgressBar(this))
+    , m_summary(new QLabel(this))
+    , m_statusFilter(new QComboBox(this))
+    , m_filter(new FilterBar(this))
+    , m_table(new QTableView(this))
+    , m_detail(new DiffDetailView(this))
 {
-    m_left->setReadOnly(true);
+    m_left->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_left->setText(tr("(open a checkpoint)"));
     m_right->setPlaceholderText(tr("a Hugging Face folder or another checkpoint (--reference DIR)"));
-    auto* compare = new QPushButton(tr("Compare"), this);
-    compare->setEnabled(false);
-    compare->setToolTip(tr("The diff engine is not part of this build yet"));
-    auto* note = new QLabel(tr("The diff view will list every tensor with its maximum absolute and relative error, "
-                               "mark tensors outside the tolerances in red, and plot error histograms. It needs "
-                               "the diff engine, which is not part of this build yet; `tessera diff A B` reports "
-                               "the same."), this);
-    note->setWordWrap(true);
-    auto* form = new QFormLayout;
-    form->addRow(tr("A (loaded)"), m_left);
-    form->addRow(tr("B"), m_right);
+    auto* browse = new QPushButton(tr("Browse…"), this);
+    for (auto* edit : { m_atol, m_rtol }) {
+        edit->setMaximumWidth(90);
+        edit->setAlignment(Qt::AlignRight);
+    }
+    m_atol->setToolTip(tr("Absolute tolerance: an element passes when |a − b| ≤ atol + rtol·|b|"));
+    m_rtol->setToolTip(tr("Relative tolerance, to B (the reference)"));
+    m_compare->setDefault(true);
+    m_progress->setRange(0, 1000);
+    m_progress->setTextVisible(false);
+    m_progress->setMaximumWidth(160);
+    m_summary->setTextFormat(Qt::RichText);
+    m_summary->setWordWrap(true);
+
+    auto* form = new QGridLayout;
+    form->setHorizontalSpacing(6);
+    form->addWidget(new QLabel(tr("A"), this), 0, 0);
+    form->addWidget(m_left, 0, 1, 1, 2);
+    form->addWidget(new QLabel(tr("B"), this), 1, 0);
+    form->addWidget(m_right, 1, 1);
+    form->addWidget(browse, 1, 2);
+    form->setColumnStretch(1, 1);
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("atol"), this));
+    controls->addWidget(m_atol);
+    controls->addSpacing(6);
+    controls->addWidget(new QLabel(tr("rtol"), this));
+    controls->addWidget(m_rtol);
+    controls->addSpacing(12);
+    controls->addWidget(m_compare);
+    controls->addWidget(m_cancel);
+    controls->addWidget(m_progress);
+    controls->addWidget(m_summary, 1);
+
+    for (auto filter : { DiffFilterProxy::StatusFilter::All, DiffFilterProxy::StatusFilter::Failing,
+                         DiffFilterProxy::StatusFilter::Different, DiffFilterProxy::StatusFilter::WithinTolerance,
+                         DiffFilterProxy::StatusFilter::Identical, DiffFilterProxy::StatusFilter::Missing,
+                         DiffFilterProxy::StatusFilter::Mismatch })
+        m_statusFilter->addItem(DiffFilterProxy::filterName(filter), static_cast<int>(filter));
+    m_filter->lineEdit()->setPlaceholderText(tr("Filter tensors by name"));
+    auto* filters = new QHBoxLayout;
+    filters->addWidget(m_statusFilter);
+    filters->addWidget(m_filter, 1);
+
+    m_proxy->setSourceModel(m_model);
+    m_table->setModel(m_proxy);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setAlternatingRowColors(true);
+    m_table->setWordWrap(false);
+    m_table->setTextElideMode(Qt::ElideMiddle);
+    m_table->verticalHeader()->setVisible(false);
+    m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+    m_table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder); // report order until a header is clicked
+    m_table->setSortingEnabled(true);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setColumnWidth(DiffTableModel::NameColumn, 270);
+    m_table->setColumnWidth(DiffTableModel::StatusColumn, 104);
+    for (int c = DiffTableModel::MaxAbsColumn; c <= DiffTableModel::DifferingColumn; ++c)
+        m_table->setColumnWidth(c, c == DiffTableModel::MeanAbsColumn ? 80 : 72);
+    m_table->setColumnWidth(DiffTableModel::CosineColumn, 84);
+    m_table->setColumnWidth(DiffTableModel::NanColumn, 58);
+    m_table->setColumnWidth(DiffTableModel::InfColumn, 58);
+    m_table->setColumnWidth(DiffTableModel::BitEqualColumn, 46);
+    m_table->setColumnWidth(DiffTableModel::DtypeColumn, 52);
+
+    auto* tableBox = new QWidget(this);
+    auto* tableLayout = new QVBoxLayout(tableBox);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->setSpacing(4);
+    tableLayout->addLayout(filters);
+    tableLayout->addWidget(m_table, 1);
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->addWidget(tableBox);
+    splitter->addWidget(m_detail);
+    splitter->setStretchFactor(0, 2);
+    splitter->setStretchFactor(1, 3);
+    splitter->setChildrenCollapsible(false);
+
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(10, 8, 10, 8);
     layout->addLayout(form);
-    layout->addWidget(compare, 0, Qt::AlignLeft);
-    layout->addWidget(note);
-    layout->addStretch(1);
+    layout->addLayout(controls);
+    layout->addWidget(splitter, 1);
+
+    connect(browse, &QPushButton::clicked, this, &DiffPage::browseReference);
+    connect(m_compare, &QPushButton::clicked, this, &DiffPage::compare);
+    connect(m_cancel, &QPushButton::clicked, this, &DiffPage::cancel);
+    connect(m_right, &QLineEdit::returnPressed, this, &DiffPage::compare);
+    connect(m_right, &QLineEdit::textChanged, this, [this] { setRunning(isRunning()); });
+    connect(m_statusFilter, &QComboBox::currentIndexChanged, this, [this] {
+        m_proxy->setStatusFilter(static_cast<DiffFilterProxy::StatusFilter>(m_statusFilter->currentData().toInt()));
+    });
+    connect(m_filter, &FilterBar::filterChanged, m_proxy, qOverload<const QRegularExpression&>(&QSortFilterProxyModel::setFilterRegularExpression));
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &DiffPage::onCurrentRowChanged);
+
+    connect(m_job, &DiffJob::paired, this, &DiffPage::onPaired);
+    connect(m_job, &DiffJob::rowsFinished, m_model, &DiffTableModel::updateRows);
+    connect(m_job, &DiffJob::progress, this, [this](int permille, const QString& text) {
+        m_progress->setValue(permille);
+        m_summary->setText(text.toHtmlEscaped());
+    });
+    connect(m_job, &DiffJob::finished, this, &DiffPage::onFinished);
+    connect(m_job, &DiffJob::failed, this, &DiffPage::onFailed);
+    connect(m_job, &DiffJob::canceled, this, [this] {
+        setRunning(false);
+        m_summary->setText(tr("Comparison canceled; rows still pending were not compared."));
+    });
+    connect(m_detailJob, &DiffDetailJob::finished, this, [this](const DiffDetailPtr& detail) {
+        m_detail->setDetail(*detail);
+        Q_EMIT detailShown(qs(detail->summary.name));
+    });
+    connect(m_detailJob, &DiffDetailJob::failed, this, [this](const QString& tensor, const QString& message) {
+        m_detail->showMessage(tr("%1: %2").arg(tensor, message));
+        Q_EMIT detailShown(tensor);
+    });
+    setRunning(false);
 }
 
 DiffPage::~DiffPage() = default;
 
-void DiffPage::setCheckpoint(CheckpointPtr checkpoint) { m_left->setText(checkpoint ? qs(checkpoint->root) : QString()); }
+void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
+{
+    if (checkpoint != m_checkpoint) {
+        // A new A makes the old comparison meaningless.
+        m_job->cancel();
+        m_detailJob->cancel();
+        m_model->clear();
+        m_report.reset();
+        m_sideA.reset();
+        m_sideB.reset();
+        m_summary->clear();
+        m_detail->showMessage(tr("Press Compare to compare the loaded checkpoint with B."));
+    }
+    m_checkpoint = std::move(checkpoint);
+    m_left->setText(m_checkpoint ? QDir::toNativeSeparators(qs(m_checkpoint->root)) : tr("(open a checkpoint)"));
+    setRunning(isRunning());
+}
 
-void DiffPage::setReferenceDir(const QString& dir) { m_right->setText(dir); }
+void DiffPage::setReferenceDir(const QString& dir)
+{
+    m_right->setText(dir);
+}
 
-QString DiffPage::referenceDir() const { return m_right->text(); }
+QString DiffPage::referenceDir() const { return m_right->text().trimmed(); }
+
+void DiffPage::setTolerances(double atol, double rtol)
+{
+    m_atol->setText(QString::number(atol, 'g', 10));
+    m_rtol->setText(QString::number(rtol, 'g', 10));
+}
+
+std::optional<tessera::DiffOptions> DiffPage::options(QString* error) const
+{
+    tessera::DiffOptions options;
+    bool okA = false, okR = false;
+    options.atol = m_atol->text().trimmed().toDouble(&okA);
+    options.rtol = m_rtol->text().trimmed().toDouble(&okR);
+    if (!okA || !okR || !(options.atol >= 0) || !(options.rtol >= 0) || std::isinf(options.atol)
+        || std::isinf(options.rtol)) {
+        *error = tr("atol and rtol must be non-negative numbers (e.g. 0, 1e-5).");
+        return std::nullopt;
+    }
+    return options;
+}
+
+bool DiffPage::compare()
+{
+    QString error;
+    if (!m_checkpoint)
+        error = tr("Open a checkpoint first: it is A.");
+    else if (referenceDir().isEmpty())
+        error = tr("Choose B: a Hugging Face folder or another checkpoint.");
+    const auto opts = error.isEmpty() ? options(&error) : std::nullopt;
+    if (!opts) {
+        m_summary->setText(QStringLiteral("<span style='color:#d03030'>%1</span>").arg(error.toHtmlEscaped()));
+        return false;
+    }
+    m_options = *opts;
+    m_detailJob->cancel();
+    m_model->clear();
+    m_report.reset();
+    m_detail->showMessage(tr("Comparing…"));
+    m_progress->setValue(0);
+    m_summary->setText(tr("Scanning B…"));
+    m_job->start(m_checkpoint, QDir(referenceDir()).absolutePath(), m_options);
+    setRunning(true);
+    return true;
+}
+
+void DiffPage::cancel() { m_job->cancel(); }
+
+bool DiffPage::isRunning() const { return m_job->isRunning(); }
+
+void DiffPage::setRunning(bool running)
+{
+    m_compare->setEnabled(!running && m_checkpoint && !referenceDir().isEmpty());
+    m_cancel->setVisible(running);
+    m_progress->setVisible(running);
+}
+
+void DiffPage::browseReference()
+{
+    const QString start = referenceDir().isEmpty() && m_checkpoint ? qs(m_checkpoint->root) : referenceDir();
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Choose B (reference)"), start);
+    if (!dir.isEmpty())
+        m_right->setText(dir);
+}
+
+void DiffPage::onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const std::vector<tessera::TensorDiff>& rows)
+{
+    m_sideA = a;
+    m_sideB = b;
+    m_model->setRows(rows);
+}
+
+QString DiffPage::summaryText() const { return m_summary->text(); }
+
+void DiffPage::onFinished(const DiffReportPtr& report)
+{
+    setRunning(false);
+    m_report = report;
+    // The final report is authoritative (the streamed rows are the same values).
+    std::vector<std::pair<std::size_t, tessera::TensorDiff>> all;
+    for (std::size_t i = 0; i < report->tensors.size(); ++i)
+        all.emplace_back(i, report->tensors[i]);
+    if (m_model->rowCount() != static_cast<int>(report->tensors.size()))
+        m_model->setRows(report->tensors);
+    else
+        m_model->updateRows(all);
+
+    double maxAbs = 0;
+    for (const auto& t : report->tensors)
+        if (t.compared && t.numeric)
+            maxAbs = std::max(maxAbs, t.maxAbsDiff);
+    QStringList parts;
+    const std::pair<DiffStatus, const char*> colored[] = {
+        { DiffStatus::Identical, "#2e8b3e" },     { DiffStatus::WithinTolerance, "#b87400" },
+        { DiffStatus::Different, "#d03030" },     { DiffStatus::MissingInA, "#d03030" },
+        { DiffStatus::MissingInB, "#d03030" },    { DiffStatus::ShapeMismatch, "#d03030" },
+        { DiffStatus::DtypeMismatch, "#d03030" }, { DiffStatus::Failed, "#d03030" },
+    };
+    for (const auto& [status, color] : colored)
+        if (const std::size_t n = report->count(status))
+            parts << QStringLiteral("<span style='color:%1'>%2 %3</span>")
+                         .arg(QLatin1String(color))
+                         .arg(n)
+                         .arg(QString::fromLatin1(tessera::diffStatusName(status)));
+    const QString verdict = report->ok() ? QStringLiteral("<b style='color:#2e8b3e'>%1</b>").arg(tr("PASS"))
+                                         : QStringLiteral("<b style='color:#d03030'>%1</b>").arg(tr("FAIL"));
+    m_summary->setText(tr("%1 &nbsp;%2: %3 · max |a−b| %4 · atol %5, rtol %6")
+                           .arg(verdict, countText(static_cast<long long>(report->tensors.size()), tr("tensor"), tr("tensors")),
+                                parts.join(QStringLiteral(", ")), DiffTableModel::numberText(maxAbs),
+                                DiffTableModel::numberText(report->atol), DiffTableModel::numberText(report->rtol)));
+    selectMostInteresting();
+    Q_EMIT comparisonFinished(report);
+}
+
+void DiffPage::onFailed(const QString& message)
+{
+    setRunning(false);
+    m_summary->setText(QStringLiteral("<span style='color:#d03030'>%1</span>").arg(message.toHtmlEscaped()));
+    m_detail->showMessage(message);
+    Q_EMIT comparisonFailed(message);
+}
+
+void DiffPage::selectMostInteresting()
+{
+    // The largest difference first; otherwise the first problem; otherwise the first tensor.
+    int pick = -1;
+    double worst = -1;
+    for (int r = 0; r < m_model->rowCount(); ++r) {
+        const auto* t = m_model->row(r);
+        if (t->status == DiffStatus::Different && t->numeric && t->maxAbsDiff > worst) {
+            worst = t->maxAbsDiff;
+            pick = r;
+        }
+    }
+    for (int r = 0; r < m_model->rowCount() && pick < 0; ++r)
+        if (!tessera::diffStatusOk(m_model->row(r)->status))
+            pick = r;
+    if (pick < 0 && m_model->rowCount() > 0)
+        pick = 0;
+    if (pick >= 0)
+        selectTensor(qs(m_model->row(pick)->name));
+}
+
+bool DiffPage::selectTensor(const QString& tensor)
+{
+    const int row = m_model->rowOf(tensor);
+    if (row < 0)
+        return false;
+    const QModelIndex index = m_proxy->mapFromSource(m_model->index(row, 0));
+    if (!index.isValid())
+        return false; // filtered out
+    m_table->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_table->scrollTo(index);
+    return true;
+}
+
+void DiffPage::onCurrentRowChanged()
+{
+    const QModelIndex current = m_proxy->mapToSource(m_table->selectionModel()->currentIndex());
+    const auto* t = m_model->row(current.row());
+    if (!t) {
+        m_detailJob->cancel();
+        return;
+    }
+    const QString name = qs(t->name);
+    const bool pairable = t->indexA >= 0 && t->indexB >= 0 && t->shapeA == t->shapeB;
+    if (!pairable || !m_sideA || !m_sideB || t->status == DiffStatus::Failed) {
+        m_detailJob->cancel();
+        m_detail->showMessage(QStringLiteral("<b>%1</b> &nbsp; <span style='color:#d03030'><b>%2</b></span> &nbsp; %3")
+                                  .arg(name.toHtmlEscaped(), QString::fromLatin1(tessera::diffStatusName(t->status)),
+                                       qs(t->detail).toHtmlEscaped()));
+        Q_EMIT detailShown(name);
+        return;
+    }
+    m_detail->showMessage(tr("Computing the detail of %1…").arg(name));
+    m_detailJob->start(m_sideA, m_sideB, name, m_options);
+}
 
 } // namespace tessera::ui

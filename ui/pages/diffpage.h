@@ -2,15 +2,30 @@
 #pragma once
 
 #include "checkpointptr.h"
+#include "jobs/diffdetailjob.h"
+#include "jobs/diffjob.h"
 
 #include <QWidget>
 
+#include <optional>
+
+class QComboBox;
+class QLabel;
 class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QTableView;
 
 namespace tessera::ui {
 
-/// Compare the loaded checkpoint with another one tensor by tensor (`tessera diff A B`). A placeholder until
-/// the diff engine exists: it shows the two sides and the tolerances the comparison will use.
+class DiffDetailView;
+class DiffFilterProxy;
+class DiffTableModel;
+class FilterBar;
+
+/// Compares the loaded checkpoint (A) with a reference (B, any layout) tensor by tensor, as `tessera diff A B`
+/// does: a sortable, filterable table of every tensor streamed in as the worker finishes them, and the detail of the
+/// selected tensor (statistics of both sides, histograms, heatmaps, worst elements) computed on demand.
 class DiffPage : public QWidget {
     Q_OBJECT
 public:
@@ -20,10 +35,60 @@ public:
     void setCheckpoint(CheckpointPtr checkpoint);
     void setReferenceDir(const QString& dir);
     QString referenceDir() const;
+    void setTolerances(double atol, double rtol);
+
+    /// Starts the comparison of the loaded checkpoint with the reference; false (with a message shown) when either
+    /// is missing or a tolerance is not a number.
+    bool compare();
+    void cancel();
+    bool isRunning() const;
+    /// Selects the row of `tensor` (shows its detail); false when the table has no such row.
+    bool selectTensor(const QString& tensor);
+
+    DiffTableModel* model() const { return m_model; }
+    DiffFilterProxy* proxy() const { return m_proxy; }
+    QTableView* tableView() const { return m_table; }
+    DiffDetailView* detailView() const { return m_detail; }
+    DiffReportPtr report() const { return m_report; }
+    QString summaryText() const;
+
+Q_SIGNALS:
+    void comparisonFinished(const tessera::ui::DiffReportPtr& report);
+    void comparisonFailed(const QString& message);
+    /// The detail of `tensor` is on screen (or its error is).
+    void detailShown(const QString& tensor);
 
 private:
-    QLineEdit* m_left;
+    void browseReference();
+    void onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const std::vector<tessera::TensorDiff>& rows);
+    void onFinished(const DiffReportPtr& report);
+    void onFailed(const QString& message);
+    void onCurrentRowChanged();
+    void selectMostInteresting();
+    void setRunning(bool running);
+    std::optional<tessera::DiffOptions> options(QString* error) const;
+
+    CheckpointPtr m_checkpoint;
+    CheckpointPtr m_sideA;  ///< A and B as compared (Megatron names mapped), for the detail computations
+    CheckpointPtr m_sideB;
+    DiffReportPtr m_report;
+    tessera::DiffOptions m_options;
+    DiffJob* m_job;
+    DiffDetailJob* m_detailJob;
+    DiffTableModel* m_model;
+    DiffFilterProxy* m_proxy;
+    QLabel* m_left;
     QLineEdit* m_right;
+    QLineEdit* m_atol;
+    QLineEdit* m_rtol;
+    QPushButton* m_compare;
+    QPushButton* m_cancel;
+    QProgressBar* m_progress;
+    QLabel* m_summary;
+    QComboBox* m_statusFilter;
+    FilterBar* m_filter;
+    QTableView* m_table;
+    DiffDetailView* m_detail;
 };
 
 } // namespace tessera::ui

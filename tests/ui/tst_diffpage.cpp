@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The diff page end to end, offscreen: a fixture against a copy of its reference with one changed value.
+
+#include "models/difffilterproxy.h"
+#include "models/difftablemodel.h"
+#include "pages/diffpage.h"
+#include "testutil.h"
+#include "widgets/diffdetailview.h"
+
+#include "convert.h"
+#include "safetensors_reader.h"
+#include "scan.h"
+
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTest>
+
+#include <filesystem>
+
+using namespace tessera::ui;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kTensor = "model.layers.0.mlp.down_proj.weight";
+
+CheckpointPtr scanFixture(const std::string& path)
+{
+    auto scanned = tessera::scanCheckpoint(path);
+    if (!scanned)
+        qFatal("%s", scanned.error().message.c_str());
+    return std::make_shared<const tessera::CheckpointInfo>(std::move(scanned).value());
+}
+
+/// hsdp_qwen2_2x2/reference with element [1, 3] of kTensor changed.
+QString changedReference()
+{
+    const std::string dir = tessera::test::makeTempDir() + "/b";
+    fs::create_directories(dir);
+    const std::string file = dir + "/model.safetensors";
+    fs::copy_file(tessera::test::fixture("hsdp_qwen2_2x2/reference/model.safetensors"), file);
+    fs::permissions(file, fs::perms::owner_write, fs::perm_options::add);
+    auto header = tessera::readSafetensorsFile(file);
+    if (!header)
+        qFatal("%s", header.error().message.c_str());
+    std::string bytes = tessera::test::readFile(file);
+    for (const auto& t : header->tensors)
+        if (t.name == kTensor) {
+            const std::uint64_t flat = 1 * static_cast<std::uint64_t>(t.shape[1]) + 3;
+            char* p = bytes.data() + t.begin + flat * tessera::dtypeSize(t.dtype);
+            double v = 0;
+            (void)tessera::convertElements(p, t.dtype, &v, tessera::DType::Float64, 1);
+            v -= 0.5;
+            (void)tessera::convertElements(&v, tessera::DType::Float64, p, t.dtype, 1);
+        }
+    tessera::test::writeFile(file, bytes);
+    return QString::fromStdString(dir);
+}
+
+} // namespace
+
+class TestDiffPage : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void comparesAndShowsTheDifferentTensor()
+    {
+        DiffPage page;
+        page.resize(1100, 800);
+        page.show();
+        QVERIFY(!page.compare()); // nothing loaded yet
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        page.setReferenceDir(changedReference());
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QSignalSpy detail(&page, &DiffPage::detailShown);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const auto report = page.report();
+        QVERIFY(report);
+        QCOMPARE(report->tensors.size(), std::size_t(51));
+        QCOMPARE(report->count(tessera::DiffStatus::Different), std::size_t(1));
+        QCOMPARE(page.model()->rowCount(), 51);
+        QVERIFY(page.summaryText().contains(QStringLiteral("FAIL")));
+
+        // The different tensor is selected and its detail computed on a worker.
+        QTRY_VERIFY_WITH_TIMEOUT(detail.count() >= 1, 60000);
+        QCOMPARE(detail.last().at(0).toString(), QString::fromLatin1(kTensor));
+        QCOMPARE(page.detailView()->tensorName(), QString::fromLatin1(kTensor));
+        QCOMPARE(page.detailView()->worstRowCount(), 1);
+        QCOMPARE(page.detailView()->worstIndexText(0), QStringLiteral("[1, 3]"));
+
+        // The status filter shows only it.
+        page.proxy()->setStatusFilter(DiffFilterProxy::StatusFilter::Different);
+        QCOMPARE(page.proxy()->rowCount(), 1);
+        page.proxy()->setStatusFilter(DiffFilterProxy::StatusFilter::All);
+
+        // Selecting an identical tensor shows its detail instead.
+        QVERIFY(page.selectTensor(QStringLiteral("model.norm.weight")));
+        QTRY_COMPARE_WITH_TIMEOUT(page.detailView()->tensorName(), QStringLiteral("model.norm.weight"), 30000);
+        QCOMPARE(page.detailView()->worstRowCount(), 0);
+        QVERIFY(!page.grab().isNull());
+    }
+
+    void toleranceMakesItPass()
+    {
+        DiffPage page;
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        page.setReferenceDir(changedReference());
+        page.setTolerances(1, 0);
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY(page.report()->ok());
+        QCOMPARE(page.report()->count(tessera::DiffStatus::WithinTolerance), std::size_t(1));
+        QVERIFY(page.summaryText().contains(QStringLiteral("PASS")));
+    }
+
+    void badReferenceFails()
+    {
+        DiffPage page;
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        page.setReferenceDir(QString::fromStdString(tessera::test::makeTempDir()));
+        QSignalSpy failed(&page, &DiffPage::comparisonFailed);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
+        QVERIFY(!page.isRunning());
+    }
+
+    void cancelAndRestart()
+    {
+        DiffPage page;
+        page.setCheckpoint(scanFixture(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        page.setReferenceDir(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QVERIFY(page.compare());
+        page.cancel();
+        QVERIFY(!page.isRunning());
+        // A superseded run never delivers; the next one does.
+        QVERIFY(page.compare());
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QTest::qWait(200);
+        QCOMPARE(finished.count(), 1);
+        QVERIFY(page.report()->ok());
+    }
+};
+
+QTEST_MAIN(TestDiffPage)
+#include "tst_diffpage.moc"

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "checkpointptr.h"
+
+#include "tensor_diff.h"
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QString>
+#include <QThreadPool>
+
+#include <memory>
+
+namespace tessera::ui {
+
+using DiffDetailPtr = std::shared_ptr<const tessera::TensorDiffDetail>;
+
+/// What a detail computation produces.
+struct DiffDetailOutcome {
+    DiffDetailPtr detail;
+    QString error;
+};
+
+/// Computes tessera::diffTensorDetail for the selected row on a worker. Selecting another row supersedes the
+/// running computation (generation counter), so only the detail of the row selected last is ever shown.
+class DiffDetailJob : public QObject {
+    Q_OBJECT
+public:
+    explicit DiffDetailJob(QObject* parent = nullptr);
+    ~DiffDetailJob() override;
+
+    void start(CheckpointPtr a, CheckpointPtr b, const QString& tensor, const tessera::DiffOptions& options);
+    void cancel();
+    bool isRunning() const;
+
+Q_SIGNALS:
+    void finished(const tessera::ui::DiffDetailPtr& detail);
+    void failed(const QString& tensor, const QString& message);
+
+private:
+    QThreadPool m_pool;
+    QFutureWatcher<DiffDetailOutcome>* m_watcher = nullptr;
+    std::shared_ptr<std::atomic<bool>> m_cancel;
+    quint64 m_generation = 0;
+};
+
+} // namespace tessera::ui
+
+Q_DECLARE_METATYPE(tessera::ui::DiffDetailPtr)

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "tensor_diff.h"
+
+#include <QWidget>
+
+class QCustomPlot;
+class QCPGraph;
+class QLabel;
+class QTableWidget;
+
+namespace tessera::ui {
+
+/// The detail of one tensor of a diff: the statistics of A and B side by side, their overlaid value histograms,
+/// the histogram of a − b, heatmaps of a 2-D slice of A, B (one colour scale) and |A − B|, and the elements with
+/// the largest |a − b|. Only displays what the core computed (tessera::diffTensorDetail).
+class DiffDetailView : public QWidget {
+    Q_OBJECT
+public:
+    explicit DiffDetailView(QWidget* parent = nullptr);
+    ~DiffDetailView() override;
+
+    void setDetail(const tessera::TensorDiffDetail& detail);
+    /// Empties the plots and shows `message` instead (no selection, computing, an error).
+    void showMessage(const QString& message);
+    /// The tensor shown, empty when none.
+    QString tensorName() const { return m_name; }
+    /// Rows of the worst-elements table (tests).
+    int worstRowCount() const;
+    QString worstIndexText(int row) const;
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void applyPalette();
+    void clearPlots();
+    void plotHistograms(const tessera::TensorDiffDetail& detail);
+    void plotHeatmaps(const tessera::TensorDiffDetail& detail);
+    QString statsHtml(const tessera::TensorDiff& t) const;
+
+    QString m_name;
+    QLabel* m_title;
+    QLabel* m_stats;
+    QTableWidget* m_worst;
+    QLabel* m_worstTitle;
+    QCustomPlot* m_values;
+    QCustomPlot* m_differences;
+    QCustomPlot* m_heatmaps;
+    QCPGraph* m_worstMarks = nullptr;
+    QLabel* m_heatmapNote;
+};
+
+} // namespace tessera::ui
