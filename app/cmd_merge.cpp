@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <iomanip>
 #include <iostream>
 
 namespace tessera::cli {
@@ -100,7 +101,8 @@ int runMerge(const std::vector<std::string>& args)
     } else if (!parser.isSet("quiet")) {
         const double rate = outcome->seconds > 0 ? static_cast<double>(outcome->bytesWritten) / outcome->seconds : 0;
         std::cout << "Merged " << plan->tensors.size() << " tensors (" << formatBytes(outcome->bytesWritten) << ") into "
-                  << outcome->outputDir << " in " << outcome->seconds << " s ("
+                  << outcome->outputDir << " in " << std::fixed << std::setprecision(outcome->seconds < 10 ? 2 : 1)
+                  << outcome->seconds << " s ("
                   << formatBytes(static_cast<std::uint64_t>(rate)) << "/s)\n";
         for (const auto& f : outcome->files)
             std::cout << "  " << f << "\n";

@@ -213,6 +213,34 @@ private:
         m_stack.pop_back();
         return v;
     }
+    /// Pops the top `n` values; the result lists them deepest first, as they were pushed.
+    Result<std::vector<PyRef>> popN(std::size_t n)
+    {
+        const std::size_t floor = m_marks.empty() ? 0 : m_marks.back();
+        if (m_stack.size() < floor + n)
+            return malformed("stack underflow");
+        std::vector<PyRef> values(std::make_move_iterator(m_stack.end() - static_cast<std::ptrdiff_t>(n)),
+                                  std::make_move_iterator(m_stack.end()));
+        m_stack.resize(m_stack.size() - n);
+        return values;
+    }
+    Status pushResult(Result<PyRef> value)
+    {
+        TESSERA_TRY(value);
+        return push(std::move(*value));
+    }
+    /// The operand of BINGET/BINPUT (one byte) or LONG_BINGET/LONG_BINPUT (four bytes).
+    Result<std::uint64_t> readMemoIndex(bool wide)
+    {
+        if (wide) {
+            auto i = readLe<std::uint32_t>();
+            TESSERA_TRY(i);
+            return std::uint64_t(*i);
+        }
+        auto i = readLe<std::uint8_t>();
+        TESSERA_TRY(i);
+        return std::uint64_t(*i);
+    }
     Result<PyRef> top()
     {
         if (m_stack.empty() || (!m_marks.empty() && m_stack.size() <= m_marks.back()))
@@ -804,26 +832,16 @@ Status Machine::step(std::uint8_t op, bool& stop)
         return push(*seq);
     }
     case 0x85: case 0x86: case 0x87: { // TUPLE1..3
-        const std::size_t n = op - 0x84;
-        std::vector<PyRef> items(n);
-        for (std::size_t i = n; i-- > 0;) {
-            auto v = pop();
-            TESSERA_TRY(v);
-            items[i] = *v;
-        }
-        auto seq = makeSequence(K::Tuple, std::move(items));
-        TESSERA_TRY(seq);
-        return push(*seq);
+        auto items = popN(op - 0x84u);
+        TESSERA_TRY(items);
+        return pushResult(makeSequence(K::Tuple, std::move(*items)));
     }
     case 's': { // SETITEM
-        auto value = pop();
-        TESSERA_TRY(value);
-        auto key = pop();
-        TESSERA_TRY(key);
+        auto kv = popN(2);
+        TESSERA_TRY(kv);
         auto dict = top();
         TESSERA_TRY(dict);
-        std::vector<PyRef> kv { *key, *value };
-        return setItems(*dict, kv);
+        return setItems(*dict, *kv);
     }
     case 'u': { // SETITEMS
         auto kv = popMark();
@@ -833,12 +851,11 @@ Status Machine::step(std::uint8_t op, bool& stop)
         return setItems(*dict, *kv);
     }
     case 'a': { // APPEND
-        auto value = pop();
-        TESSERA_TRY(value);
+        auto items = popN(1);
+        TESSERA_TRY(items);
         auto list = top();
         TESSERA_TRY(list);
-        std::vector<PyRef> items { *value };
-        return appendItems(*list, items);
+        return appendItems(*list, *items);
     }
     case 'e': case 0x90: { // APPENDS, ADDITEMS
         auto items = popMark();
@@ -856,45 +873,27 @@ Status Machine::step(std::uint8_t op, bool& stop)
         TESSERA_TRY(g);
         return push(*g);
     }
-    case 0x93: { // STACK_GLOBAL
-        auto name = pop();
-        TESSERA_TRY(name);
-        auto module = pop();
-        TESSERA_TRY(module);
-        if (!(*name)->isStr() || !(*module)->isStr())
+    case 0x93: { // STACK_GLOBAL: module, name
+        auto v = popN(2);
+        TESSERA_TRY(v);
+        if (!(*v)[0]->isStr() || !(*v)[1]->isStr())
             return malformed("STACK_GLOBAL needs two strings");
-        auto g = global((*module)->text, (*name)->text);
-        TESSERA_TRY(g);
-        return push(*g);
+        return pushResult(global((*v)[0]->text, (*v)[1]->text));
     }
-    case 'R': { // REDUCE
-        auto args = pop();
-        TESSERA_TRY(args);
-        auto callable = pop();
-        TESSERA_TRY(callable);
-        auto result = reduce(*callable, *args);
-        TESSERA_TRY(result);
-        return push(*result);
+    case 'R': { // REDUCE: callable, args
+        auto v = popN(2);
+        TESSERA_TRY(v);
+        return pushResult(reduce((*v)[0], (*v)[1]));
     }
-    case 0x81: { // NEWOBJ
-        auto args = pop();
-        TESSERA_TRY(args);
-        auto cls = pop();
-        TESSERA_TRY(cls);
-        auto result = newObject(*cls, *args);
-        TESSERA_TRY(result);
-        return push(*result);
+    case 0x81: { // NEWOBJ: cls, args
+        auto v = popN(2);
+        TESSERA_TRY(v);
+        return pushResult(newObject((*v)[0], (*v)[1]));
     }
-    case 0x92: { // NEWOBJ_EX
-        auto kwargs = pop();
-        TESSERA_TRY(kwargs);
-        auto args = pop();
-        TESSERA_TRY(args);
-        auto cls = pop();
-        TESSERA_TRY(cls);
-        auto result = newObject(*cls, *args);
-        TESSERA_TRY(result);
-        return push(*result);
+    case 0x92: { // NEWOBJ_EX: cls, args, kwargs (keyword arguments do not matter for inert records)
+        auto v = popN(3);
+        TESSERA_TRY(v);
+        return pushResult(newObject((*v)[0], (*v)[1]));
     }
     case 'b': { // BUILD
         auto state = pop();
@@ -911,34 +910,16 @@ Status Machine::step(std::uint8_t op, bool& stop)
         return push(*storage);
     }
     case 'h': case 'j': { // BINGET, LONG_BINGET
-        std::uint64_t index = 0;
-        if (op == 'h') {
-            auto i = readLe<std::uint8_t>();
-            TESSERA_TRY(i);
-            index = *i;
-        } else {
-            auto i = readLe<std::uint32_t>();
-            TESSERA_TRY(i);
-            index = *i;
-        }
-        auto v = memoGet(index);
-        TESSERA_TRY(v);
-        return push(*v);
+        auto index = readMemoIndex(op == 'j');
+        TESSERA_TRY(index);
+        return pushResult(memoGet(*index));
     }
     case 'q': case 'r': { // BINPUT, LONG_BINPUT
-        std::uint64_t index = 0;
-        if (op == 'q') {
-            auto i = readLe<std::uint8_t>();
-            TESSERA_TRY(i);
-            index = *i;
-        } else {
-            auto i = readLe<std::uint32_t>();
-            TESSERA_TRY(i);
-            index = *i;
-        }
+        auto index = readMemoIndex(op == 'r');
+        TESSERA_TRY(index);
         auto v = top();
         TESSERA_TRY(v);
-        return memoPut(index, *v);
+        return memoPut(*index, *v);
     }
     case 'g': case 'p': { // GET, PUT (protocol 0, decimal)
         auto line = readLine();
