@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "gui_main.h"
 
+#include "jobs/mappingjob.h"
 #include "mainwindow.h"
 #include "pages/diffpage.h"
+#include "pages/mappingpage.h"
 #include "theme.h"
 
 #include <QApplication>
@@ -141,15 +143,25 @@ int runGui(int argc, char** argv)
         window.setTreeShare(*view == tessera::ui::MainWindow::View::Tree ? 0.62
                                 : *view == tessera::ui::MainWindow::View::Placement ? 0.45
                                 : *view == tessera::ui::MainWindow::View::Diff      ? 0.2
+                                : *view == tessera::ui::MainWindow::View::Mapping   ? 0.2
+                                : *view == tessera::ui::MainWindow::View::Merge     ? 0.26
                                                                                     : 0.36);
-        // Let layouts and the tree settle before grabbing.
-        QTimer::singleShot(100, &window, [&, loaded] {
+        // Let layouts and the tree settle before grabbing, and the name mapping (a worker; the merge plan of a
+        // Megatron checkpoint waits for it) finish, for at most ten seconds.
+        auto* mapping = window.findChild<tessera::ui::MappingPage*>();
+        auto* settle = new QTimer(&window);
+        settle->setInterval(50);
+        QObject::connect(settle, &QTimer::timeout, &window, [&, loaded, mapping, settle, polls = 0]() mutable {
+            if (++polls < 2 || (mapping && mapping->job()->isBusy() && polls < 200))
+                return;
+            settle->stop();
             const bool saved = window.grab().save(options.screenshot);
             if (!saved)
                 std::fprintf(stderr, "tessera gui: could not write %s\n", qPrintable(options.screenshot));
             exitCode = saved && loaded ? 0 : 1;
             app.quit();
         });
+        settle->start();
     };
     QObject::connect(&window, &tessera::ui::MainWindow::checkpointLoaded, &window, [&] {
         if (!diffView) {

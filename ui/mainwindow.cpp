@@ -90,6 +90,8 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_scan, &ScanJob::canceled, this, &MainWindow::onScanCanceled);
     connect(m_cancel, &QToolButton::clicked, m_scan, &ScanJob::cancel);
     connect(m_tree, &TreePage::currentTensorChanged, this, &MainWindow::onCurrentTensorChanged);
+    // One mapping for both views: the merge plan writes exactly the table the Mapping view shows.
+    m_merge->setMappingJob(m_mapping->job());
     connect(m_mapping, &MappingPage::tensorActivated, this, [this](int tensor) {
         m_tree->selectTensor(tensor);
         showView(View::Placement);

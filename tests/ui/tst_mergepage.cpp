@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+#include "jobs/comparejob.h"
+#include "jobs/mappingjob.h"
 #include "jobs/mergejob.h"
+#include "megatron_mapping.h"
+#include "merge_plan.h"
+#include "models/mergeplanmodel.h"
+#include "pages/mappingpage.h"
 #include "pages/mergepage.h"
 #include "scan.h"
 #include "testutil.h"
+#include "widgets/ruleseditor.h"
 
+#include <QAbstractItemModelTester>
+#include <QCheckBox>
 #include <QDir>
 #include <QFileInfo>
 #include <QLineEdit>
@@ -12,21 +21,39 @@
 
 using namespace tessera::ui;
 
+namespace {
+CheckpointPtr scanFixture(const std::string& name)
+{
+    auto scanned = tessera::scanCheckpoint(tessera::test::fixture(name));
+    if (!scanned)
+        qFatal("%s", scanned.error().message.c_str());
+    return std::make_shared<const tessera::CheckpointInfo>(std::move(scanned).value());
+}
+
+QCheckBox* checkBox(const MergePage& page, const QString& text)
+{
+    for (auto* box : page.findChildren<QCheckBox*>())
+        if (box->text() == text)
+            return box;
+    return nullptr;
+}
+
+const char* kLegacy = "megatron_legacy_qwen2_tp2_pp2/global_step_10/actor";
+} // namespace
+
 class TestMergePage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void plansAndMerges()
     {
-        auto scanned = tessera::scanCheckpoint(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor"));
-        QVERIFY_RESULT(scanned);
-        const CheckpointPtr checkpoint = std::make_shared<const tessera::CheckpointInfo>(std::move(scanned).value());
+        const CheckpointPtr checkpoint = scanFixture("hsdp_qwen2_2x2/global_step_10/actor");
         MergePage page;
         QVERIFY(!page.canRun());
         page.setCheckpoint(checkpoint);
         QVERIFY(page.planText().contains(QStringLiteral("model.embed_tokens.weight")));
         QVERIFY(!page.canRun()); // no output folder yet
         const QString target = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/merged");
-        page.findChildren<QLineEdit*>().at(1)->setText(target); // --target_dir
+        page.setTargetDir(target);
         QVERIFY(page.canRun());
         QSignalSpy finished(page.job(), &MergeJob::finished);
         page.run();
@@ -38,16 +65,153 @@ private Q_SLOTS:
 
     void badShardSizeIsExplained()
     {
-        auto scanned = tessera::scanCheckpoint(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor"));
-        QVERIFY_RESULT(scanned);
         MergePage page;
-        page.setCheckpoint(std::make_shared<const tessera::CheckpointInfo>(std::move(scanned).value()));
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
         for (auto* edit : page.findChildren<QLineEdit*>()) {
             if (edit->text() == QLatin1String("5GB"))
                 edit->setText(QStringLiteral("5G"));
         }
         QVERIFY(page.planText().startsWith(QStringLiteral("--max_shard_size")));
         QVERIFY(!page.canRun());
+        QCOMPARE(page.planModel()->rowCount(), 0);
+    }
+
+    void planTable()
+    {
+        MergePage page;
+        QAbstractItemModelTester tester(page.planModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        for (auto* edit : page.findChildren<QLineEdit*>())
+            if (edit->text() == QLatin1String("5GB"))
+                edit->setText(QStringLiteral("100KB")); // several files and an index
+        const auto* plan = page.planModel()->plan();
+        QVERIFY(plan);
+        QVERIFY(plan->files.size() > 1);
+        auto* model = page.planModel();
+        QCOMPARE(model->index(0, MergePlanModel::FileColumn).data().toString(),
+                 QString::fromStdString(plan->files[0].name));
+        QCOMPARE(model->index(0, MergePlanModel::SizeColumn).data(Qt::UserRole + 1).toULongLong(), plan->files[0].size);
+        QCOMPARE(model->index(0, MergePlanModel::TensorsColumn).data().toString(),
+                 QString::number(plan->files[0].tensors.size()));
+        const int index = int(plan->files.size());
+        QCOMPARE(model->index(index, MergePlanModel::FileColumn).data().toString(),
+                 QStringLiteral("model.safetensors.index.json"));
+        QCOMPARE(model->rowCount(), int(plan->files.size() + 1 + plan->sideFiles.size()));
+    }
+
+    void megatronMergeThroughThePanel()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture(kLegacy));
+        // The plan waits for the mapping (a worker), then merges Hugging Face names.
+        QTRY_VERIFY(page.planText().contains(QStringLiteral("model.layers.0.self_attn.q_proj.weight")));
+        QVERIFY(page.planText().contains(QStringLiteral("mapped from megatron-legacy")));
+        QVERIFY(page.commandLine().contains(QStringLiteral("--backend megatron")));
+        QCOMPARE(page.planModel()->index(0, 0).data().toString(), QStringLiteral("model.safetensors"));
+
+        const QString parent = QString::fromStdString(tessera::test::makeTempDir());
+        const QString target = parent + QStringLiteral("/merged");
+        page.setTargetDir(target);
+        QVERIFY(page.canRun());
+        QSignalSpy progress(page.job(), &MergeJob::progress);
+        QSignalSpy finished(page.job(), &MergeJob::finished);
+        page.run();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        const auto result = finished.first().first().value<MergeResult>();
+        QVERIFY2(result.ok, qPrintable(result.message));
+        QVERIFY(progress.count() >= 1);
+        const auto last = progress.last().first().value<MergeStatus>();
+        QCOMPARE(last.tensorsDone, last.tensorsTotal);
+        QCOMPARE(last.bytesDone, last.bytesTotal);
+        QCOMPARE(last.tensorsTotal, qint64(page.planModel()->plan()->tensors.size()));
+        QVERIFY(!last.currentTensor.isEmpty());
+        // Bit-exact with the reference model, as the CLI's merge is.
+        const std::string reference = tessera::test::fixture("megatron_legacy_qwen2_tp2_pp2/reference");
+        QVERIFY(tessera::test::readFile(target.toStdString() + "/model.safetensors")
+                == tessera::test::readFile(reference + "/model.safetensors"));
+        QVERIFY(page.logText().contains(QStringLiteral("Done: wrote")));
+
+        // "Test against reference…" runs compareWithReference on a worker and logs every tensor.
+        page.setReferenceDir(QString::fromStdString(reference));
+        QVERIFY(page.canTest());
+        QSignalSpy compared(page.compareJob(), &CompareJob::finished);
+        page.runTest();
+        QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 120000);
+        const auto report = compared.first().first().value<CompareResult>();
+        QVERIFY2(report.ok, qPrintable(report.message));
+        QCOMPARE(report.failures, 0);
+        QCOMPARE(report.lines.size(), int(page.planModel()->plan()->tensors.size()));
+        QVERIFY(page.logText().contains(QStringLiteral("  ok    model.layers.0.self_attn.q_proj.weight")));
+        QVERIFY(page.logText().contains(QStringLiteral("OK: ")));
+    }
+
+    void cancelLeavesNothing()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture(kLegacy));
+        QTRY_VERIFY(page.planModel()->plan() != nullptr);
+        const QString parent = QString::fromStdString(tessera::test::makeTempDir());
+        page.setTargetDir(parent + QStringLiteral("/merged"));
+        QSignalSpy finished(page.job(), &MergeJob::finished);
+        page.run();
+        page.cancel(); // before the worker writes its first tensor
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        const auto result = finished.first().first().value<MergeResult>();
+        QVERIFY(!result.ok);
+        QVERIFY2(result.canceled, qPrintable(result.message));
+        // Neither the target nor the engine's temporary folder next to it is left behind.
+        QCOMPARE(QDir(parent).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
+        QVERIFY(page.logText().contains(QStringLiteral("Canceled")));
+        QVERIFY(page.canRun()); // and it can run again
+    }
+
+    void flagsDriveTheSharedMapping()
+    {
+        MappingPage mapping;
+        MergePage page;
+        page.setMappingJob(mapping.job());
+        const CheckpointPtr checkpoint = scanFixture(kLegacy);
+        mapping.setCheckpoint(checkpoint);
+        page.setCheckpoint(checkpoint);
+        QTRY_VERIFY(page.planModel()->plan() != nullptr);
+        const auto tensors = page.planModel()->plan()->tensors.size();
+
+        // Rules from the Mapping view's editor reach the plan: a strict merge refuses the unmapped o_proj …
+        mapping.rulesEditor()->setPlainText(QStringLiteral("{ \"rules\": [ { \"id\": \"o_proj\", \"remove\": true } ] }"));
+        mapping.flushRules();
+        QTRY_VERIFY(!mapping.job()->isBusy());
+        QVERIFY2(page.planText().contains(QStringLiteral("cannot be merged")), qPrintable(page.planText()));
+        QVERIFY(page.commandLine().contains(QStringLiteral("--param_mapping")));
+        QVERIFY(!page.canTest());
+
+        // … and --no_strict writes what maps.
+        QCheckBox* strict = checkBox(page, QStringLiteral("--strict"));
+        QVERIFY(strict);
+        strict->setChecked(false);
+        QVERIFY(!mapping.job()->settings().strict);
+        QTRY_VERIFY(page.planModel()->plan() != nullptr);
+        QVERIFY(page.planModel()->plan()->tensors.size() < tensors);
+        QVERIFY(!page.planText().contains(QStringLiteral("o_proj")));
+        QVERIFY(page.commandLine().contains(QStringLiteral("--no_strict")));
+
+        // --ignore_missing_params is debounced, then shared.
+        QLineEdit* ignore = nullptr;
+        for (auto* edit : page.findChildren<QLineEdit*>())
+            if (edit->placeholderText().contains(QStringLiteral("may be missing")))
+                ignore = edit;
+        QVERIFY(ignore);
+        ignore->setText(QStringLiteral("o_proj|linear_proj"));
+        QTRY_COMPARE(mapping.job()->settings().ignoreMissing, QStringLiteral("o_proj|linear_proj"));
+        QTRY_VERIFY(!mapping.job()->isBusy());
+        QVERIFY(mapping.job()->outcome().result->count(tessera::MappingStatus::Ignored) > 0);
+        QVERIFY(page.commandLine().contains(QStringLiteral("--ignore_missing_params 'o_proj|linear_proj'")));
+
+        // Switches that the command line has are in the panel too.
+        for (const char* flag : { "--tie-word-embedding", "--is-value-model", "--verify-replicas" })
+            QVERIFY2(checkBox(page, QLatin1String(flag)), flag);
+        checkBox(page, QStringLiteral("--verify-replicas"))->setChecked(true);
+        QVERIFY(page.options().verifyReplicas);
+        QVERIFY(page.commandLine().contains(QStringLiteral("--verify_replicas")));
     }
 };
 

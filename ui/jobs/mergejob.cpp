@@ -25,7 +25,7 @@ MergeJob::~MergeJob()
 }
 
 void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
-                     unsigned threads)
+                     unsigned threads, bool verifyReplicas)
 {
     if (isRunning())
         return;
@@ -40,10 +40,11 @@ void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::Me
     });
     const std::string target = targetDir.toStdString();
     // `this` outlives the worker (the destructor waits), so the queued progress calls may capture it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, target, threads, cancelFlag]() {
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, target, threads, verifyReplicas, cancelFlag]() {
         MergeResult result;
         tessera::MergeRunOptions options;
         options.threads = threads;
+        options.verifyReplicas = verifyReplicas;
         options.cancel = cancelFlag.get();
         QElapsedTimer throttle;
         throttle.start();

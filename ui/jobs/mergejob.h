@@ -42,8 +42,9 @@ public:
     explicit MergeJob(QObject* parent = nullptr);
     ~MergeJob() override;
 
+    /// `verifyReplicas`: compare every replica with the piece written (--verify-replicas).
     void start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
-               unsigned threads);
+               unsigned threads, bool verifyReplicas = false);
     void cancel();
     bool isRunning() const;
 

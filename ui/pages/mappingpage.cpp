@@ -81,16 +81,12 @@ MappingPage::MappingPage(QWidget* parent)
     m_view->setWordWrap(false);
     m_view->verticalHeader()->hide();
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
-    m_view->horizontalHeader()->setStretchLastSection(true);
+    // Names share what the short columns leave; those fit their contents (Qt samples 1000 rows, so it stays cheap).
+    m_view->horizontalHeader()->setStretchLastSection(false);
+    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setSectionResizeMode(MappingModel::SourceColumn, QHeaderView::Stretch);
+    m_view->horizontalHeader()->setSectionResizeMode(MappingModel::TargetColumn, QHeaderView::Stretch);
     m_view->setTextElideMode(Qt::ElideMiddle);
-    const QFontMetrics fm(font());
-    const int em = fm.horizontalAdvance(QLatin1Char('m'));
-    m_view->setColumnWidth(MappingModel::SourceColumn, em * 24);
-    m_view->setColumnWidth(MappingModel::TargetColumn, em * 22);
-    m_view->setColumnWidth(MappingModel::RuleColumn, fm.horizontalAdvance(QStringLiteral("post_attention_layernorm")) + 12);
-    m_view->setColumnWidth(MappingModel::TransformColumn, fm.horizontalAdvance(QStringLiteral("unstack_layers + split_qkv")) + 12);
-    m_view->setColumnWidth(MappingModel::SourceShapeColumn, fm.horizontalAdvance(QStringLiteral("[151936, 4096]")) + 16);
-    m_view->setColumnWidth(MappingModel::TargetShapeColumn, fm.horizontalAdvance(QStringLiteral("[151936, 4096]")) + 16);
 
     m_rulesFile->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_rulesState->setAlignment(Qt::AlignRight | Qt::AlignVCenter);

@@ -3,21 +3,35 @@
 
 #include "byte_size.h"
 #include "coreconvert.h"
+#include "jobs/comparejob.h"
+#include "jobs/mappingjob.h"
 #include "jobs/mergejob.h"
+#include "megatron_mapping.h"
 #include "merge_plan.h"
+#include "models/mergeplanmodel.h"
+#include "models/roles.h"
+#include "widgets/rankcolors.h"
 
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
+#include <QFile>
 #include <QFileDialog>
-#include <QFormLayout>
+#include <QFileInfo>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStorageInfo>
+#include <QTableView>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -26,25 +40,56 @@
 namespace tessera::ui {
 
 namespace {
-QWidget* withBrowse(QLineEdit* edit, QWidget* parent)
+QWidget* withButton(QWidget* field, QPushButton* button, QWidget* parent)
 {
     auto* box = new QWidget(parent);
     auto* layout = new QHBoxLayout(box);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(edit, 1);
-    auto* browse = new QPushButton(MergePage::tr("Browse…"), box);
-    layout->addWidget(browse);
+    layout->addWidget(field, 1);
+    layout->addWidget(button);
+    return box;
+}
+
+QWidget* withBrowse(QLineEdit* edit, QWidget* parent)
+{
+    auto* browse = new QPushButton(MergePage::tr("Browse…"), parent);
     QObject::connect(browse, &QPushButton::clicked, edit, [edit] {
         const QString dir = QFileDialog::getExistingDirectory(edit, MergePage::tr("Choose a folder"), edit->text());
         if (!dir.isEmpty())
             edit->setText(dir);
     });
-    return box;
+    return withButton(edit, browse, parent);
+}
+
+/// Free bytes where `path` would be created: the nearest folder of it that exists.
+std::optional<quint64> freeBytesFor(const QString& path)
+{
+    QDir dir(QFileInfo(path).absoluteFilePath());
+    while (!dir.exists() && !dir.isRoot())
+        if (!dir.cdUp())
+            break;
+    const QStorageInfo storage(dir.absolutePath());
+    if (!storage.isValid())
+        return std::nullopt;
+    return quint64(storage.bytesAvailable());
+}
+
+QString quoted(const QString& arg)
+{
+    if (!arg.isEmpty() && !arg.contains(QRegularExpression(QStringLiteral("[^A-Za-z0-9_./:=@+-]"))))
+        return arg;
+    QString escaped = arg;
+    escaped.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
+    return QLatin1Char('\'') + escaped + QLatin1Char('\'');
 }
 } // namespace
 
 MergePage::MergePage(QWidget* parent)
     : QWidget(parent)
+    , m_job(new MergeJob(this))
+    , m_compare(new CompareJob(this))
+    , m_ownMapping(new MappingJob(this))
+    , m_planModel(new MergePlanModel(this))
     , m_localDir(new QLineEdit(this))
     , m_targetDir(new QLineEdit(this))
     , m_backend(new QComboBox(this))
@@ -52,17 +97,28 @@ MergePage::MergePage(QWidget* parent)
     , m_dtype(new QComboBox(this))
     , m_maxShardSize(new QLineEdit(QStringLiteral("5GB"), this))
     , m_threads(new QSpinBox(this))
+    , m_paramMapping(new QLineEdit(this))
+    , m_loadRules(new QPushButton(tr("Load…"), this))
+    , m_ignoreMissing(new QLineEdit(this))
+    , m_strict(new QCheckBox(tr("--strict"), this))
+    , m_tie(new QCheckBox(tr("--tie-word-embedding"), this))
+    , m_valueModel(new QCheckBox(tr("--is-value-model"), this))
+    , m_verifyReplicas(new QCheckBox(tr("--verify-replicas"), this))
     , m_reference(new QLineEdit(this))
-    , m_plan(new QPlainTextEdit(this))
+    , m_command(new QLabel(this))
+    , m_planSummary(new QLabel(this))
+    , m_planView(new QTableView(this))
     , m_run(new QPushButton(tr("Merge"), this))
+    , m_test(new QPushButton(tr("Test against reference…"), this))
     , m_cancel(new QPushButton(tr("Cancel"), this))
     , m_progress(new QProgressBar(this))
     , m_progressText(new QLabel(this))
     , m_current(new QLabel(this))
     , m_log(new QPlainTextEdit(this))
 {
-    m_job = new MergeJob(this);
     m_backend->addItems({ QStringLiteral("auto"), QStringLiteral("fsdp"), QStringLiteral("dcp"), QStringLiteral("megatron") });
+    m_backend->setEnabled(false);
+    m_backend->setToolTip(tr("The workbench detects the layout; the command line below names it"));
     m_dtype->addItem(tr("keep"), QString());
     for (const auto* name : { "bf16", "fp16", "fp32" })
         m_dtype->addItem(QLatin1String(name), QLatin1String(name));
@@ -71,83 +127,195 @@ MergePage::MergePage(QWidget* parent)
     m_localDir->setReadOnly(true);
     m_targetDir->setPlaceholderText(tr("output folder for config, tokenizer and safetensors"));
     m_hfModelPath->setPlaceholderText(tr("found automatically (huggingface/ next to the shards)"));
-    m_reference->setPlaceholderText(tr("optional: a Hugging Face folder to compare with (tessera test)"));
-    m_plan->setReadOnly(true);
-    m_plan->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_reference->setPlaceholderText(tr("a Hugging Face folder to compare with (tessera test --test_hf_dir)"));
+    m_paramMapping->setReadOnly(true);
+    m_paramMapping->setPlaceholderText(tr("built-in rules"));
+    m_paramMapping->setToolTip(tr("The rules of the Mapping view's editor: the table there is what this merge writes"));
+    m_loadRules->setToolTip(tr("Load a rules file (also shown in the Mapping view's editor)"));
+    m_ignoreMissing->setPlaceholderText(tr("regex of parameters that may be missing"));
+    m_strict->setChecked(true);
+    m_strict->setToolTip(tr("Megatron: fail on any unmapped source tensor or missing parameter; off writes what maps "
+                            "and warns (--no_strict)"));
+    m_tie->setToolTip(tr("Treat lm_head.weight as tied to the embedding even if config.json does not say so"));
+    m_valueModel->setToolTip(tr("Megatron: write output_layer as score.weight (also detected from a [1, hidden] "
+                                "output layer)"));
+    m_verifyReplicas->setToolTip(tr("Compare every replicated copy with the one written (reads more)"));
+    m_command->setWordWrap(true);
+    m_command->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont mono(QStringLiteral("monospace"));
+    mono.setStyleHint(QFont::TypeWriter);
+    m_command->setFont(mono);
+    m_planSummary->setWordWrap(true);
+    m_planSummary->setTextFormat(Qt::RichText);
+    m_planSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_planView->setModel(m_planModel);
+    m_planView->verticalHeader()->hide();
+    m_planView->verticalHeader()->setDefaultSectionSize(m_planView->fontMetrics().height() + 6);
+    m_planView->horizontalHeader()->setStretchLastSection(true);
+    m_planView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_planView->setAlternatingRowColors(true);
+    m_planView->setTextElideMode(Qt::ElideMiddle);
+    m_planView->setWordWrap(false);
+    const QFontMetrics fm(font());
+    m_planView->setColumnWidth(MergePlanModel::FileColumn, fm.horizontalAdvance(QStringLiteral("model-00001-of-00003.safetensors")) + 16);
+    m_planView->setColumnWidth(MergePlanModel::TensorsColumn, fm.horizontalAdvance(QStringLiteral("Tensors")) + 20);
+    m_planView->setColumnWidth(MergePlanModel::SizeColumn, fm.horizontalAdvance(QStringLiteral("123.45 MB")) + 20);
     m_log->setReadOnly(true);
     m_log->setMaximumBlockCount(5000);
+    m_log->setFont(mono);
+    m_log->setPlaceholderText(tr("Merge and test output appears here."));
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
     m_cancel->setEnabled(false);
-    QFont mono(QStringLiteral("monospace"));
-    mono.setStyleHint(QFont::TypeWriter);
-    m_plan->setFont(mono);
-    m_log->setFont(mono);
 
     auto* options = new QGroupBox(tr("Options (tessera merge)"), this);
-    auto* form = new QFormLayout(options);
-    form->addRow(tr("Checkpoint (--local_dir)"), m_localDir);
-    form->addRow(tr("Output (--target_dir)"), withBrowse(m_targetDir, options));
-    form->addRow(tr("Backend (--backend)"), m_backend);
-    form->addRow(tr("Config (--hf_model_path)"), withBrowse(m_hfModelPath, options));
-    form->addRow(tr("DType (--dtype)"), m_dtype);
-    form->addRow(tr("Shard size (--max_shard_size)"), m_maxShardSize);
-    form->addRow(tr("Threads (--threads)"), m_threads);
-    form->addRow(tr("Reference (tessera test)"), withBrowse(m_reference, options));
+    auto* grid = new QGridLayout(options);
+    grid->setColumnStretch(1, 1);
+    grid->setColumnStretch(3, 1);
+    int row = 0;
+    auto wide = [&](const QString& label, QWidget* field) {
+        grid->addWidget(new QLabel(label, options), row, 0);
+        grid->addWidget(field, row++, 1, 1, 3);
+    };
+    auto pair = [&](const QString& l1, QWidget* f1, const QString& l2, QWidget* f2) {
+        grid->addWidget(new QLabel(l1, options), row, 0);
+        grid->addWidget(f1, row, 1);
+        grid->addWidget(new QLabel(l2, options), row, 2);
+        grid->addWidget(f2, row++, 3);
+    };
+    wide(tr("Checkpoint (--local_dir)"), m_localDir);
+    wide(tr("Output (--target_dir)"), withBrowse(m_targetDir, options));
+    wide(tr("Config (--hf_model_path)"), withBrowse(m_hfModelPath, options));
+    pair(tr("Backend (--backend)"), m_backend, tr("DType (--dtype)"), m_dtype);
+    pair(tr("Shard size (--max_shard_size)"), m_maxShardSize, tr("Threads (--threads)"), m_threads);
+    pair(tr("Rules (--param_mapping)"), withButton(m_paramMapping, m_loadRules, options), tr("--ignore_missing_params"),
+         m_ignoreMissing);
+    auto* switches = new QHBoxLayout;
+    for (auto* box : { m_strict, m_tie, m_valueModel, m_verifyReplicas })
+        switches->addWidget(box);
+    switches->addStretch(1);
+    grid->addWidget(new QLabel(tr("Switches"), options), row, 0);
+    grid->addLayout(switches, row++, 1, 1, 3);
+    wide(tr("Reference (tessera test)"), withBrowse(m_reference, options));
+    grid->addWidget(m_command, row++, 0, 1, 4);
 
-    auto* run = new QGroupBox(tr("Run"), this);
-    auto* runLayout = new QVBoxLayout(run);
+    auto* planBox = new QGroupBox(tr("Plan (dry run)"), this);
+    auto* planLayout = new QVBoxLayout(planBox);
+    planLayout->addWidget(m_planSummary);
+    planLayout->addWidget(m_planView, 1);
+
+    auto* runBox = new QGroupBox(tr("Run"), this);
+    auto* runLayout = new QVBoxLayout(runBox);
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_run);
+    buttons->addWidget(m_test);
     buttons->addWidget(m_cancel);
     buttons->addWidget(m_progress, 1);
     runLayout->addLayout(buttons);
     runLayout->addWidget(m_progressText);
     runLayout->addWidget(m_current);
-    m_progressText->setText(tr("Not running."));
+    m_current->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_current->setForegroundRole(QPalette::PlaceholderText);
 
-    auto* top = new QVBoxLayout;
-    top->addWidget(options);
-    auto* planBox = new QGroupBox(tr("Plan (dry run)"), this);
-    auto* planLayout = new QVBoxLayout(planBox);
-    planLayout->addWidget(m_plan);
-    top->addWidget(planBox, 1);
-
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(10, 8, 10, 8);
-    layout->addLayout(top, 3);
-    layout->addWidget(run);
     auto* logBox = new QGroupBox(tr("Log"), this);
     auto* logLayout = new QVBoxLayout(logBox);
     logLayout->addWidget(m_log);
-    layout->addWidget(logBox, 2);
 
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->addWidget(planBox);
+    splitter->addWidget(logBox);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 1);
+    splitter->setChildrenCollapsible(false);
+    // The log's size hint would otherwise take half the height before anything is logged.
+    splitter->setSizes({ 300, 110 });
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(10, 8, 10, 8);
+    layout->addWidget(options);
+    layout->addWidget(splitter, 1);
+    layout->addWidget(runBox);
+
+    // Typing a regex or a folder is debounced like the filter boxes; the switches apply at once.
+    m_mappingDebounce.setSingleShot(true);
+    m_mappingDebounce.setInterval(400);
+    connect(&m_mappingDebounce, &QTimer::timeout, this, &MergePage::pushMappingSettings);
+    connect(m_ignoreMissing, &QLineEdit::textChanged, this, [this] { m_mappingDebounce.start(); });
+    connect(m_ignoreMissing, &QLineEdit::returnPressed, this, &MergePage::pushMappingSettings);
+    connect(m_hfModelPath, &QLineEdit::textChanged, this, [this] {
+        m_mappingDebounce.start();
+        updatePlan();
+    });
+    for (auto* box : { m_strict, m_tie, m_valueModel })
+        connect(box, &QCheckBox::toggled, this, &MergePage::pushMappingSettings);
+    connect(m_tie, &QCheckBox::toggled, this, &MergePage::updatePlan);
+    connect(m_verifyReplicas, &QCheckBox::toggled, this, &MergePage::updatePlan);
+    connect(m_loadRules, &QPushButton::clicked, this, &MergePage::loadRules);
     connect(m_dtype, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
     connect(m_maxShardSize, &QLineEdit::textChanged, this, &MergePage::updatePlan);
-    connect(m_hfModelPath, &QLineEdit::textChanged, this, &MergePage::updatePlan);
-    connect(m_targetDir, &QLineEdit::textChanged, this, &MergePage::updateButtons);
+    connect(m_threads, &QSpinBox::valueChanged, this, &MergePage::updatePlan);
+    connect(m_targetDir, &QLineEdit::textChanged, this, &MergePage::updatePlan);
+    connect(m_reference, &QLineEdit::textChanged, this, &MergePage::updateButtons);
     connect(m_run, &QPushButton::clicked, this, &MergePage::run);
-    connect(m_cancel, &QPushButton::clicked, m_job, &MergeJob::cancel);
+    connect(m_test, &QPushButton::clicked, this, &MergePage::runTest);
+    connect(m_cancel, &QPushButton::clicked, this, &MergePage::cancel);
     connect(m_job, &MergeJob::progress, this, [this](const MergeStatus& s) {
         showProgress(int(s.tensorsDone), int(s.tensorsTotal), s.bytesDone, s.bytesTotal, s.currentTensor);
     });
     connect(m_job, &MergeJob::finished, this, &MergePage::onFinished);
-    updatePlan();
+    connect(m_compare, &CompareJob::progress, this, [this](quint64 done, quint64 total, const QString& current) {
+        m_meter.sample(done);
+        m_progress->setValue(total == 0 ? 0 : int(done * 1000 / total));
+        m_progressText->setText(tr("Comparing: %1 / %2 · %3").arg(bytesText(done), bytesText(total), m_meter.text()));
+        m_current->setText(current);
+    });
+    connect(m_compare, &CompareJob::finished, this, &MergePage::onCompareFinished);
+    setMappingJob(m_ownMapping);
 }
 
 MergePage::~MergePage() = default;
+
+void MergePage::setMappingJob(MappingJob* job)
+{
+    if (!job)
+        job = m_ownMapping;
+    if (m_mapping == job)
+        return;
+    if (m_mapping)
+        disconnect(m_mapping, nullptr, this, nullptr);
+    m_mapping = job;
+    connect(m_mapping, &MappingJob::finished, this, &MergePage::onMappingFinished);
+    connect(m_mapping, &MappingJob::started, this, &MergePage::updatePlan);
+    connect(m_mapping, &MappingJob::settingsChanged, this, &MergePage::syncMappingWidgets);
+    if (m_checkpoint)
+        m_mapping->setCheckpoint(m_checkpoint);
+    syncMappingWidgets();
+    updatePlan();
+}
 
 void MergePage::setCheckpoint(CheckpointPtr checkpoint)
 {
     m_checkpoint = std::move(checkpoint);
     m_localDir->setText(m_checkpoint ? qs(m_checkpoint->root) : QString());
-    if (m_checkpoint && m_hfModelPath->text().isEmpty())
+    if (m_checkpoint)
         m_hfModelPath->setPlaceholderText(m_checkpoint->hfConfigDir.empty() ? tr("not found: give --hf_model_path")
                                                                              : qs(m_checkpoint->hfConfigDir));
+    const bool megatron = isMegatron();
+    m_backend->setCurrentText(!m_checkpoint ? QStringLiteral("auto")
+                                  : megatron ? QStringLiteral("megatron")
+                                  : m_checkpoint->layout == "dcp" ? QStringLiteral("dcp")
+                                                                  : QStringLiteral("fsdp"));
+    for (QWidget* w : std::initializer_list<QWidget*> { m_paramMapping, m_loadRules, m_ignoreMissing, m_strict, m_valueModel })
+        w->setEnabled(megatron);
+    m_mapping->setCheckpoint(m_checkpoint);
     updatePlan();
 }
 
+bool MergePage::isMegatron() const { return m_checkpoint && tessera::isMegatronLayout(m_checkpoint->layout); }
+
 void MergePage::setReferenceDir(const QString& dir) { m_reference->setText(dir); }
+
+void MergePage::setTargetDir(const QString& dir) { m_targetDir->setText(dir); }
 
 MergePanelOptions MergePage::options() const
 {
@@ -159,57 +327,235 @@ MergePanelOptions MergePage::options() const
     o.dtype = m_dtype->currentData().toString();
     o.maxShardSize = m_maxShardSize->text();
     o.threads = m_threads->value();
+    o.tieWordEmbedding = m_tie->isChecked();
+    o.isValueModel = m_valueModel->isChecked();
+    o.verifyReplicas = m_verifyReplicas->isChecked();
+    o.strict = m_strict->isChecked();
+    o.paramMapping = m_mapping->settings().hasRules() ? m_mapping->settings().rulesName : QString();
+    o.ignoreMissingParams = m_ignoreMissing->text();
     return o;
 }
 
-QString MergePage::planText() const { return m_plan->toPlainText(); }
+QString MergePage::commandLine() const
+{
+    const MergePanelOptions o = options();
+    QStringList args { QStringLiteral("tessera"), QStringLiteral("merge"), QStringLiteral("--backend"), o.backend,
+                       QStringLiteral("--local_dir"), quoted(o.localDir), QStringLiteral("--target_dir"),
+                       o.targetDir.trimmed().isEmpty() ? QStringLiteral("DIR") : quoted(o.targetDir.trimmed()) };
+    auto add = [&](const QString& flag, const QString& value) {
+        if (!value.isEmpty())
+            args << flag << quoted(value);
+    };
+    add(QStringLiteral("--hf_model_path"), o.hfModelPath);
+    add(QStringLiteral("--dtype"), o.dtype);
+    if (o.maxShardSize != QLatin1String("5GB"))
+        add(QStringLiteral("--max_shard_size"), o.maxShardSize);
+    if (o.threads > 0)
+        add(QStringLiteral("--threads"), QString::number(o.threads));
+    if (isMegatron()) {
+        if (m_mapping->settings().hasRules())
+            args << QStringLiteral("--param_mapping")
+                 << (o.paramMapping.isEmpty() ? tr("<save the editor's rules first>") : quoted(o.paramMapping));
+        add(QStringLiteral("--ignore_missing_params"), o.ignoreMissingParams);
+        if (!o.strict)
+            args << QStringLiteral("--no_strict");
+        if (o.isValueModel)
+            args << QStringLiteral("--is_value_model");
+    }
+    if (o.tieWordEmbedding)
+        args << QStringLiteral("--tie_word_embedding");
+    if (o.verifyReplicas)
+        args << QStringLiteral("--verify_replicas");
+    return args.join(QLatin1Char(' '));
+}
+
+void MergePage::pushMappingSettings()
+{
+    m_mappingDebounce.stop();
+    MappingSettings settings = m_mapping->settings();
+    settings.hfConfigDir = m_hfModelPath->text().trimmed();
+    settings.ignoreMissing = m_ignoreMissing->text();
+    settings.strict = m_strict->isChecked();
+    settings.valueModel = m_valueModel->isChecked();
+    settings.tieWordEmbeddings = m_tie->isChecked();
+    m_mapping->setSettings(settings);
+    updateButtons();
+}
+
+void MergePage::syncMappingWidgets()
+{
+    const MappingSettings& s = m_mapping->settings();
+    const QSignalBlocker b1(m_strict), b2(m_tie), b3(m_valueModel);
+    m_strict->setChecked(s.strict);
+    m_tie->setChecked(s.tieWordEmbeddings);
+    m_valueModel->setChecked(s.valueModel);
+    if (!m_mappingDebounce.isActive() && m_ignoreMissing->text() != s.ignoreMissing) {
+        const QSignalBlocker b4(m_ignoreMissing);
+        m_ignoreMissing->setText(s.ignoreMissing);
+    }
+    m_paramMapping->setText(!s.hasRules() ? QString()
+                                : s.rulesName.isEmpty() ? tr("unsaved rules in the Mapping view's editor")
+                                                        : QDir::toNativeSeparators(s.rulesName));
+    updateButtons();
+}
+
+void MergePage::loadRules()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load Mapping Rules"), m_mapping->settings().rulesName,
+                                                      tr("Mapping rules (*.json);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        appendLog(tr("Cannot read %1: %2").arg(path, file.errorString()));
+        return;
+    }
+    MappingSettings settings = m_mapping->settings();
+    settings.rulesText = QString::fromUtf8(file.readAll());
+    settings.rulesName = QFileInfo(path).absoluteFilePath();
+    m_mapping->setSettings(settings);
+}
+
+void MergePage::onMappingFinished(const MappingOutcome&)
+{
+    if (isMegatron())
+        updatePlan();
+}
+
+void MergePage::showPlanError(const QString& message)
+{
+    m_planText = message;
+    m_planModel->setPlan(nullptr);
+    m_planView->hide();
+    m_planSummary->setText(QStringLiteral("<span style='color:%1'>%2</span>")
+                               .arg(problemColor(palette()).name(), message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
+    updateButtons();
+}
 
 void MergePage::updatePlan()
 {
     m_mergePlan.reset();
+    m_mergeInput.reset();
     if (!m_checkpoint) {
-        m_plan->setPlainText(tr("Open a checkpoint to see what a merge would write."));
-        updateButtons();
+        showPlanError(tr("Open a checkpoint to see what a merge would write."));
+        m_planSummary->setText(m_planText);
         return;
     }
-    // The same plan `tessera merge --dry-run` prints; computed from the scan alone, so it is cheap to redo.
     tessera::MergeOptions options;
     const auto limit = tessera::parseByteSize(m_maxShardSize->text().toStdString());
     if (!limit) {
-        m_plan->setPlainText(tr("--max_shard_size: %1").arg(qs(limit.error().message)));
-        updateButtons();
+        showPlanError(tr("--max_shard_size: %1").arg(qs(limit.error().message)));
         return;
+    }
+    CheckpointPtr input = m_checkpoint;
+    if (isMegatron()) {
+        // Megatron names go through the same mapping the Mapping view shows (and `tessera merge` runs).
+        const MappingOutcome& outcome = m_mapping->outcome();
+        if (m_mapping->isBusy() || outcome.source != m_checkpoint) {
+            m_planText = tr("Mapping Megatron names to Hugging Face names…");
+            m_planModel->setPlan(nullptr);
+            m_planSummary->setText(m_planText);
+            updateButtons();
+            return;
+        }
+        if (!outcome.mapped) {
+            showPlanError(tr("The Megatron names cannot be mapped:\n\n%1").arg(outcome.error));
+            return;
+        }
+        input = outcome.mapped;
     }
     options.maxShardSize = *limit;
     const QString dtype = m_dtype->currentData().toString();
     if (!dtype.isEmpty())
         options.dtype = tessera::dtypeFromUserName(dtype.toStdString());
-    options.hfConfigDir = m_hfModelPath->text().toStdString();
+    options.hfConfigDir = m_hfModelPath->text().trimmed().toStdString();
+    options.forceTieWordEmbeddings = m_tie->isChecked();
     options.threads = m_threads->value() > 0 ? unsigned(m_threads->value()) : std::max(1u, std::thread::hardware_concurrency());
-    auto plan = tessera::planMerge(*m_checkpoint, options);
+    // The same plan `tessera merge --dry-run` prints; computed from the scan alone, so it is cheap to redo.
+    auto plan = tessera::planMerge(*input, options);
     if (!plan) {
-        m_plan->setPlainText(tr("This checkpoint cannot be merged as it is:\n\n%1").arg(qs(plan.error().message)));
-        updateButtons();
+        showPlanError(tr("This checkpoint cannot be merged as it is:\n\n%1").arg(qs(plan.error().message)));
         return;
     }
     m_mergePlan = std::make_shared<const tessera::MergePlan>(std::move(plan).value());
-    m_plan->setPlainText(qs(tessera::mergePlanSummary(*m_mergePlan, *m_checkpoint, true)));
+    m_mergeInput = input;
+    m_planText = qs(tessera::mergePlanSummary(*m_mergePlan, *input, true));
+    m_planModel->setPlan(m_mergePlan);
+    m_planView->show();
+
+    const auto& p = *m_mergePlan;
+    const QString target = m_targetDir->text().trimmed();
+    const auto freeBytes = freeBytesFor(target.isEmpty() ? qs(m_checkpoint->root) : target);
+    const QString muted = palette().color(QPalette::PlaceholderText).name();
+    QStringList lines;
+    lines << tr("<b>Writes %1</b> in %2: %3 of tensors")
+                 .arg(countText(qint64(p.tensors.size()), tr("tensor"), tr("tensors")),
+                      countText(qint64(p.files.size()), tr("safetensors file"), tr("safetensors files")),
+                      bytesText(p.totalBytes));
+    std::size_t direct = 0, gather = 0, sum = 0, replicas = 0;
+    for (const auto& t : p.tensors) {
+        (t.mode == tessera::CopyMode::Direct ? direct : t.mode == tessera::CopyMode::Gather ? gather : sum) += 1;
+        replicas += t.replicas.size();
+    }
+    lines << tr("<b>Copy</b> %1 streamed straight into place, %2 gathered, %3 summed (Partial) · %4 %5")
+                 .arg(direct)
+                 .arg(gather)
+                 .arg(sum)
+                 .arg(countText(qint64(replicas), tr("replica piece"), tr("replica pieces")),
+                      m_verifyReplicas->isChecked() ? tr("verified against the written copy") : tr("skipped"));
+    QString disk = tr("<b>Disk</b> %1 in total (weights, index, config and tokenizer)").arg(bytesText(p.diskBytes));
+    if (freeBytes) {
+        const bool enough = *freeBytes > p.diskBytes;
+        disk += enough ? tr(" · %1 free %2").arg(bytesText(*freeBytes), target.isEmpty() ? tr("on the checkpoint's disk") : tr("at the target"))
+                       : QStringLiteral(" · <span style='color:%1'>%2</span>")
+                             .arg(problemColor(palette()).name(), tr("only %1 free at the target").arg(bytesText(*freeBytes)));
+    }
+    lines << disk;
+    lines << tr("<b>Memory</b> about %1 at peak with %2 (largest tensor %3, largest gather/sum buffer %4)")
+                 .arg(bytesText(p.memoryBytes), countText(options.threads, tr("thread"), tr("threads")),
+                      bytesText(p.largestTensorBytes), bytesText(p.bufferBytes));
+    if (p.configDtype)
+        lines << tr("config.json torch_dtype becomes %1").arg(dtypeText(*p.configDtype));
+    for (const auto& d : p.dropped)
+        lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("not written: %1").arg(qs(d).toHtmlEscaped()));
+    for (const auto& w : p.warnings)
+        lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("warning: %1").arg(qs(w).toHtmlEscaped()));
+    if (isMegatron())
+        for (const auto& w : m_mapping->outcome().result->warnings)
+            lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("mapping: %1").arg(qs(w).toHtmlEscaped()));
+    m_planSummary->setText(lines.join(QStringLiteral("<br>")));
     updateButtons();
 }
 
 bool MergePage::canRun() const
 {
-    return m_mergePlan && !m_targetDir->text().trimmed().isEmpty() && !m_job->isRunning();
+    return m_mergePlan && !m_targetDir->text().trimmed().isEmpty() && !m_job->isRunning() && !m_compare->isRunning()
+        && !m_mappingDebounce.isActive();
+}
+
+bool MergePage::canTest() const
+{
+    return m_mergePlan && !m_job->isRunning() && !m_compare->isRunning() && !m_mappingDebounce.isActive();
 }
 
 void MergePage::updateButtons()
 {
-    const bool running = m_job->isRunning();
+    const bool running = m_job->isRunning() || m_compare->isRunning();
     m_run->setEnabled(canRun());
     m_run->setToolTip(!m_mergePlan ? tr("No plan: see the plan box")
                           : m_targetDir->text().trimmed().isEmpty() ? tr("Choose an output folder first")
                                                                     : tr("Merge into the output folder"));
+    m_test->setEnabled(canTest());
+    m_test->setToolTip(tr("Merge in memory and compare every tensor with a Hugging Face folder (tessera test); "
+                          "writes nothing"));
     m_cancel->setEnabled(running);
+    m_command->setText(commandLine());
+    if (!running && m_progress->value() == 0)
+        m_progressText->setText(!m_mergePlan ? tr("Not running: no plan.")
+                                    : m_targetDir->text().trimmed().isEmpty()
+                                    ? tr("Not running. Choose an output folder to merge; a test against a reference "
+                                         "writes nothing.")
+                                    : tr("Ready to merge."));
 }
 
 void MergePage::run()
@@ -218,9 +564,38 @@ void MergePage::run()
         return;
     m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), m_targetDir->text()));
     m_meter.start(m_mergePlan->totalBytes);
-    m_job->start(m_checkpoint, m_mergePlan, m_targetDir->text().trimmed(), unsigned(m_threads->value()));
+    m_job->start(m_mergeInput, m_mergePlan, m_targetDir->text().trimmed(), unsigned(m_threads->value()),
+                 m_verifyReplicas->isChecked());
     showProgress(0, int(m_mergePlan->tensors.size()), 0, m_mergePlan->totalBytes, {});
     updateButtons();
+}
+
+void MergePage::runTest()
+{
+    if (!canTest())
+        return;
+    if (m_reference->text().trimmed().isEmpty()) {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Reference Hugging Face Folder"),
+                                                              qs(m_checkpoint->root));
+        if (dir.isEmpty())
+            return;
+        m_reference->setText(dir);
+    }
+    std::set<std::string> ignore;
+    if (m_valueModel->isChecked() || m_tie->isChecked())
+        ignore.insert("lm_head.weight"); // as verl's test and `tessera test` do
+    m_log->appendPlainText(tr("Testing %1 against %2").arg(qs(m_checkpoint->root), m_reference->text().trimmed()));
+    m_meter.start(m_mergePlan->totalBytes);
+    m_compare->start(m_mergeInput, m_mergePlan, m_reference->text().trimmed(), unsigned(m_threads->value()), ignore);
+    m_progress->setValue(0);
+    m_progressText->setText(tr("Comparing…"));
+    updateButtons();
+}
+
+void MergePage::cancel()
+{
+    m_job->cancel();
+    m_compare->cancel();
 }
 
 void MergePage::onFinished(const MergeResult& result)
@@ -239,6 +614,26 @@ void MergePage::onFinished(const MergeResult& result)
     updateButtons();
 }
 
+void MergePage::onCompareFinished(const CompareResult& result)
+{
+    for (const auto& line : result.lines)
+        m_log->appendPlainText(line);
+    if (result.canceled) {
+        m_progressText->setText(tr("Test canceled."));
+        m_log->appendPlainText(tr("Canceled: %1").arg(result.message));
+    } else {
+        m_progress->setValue(result.lines.isEmpty() && !result.ok ? m_progress->value() : 1000);
+        m_progressText->setText(result.ok ? tr("Test passed: %1").arg(result.message)
+                                          : tr("Test failed: %1").arg(result.message));
+        if (result.lines.isEmpty())
+            m_log->appendPlainText(tr("Error: %1").arg(result.message));
+        else
+            m_log->appendPlainText(result.message);
+    }
+    m_current->clear();
+    updateButtons();
+}
+
 void MergePage::showProgress(int tensorsDone, int tensorsTotal, quint64 bytesDone, quint64 bytesTotal, const QString& current)
 {
     m_meter.sample(bytesDone);
@@ -251,5 +646,7 @@ void MergePage::showProgress(int tensorsDone, int tensorsTotal, quint64 bytesDon
 }
 
 void MergePage::appendLog(const QString& line) { m_log->appendPlainText(line); }
+
+QString MergePage::logText() const { return m_log->toPlainText(); }
 
 } // namespace tessera::ui

@@ -4,10 +4,12 @@
 #include "checkpointptr.h"
 #include "jobs/throughputmeter.h"
 
-#include <memory>
-
+#include <QTimer>
 #include <QWidget>
 
+#include <memory>
+
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -15,6 +17,7 @@ class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QTableView;
 
 namespace tessera {
 struct MergePlan;
@@ -22,11 +25,15 @@ struct MergePlan;
 
 namespace tessera::ui {
 
+class CompareJob;
+class MappingJob;
 class MergeJob;
+class MergePlanModel;
+struct CompareResult;
+struct MappingOutcome;
 struct MergeResult;
 
-/// The options of `tessera merge` as the panel collects them (Qt types; converted to the engine's request at
-/// the boundary once core/merge_engine.h exists).
+/// The options of `tessera merge` as the panel collects them.
 struct MergePanelOptions {
     QString localDir;
     QString targetDir;
@@ -35,11 +42,18 @@ struct MergePanelOptions {
     QString dtype;          ///< empty: keep the checkpoint's dtype
     QString maxShardSize = QStringLiteral("5GB");
     int threads = 0;
+    bool tieWordEmbedding = false;
+    bool isValueModel = false;
+    bool verifyReplicas = false;
+    bool strict = true;
+    QString paramMapping;   ///< the rules file, empty for the built-in rules (or unsaved editor rules)
+    QString ignoreMissingParams;
 };
 
-/// The merge panel: options, the dry-run plan, Run/Cancel, live progress (tensors, bytes, GB/s, ETA, current
-/// tensor) and a log. The merge engine is being built in the core; until it is, the plan is an estimate from the
-/// The plan comes from the core's planMerge() (the same as `tessera merge --dry-run`); Run starts a MergeJob.
+/// The merge panel: the options of `tessera merge` (with the Megatron mapping flags, shared with the Mapping
+/// view through one MappingJob), the dry-run plan as a table of files with disk and memory lines, Run and
+/// "Test against reference…" on workers with live progress (tensors, bytes, GB/s, ETA, current tensor), Cancel
+/// (the engine leaves nothing behind) and a log.
 class MergePage : public QWidget {
     Q_OBJECT
 public:
@@ -47,26 +61,53 @@ public:
     ~MergePage() override;
 
     void setCheckpoint(CheckpointPtr checkpoint);
+    /// Shares the Mapping view's mapping (the page has its own until then); not owned.
+    void setMappingJob(MappingJob* job);
+    MappingJob* mappingJob() const { return m_mapping; }
     void setReferenceDir(const QString& dir);
+    void setTargetDir(const QString& dir);
     MergePanelOptions options() const;
-    /// The dry-run plan text shown.
-    QString planText() const;
+    /// The dry-run plan as `tessera merge --dry-run` prints it, or why there is none.
+    QString planText() const { return m_planText; }
+    /// The `tessera merge` command line these options amount to.
+    QString commandLine() const;
+    MergePlanModel* planModel() const { return m_planModel; }
     bool canRun() const;
+    bool canTest() const;
     void run();
+    /// Compares the merge with the reference folder (asks for one when none is set).
+    void runTest();
+    void cancel();
     MergeJob* job() const { return m_job; }
+    CompareJob* compareJob() const { return m_compare; }
     /// Shows progress of a running merge.
     void showProgress(int tensorsDone, int tensorsTotal, quint64 bytesDone, quint64 bytesTotal, const QString& current);
     void appendLog(const QString& line);
+    QString logText() const;
 
 private:
     void updatePlan();
+    void pushMappingSettings();
+    void syncMappingWidgets();
+    void onMappingFinished(const MappingOutcome& outcome);
     void onFinished(const MergeResult& result);
+    void onCompareFinished(const CompareResult& result);
+    void showPlanError(const QString& message);
     void updateButtons();
+    void loadRules();
+    bool isMegatron() const;
 
     CheckpointPtr m_checkpoint;
     ThroughputMeter m_meter;
     std::shared_ptr<const tessera::MergePlan> m_mergePlan;
+    CheckpointPtr m_mergeInput; ///< what the plan merges: the checkpoint, or its Hugging Face-named mapping
+    QString m_planText;
     MergeJob* m_job;
+    CompareJob* m_compare;
+    MappingJob* m_ownMapping;
+    MappingJob* m_mapping = nullptr; ///< m_ownMapping or the Mapping view's, which outlives the use
+    QTimer m_mappingDebounce;
+    MergePlanModel* m_planModel;
     QLineEdit* m_localDir;
     QLineEdit* m_targetDir;
     QComboBox* m_backend;
@@ -74,9 +115,19 @@ private:
     QComboBox* m_dtype;
     QLineEdit* m_maxShardSize;
     QSpinBox* m_threads;
+    QLineEdit* m_paramMapping;
+    QPushButton* m_loadRules;
+    QLineEdit* m_ignoreMissing;
+    QCheckBox* m_strict;
+    QCheckBox* m_tie;
+    QCheckBox* m_valueModel;
+    QCheckBox* m_verifyReplicas;
     QLineEdit* m_reference;
-    QPlainTextEdit* m_plan;
+    QLabel* m_command;
+    QLabel* m_planSummary;
+    QTableView* m_planView;
     QPushButton* m_run;
+    QPushButton* m_test;
     QPushButton* m_cancel;
     QProgressBar* m_progress;
     QLabel* m_progressText;

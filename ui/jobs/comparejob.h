@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "checkpointptr.h"
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QStringList>
+#include <QThreadPool>
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace tessera {
+struct MergePlan;
+}
+
+namespace tessera::ui {
+
+/// The verdict of `tessera test` as the merge panel logs it.
+struct CompareResult {
+    bool ok = false;          ///< every tensor equal
+    bool canceled = false;
+    QString message;          ///< error, or the summary line
+    QStringList lines;        ///< one line per tensor ("ok" or what differs)
+    int failures = 0;
+};
+
+/// Runs tessera::compareWithReference (what `tessera test` runs: the merge in memory, tensor by tensor, against
+/// a Hugging Face folder) on a worker. Progress is in bytes, throttled to ~10 updates a second; cancel stops
+/// between tensors. Nothing is written. The destructor cancels and waits.
+class CompareJob : public QObject {
+    Q_OBJECT
+public:
+    explicit CompareJob(QObject* parent = nullptr);
+    ~CompareJob() override;
+
+    /// `ignore`: names that may be absent on one side (verl's test ignores lm_head.weight for value models and
+    /// tied embeddings).
+    void start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& referenceDir,
+               unsigned threads, std::set<std::string> ignore = {});
+    void cancel();
+    bool isRunning() const;
+
+Q_SIGNALS:
+    void progress(quint64 bytesDone, quint64 bytesTotal, const QString& current);
+    void finished(const tessera::ui::CompareResult& result);
+
+private:
+    QThreadPool m_pool;
+    QFutureWatcher<CompareResult>* m_watcher = nullptr;
+    std::shared_ptr<std::atomic<bool>> m_cancel;
+};
+
+} // namespace tessera::ui
+
+Q_DECLARE_METATYPE(tessera::ui::CompareResult)
