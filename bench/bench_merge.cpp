@@ -3,7 +3,7 @@
 // writer (or takes a folder), merges it in a child process, and prints GB/s, the ratio to a plain copy of the
 // same bytes measured in the same run, and the merge's peak RSS against the 2 × largest tensor + 64 MiB bound.
 //
-//   bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--threads N] [--rounds 2] [--keep]
+//   bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] [--rounds 2] [--keep]
 
 #include "byte_size.h"
 #include "merge_engine.h"
@@ -76,7 +76,7 @@ int main(int argc, char** argv)
 {
     std::string dir, work = fs::temp_directory_path().string() + "/tessera-bench";
     double gb = 1.2;
-    int ranks = 4, threads = 0, rounds = 2;
+    int ranks = 4, threads = 0, rounds = 2, shardDim = 0;
     bool keep = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -89,6 +89,8 @@ int main(int argc, char** argv)
             gb = std::stod(next());
         else if (a == "--ranks")
             ranks = std::stoi(next());
+        else if (a == "--shard_dim")
+            shardDim = std::stoi(next());
         else if (a == "--threads")
             threads = std::stoi(next());
         else if (a == "--rounds")
@@ -96,7 +98,7 @@ int main(int argc, char** argv)
         else if (a == "--keep")
             keep = true;
         else {
-            std::cerr << "usage: bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--threads N] "
+            std::cerr << "usage: bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] "
                          "[--rounds 2] [--keep]\n";
             return 2;
         }
@@ -107,7 +109,7 @@ int main(int argc, char** argv)
         if (!fs::exists(dir + "/model_world_size_" + std::to_string(ranks) + "_rank_0.pt")) {
             std::cout << "writing a " << gb << " GB synthetic FSDP2 checkpoint (" << ranks << " ranks) to " << dir << "\n";
             const double t0 = now();
-            auto status = writeCheckpoint(dir, gb, ranks);
+            auto status = writeCheckpoint(dir, gb, ranks, 4096, shardDim);
             if (!status) {
                 std::cerr << status.error().message << "\n";
                 return 1;

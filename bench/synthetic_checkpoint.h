@@ -44,7 +44,9 @@ inline std::vector<GlobalTensor> syntheticModel(double gb, std::int64_t h = 4096
 }
 
 /// Writes model_world_size_R_rank_r.pt files of about `gb` GB (hidden size `hidden`) plus config files into `dir`.
-inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std::int64_t hidden = 4096)
+/// Matrices are sharded along `shardDim` (0: FSDP's rows, streamed by the merge; 1: columns, which the merge
+/// must gather in a tensor-sized buffer); vectors always along dim 0.
+inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std::int64_t hidden = 4096, int shardDim = 0)
 {
     namespace fs = std::filesystem;
     fs::create_directories(dir + "/huggingface");
@@ -64,12 +66,13 @@ inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std:
             t.dtype = DType::BFloat16;
             t.dtensor = true;
             t.globalShape = g.shape;
-            t.placements = { Placement::shard(0) };
+            const int dim = g.shape.size() > 1 ? shardDim : 0;
+            t.placements = { Placement::shard(dim) };
             t.mesh = mesh;
             t.coordinate = { r };
-            auto chunk = chunkRange(g.shape[0], ranks, r);
+            auto chunk = chunkRange(g.shape[static_cast<std::size_t>(dim)], ranks, r);
             t.shape = g.shape;
-            t.shape[0] = chunk.size;
+            t.shape[static_cast<std::size_t>(dim)] = chunk.size;
             tensors.push_back(std::move(t));
         }
         const std::string path = dir + "/model_world_size_" + std::to_string(ranks) + "_rank_" + std::to_string(r) + ".pt";
