@@ -161,14 +161,18 @@ QVariant MappingModel::data(const QModelIndex& index, int role) const
     case DetailRole:
         return qs(r.detail);
     case Qt::ToolTipRole: {
-        QString tip = qs(r.detail);
+        QString tip = QStringLiteral("%1 → %2").arg(r.source.empty() ? QStringLiteral("—") : qs(r.source),
+                                                    r.target.empty() ? QStringLiteral("—") : qs(r.target));
+        if (!r.detail.empty())
+            tip += QLatin1Char('\n') + qs(r.detail);
         if (!r.ruleOrigin.empty())
-            tip += (tip.isEmpty() ? QString() : QStringLiteral("\n")) + tr("rule %1 from %2").arg(qs(r.rule), qs(r.ruleOrigin));
-        return tip.isEmpty() ? QVariant() : QVariant(tip);
+            tip += QLatin1Char('\n') + tr("rule %1 from %2").arg(qs(r.rule), qs(r.ruleOrigin));
+        return tip;
     }
     case Qt::ForegroundRole: {
         const QColor color = statusColor(r.status, QGuiApplication::palette());
-        // Grey rows (ignored, tied) recede as a whole; problems colour their status cell and the name at fault.
+        // Grey rows (ignored, tied) recede as a whole; problems colour (and embolden) their status cell only, so long
+        // tables stay readable.
         const bool grey = r.status == MappingStatus::Ignored || r.status == MappingStatus::Tied;
         if (!color.isValid() || (!grey && index.column() != StatusColumn))
             return {};

@@ -86,7 +86,8 @@ MappingPage::MappingPage(QWidget* parent)
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setSectionResizeMode(MappingModel::SourceColumn, QHeaderView::Stretch);
     m_view->horizontalHeader()->setSectionResizeMode(MappingModel::TargetColumn, QHeaderView::Stretch);
-    m_view->setTextElideMode(Qt::ElideMiddle);
+    // The tail of a name (layer, projection, [stack index]) tells rows apart; the prefix repeats on every row.
+    m_view->setTextElideMode(Qt::ElideLeft);
 
     m_rulesFile->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_rulesState->setAlignment(Qt::AlignRight | Qt::AlignVCenter);

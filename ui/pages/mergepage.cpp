@@ -346,7 +346,9 @@ QString MergePage::commandLine() const
         if (!value.isEmpty())
             args << flag << quoted(value);
     };
-    add(QStringLiteral("--hf_model_path"), o.hfModelPath);
+    // The scan's root may be a subfolder (actor/model) where the CLI would not find config.json on its own.
+    add(QStringLiteral("--hf_model_path"),
+        !o.hfModelPath.isEmpty() || !m_checkpoint ? o.hfModelPath : qs(m_checkpoint->hfConfigDir));
     add(QStringLiteral("--dtype"), o.dtype);
     if (o.maxShardSize != QLatin1String("5GB"))
         add(QStringLiteral("--max_shard_size"), o.maxShardSize);
