@@ -103,12 +103,15 @@ std::string ArgParser::helpText() const
     if (!m_positionals.empty()) {
         out += "\narguments:\n";
         for (const auto& [name, info] : m_positionals)
-            out += "  " + name + std::string(name.size() < 24 ? 24 - name.size() : 1, ' ') + info.first + "\n";
+            out += "  " + name + (name.size() < 24 ? std::string(24 - name.size(), ' ') : "\n" + std::string(26, ' '))
+                + info.first + "\n";
     }
     out += "\noptions:\n";
     for (const auto& spec : m_specs) {
         std::string flag = "--" + spec.name + (spec.takesValue ? " " + spec.metavar : "");
-        out += "  " + flag + std::string(flag.size() < 24 ? 24 - flag.size() : 1, ' ') + spec.help;
+        // Long flags get their help on the next line so that every description starts in the same column.
+        out += "  " + flag + (flag.size() < 24 ? std::string(24 - flag.size(), ' ') : "\n" + std::string(26, ' '))
+            + spec.help;
         if (!spec.defaultValue.empty())
             out += " (default: " + spec.defaultValue + ")";
         out += "\n";

@@ -20,7 +20,8 @@ namespace tessera::cli {
 int runMerge(const std::vector<std::string>& args)
 {
     ArgParser parser("merge", "--local_dir DIR --target_dir DIR [options]",
-                     "Merge a distributed checkpoint (verl FSDP/FSDP2/HSDP, DTensor, ShardedTensor or DCP) into a\n"
+                     "Merge a distributed checkpoint (verl FSDP/FSDP2/HSDP, DTensor, ShardedTensor, DCP, or Megatron\n"
+                     "legacy, Megatron-LM and torch_dist with their names mapped to Hugging Face's) into a\n"
                      "Hugging Face safetensors folder, bit for bit, streaming tensor by tensor. config.json,\n"
                      "generation_config.json, tokenizer files, chat templates and remote-code *.py are copied from\n"
                      "the config folder. The output appears atomically: on error or Ctrl-C nothing is left behind.");
