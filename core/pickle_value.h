@@ -67,6 +67,7 @@ struct PyValue {
     std::shared_ptr<StorageRef> storage;           ///< Storage
     std::shared_ptr<TensorRef> tensor;             ///< Tensor
     int depth = 0;                                 ///< nesting depth, bounded by the unpickler
+    std::uint8_t visitState = 0;                   ///< scratch for the unpickler's cycle check
 
     bool isNone() const { return kind == Kind::None; }
     bool isStr() const { return kind == Kind::Str; }

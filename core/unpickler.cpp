@@ -292,6 +292,7 @@ private:
     Status memoPut(std::uint64_t index, const PyRef& value);
 
     Status step(std::uint8_t op, bool& stop);
+    Result<PyRef> execute();
 
     ByteView m_bytes;
     std::string m_name;
@@ -951,7 +952,103 @@ Status Machine::step(std::uint8_t op, bool& stop)
     }
 }
 
+/// Children of a container or object value, in no particular order.
+template <typename Fn>
+void forEachChild(const PyValue& v, Fn&& fn)
+{
+    for (const auto& item : v.items)
+        fn(item);
+    for (const auto& [key, value] : v.entries) {
+        fn(key);
+        fn(value);
+    }
+    fn(v.args);
+    fn(v.state);
+}
+
+bool hasChildren(const PyValue& v)
+{
+    return !v.items.empty() || !v.entries.empty() || v.args || v.state;
+}
+
+/// True when the values reachable from `roots` contain a cycle (a list appended to itself, say). Checkpoints
+/// never do; a hostile pickle could, and shared ownership would then never free it. Iterative, linear.
+bool hasCycle(const std::vector<PyRef>& roots)
+{
+    enum : std::uint8_t { Unseen = 0, Open = 1, Done = 2 };
+    std::vector<PyValue*> touched;
+    std::vector<std::pair<PyValue*, std::vector<PyValue*>>> stack;
+    bool cycle = false;
+    auto childrenOf = [](PyValue* v) {
+        std::vector<PyValue*> children;
+        forEachChild(*v, [&](const PyRef& c) {
+            if (c && hasChildren(*c))
+                children.push_back(c.get());
+        });
+        return children;
+    };
+    for (const auto& root : roots) {
+        if (!root || !hasChildren(*root) || root->visitState != Unseen || cycle)
+            continue;
+        root->visitState = Open;
+        touched.push_back(root.get());
+        stack.emplace_back(root.get(), childrenOf(root.get()));
+        while (!stack.empty() && !cycle) {
+            auto& [node, pending] = stack.back();
+            if (pending.empty()) {
+                node->visitState = Done;
+                stack.pop_back();
+                continue;
+            }
+            PyValue* child = pending.back();
+            pending.pop_back();
+            if (child->visitState == Open) {
+                cycle = true;
+            } else if (child->visitState == Unseen) {
+                child->visitState = Open;
+                touched.push_back(child);
+                stack.emplace_back(child, childrenOf(child));
+            }
+        }
+        stack.clear();
+    }
+    for (PyValue* v : touched)
+        v->visitState = Unseen;
+    return cycle;
+}
+
+/// Drops every link between the values reachable from `roots`, so that cycles among them are freed.
+void breakLinks(const std::vector<PyRef>& roots)
+{
+    std::vector<PyRef> pending(roots.begin(), roots.end());
+    while (!pending.empty()) {
+        PyRef v = std::move(pending.back());
+        pending.pop_back();
+        if (!v || !hasChildren(*v))
+            continue;
+        forEachChild(*v, [&](const PyRef& c) { pending.push_back(c); });
+        v->items.clear();
+        v->entries.clear();
+        v->args.reset();
+        v->state.reset();
+    }
+}
+
 Result<PyRef> Machine::run()
+{
+    auto result = execute();
+    std::vector<PyRef> roots = m_stack;
+    roots.insert(roots.end(), m_memo.begin(), m_memo.end());
+    for (const auto& [index, value] : m_sparseMemo)
+        roots.push_back(value);
+    if (hasCycle(roots)) {
+        breakLinks(roots);
+        return malformed("the pickle builds a self-referencing structure, which checkpoints never contain");
+    }
+    return result;
+}
+
+Result<PyRef> Machine::execute()
 {
     if (m_bytes.empty())
         return makeError(m_name + ": the pickle is empty");

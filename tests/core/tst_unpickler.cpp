@@ -128,6 +128,26 @@ private Q_SLOTS:
         QVERIFY(QString::fromStdString(v.error().message).contains(QStringLiteral("persistent id")));
     }
 
+    void refusesSelfReferences_data()
+    {
+        QTest::addColumn<QByteArray>("pickle");
+        auto row = [](const char* name, const std::string& p) {
+            QTest::newRow(name) << QByteArray(p.data(), static_cast<int>(p.size()));
+        };
+        row("list in itself via memo", kProto2 + "]q\x00" "h\x00" "a."s);
+        row("list in itself via DUP", kProto2 + "]2a.");
+        row("dict in a list in the dict", kProto2 + "}q\x01" + str("k") + "]q\x02" "h\x01" "as."s);
+    }
+
+    void refusesSelfReferences()
+    {
+        QFETCH(QByteArray, pickle);
+        auto v = load(pickle.toStdString());
+        QVERIFY(!v);
+        QVERIFY2(QString::fromStdString(v.error().message).contains(QStringLiteral("self-referencing")),
+                 qPrintable(QString::fromStdString(v.error().message)));
+    }
+
     void boundsNesting()
     {
         std::string p = kProto2;
