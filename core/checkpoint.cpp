@@ -3,6 +3,14 @@
 
 namespace tessera {
 
+std::string shapeToString(const Shape& shape)
+{
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
 std::uint64_t TensorInfo::numel() const
 {
     std::uint64_t n = 1;

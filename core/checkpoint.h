@@ -12,6 +12,9 @@ namespace tessera {
 
 using Shape = std::vector<std::int64_t>;
 
+/// "[512, 64]", for messages and reports.
+std::string shapeToString(const Shape& shape);
+
 /// How a piece contributes to its tensor.
 enum class PieceRole {
     Primary,     ///< the piece provides these elements

@@ -52,14 +52,6 @@ nlohmann::json parallelToJson(const ParallelConfig& p)
 }
 } // namespace
 
-std::string shapeToString(const Shape& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 std::string dtypeLabel(DType dtype)
 {
     auto code = safetensorsCode(dtype);

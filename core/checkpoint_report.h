@@ -13,8 +13,6 @@ namespace tessera {
 nlohmann::json checkpointToJson(const CheckpointInfo& info);
 /// A readable multi-line summary: layout, parallel configuration, tensor count and bytes, problems.
 std::string checkpointSummary(const CheckpointInfo& info, bool listTensors = false);
-/// "[512, 64]"
-std::string shapeToString(const Shape& shape);
 /// safetensors code when there is one ("BF16"), else torch's name.
 std::string dtypeLabel(DType dtype);
 

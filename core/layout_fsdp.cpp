@@ -31,14 +31,6 @@ struct RankFile {
     bool readable = false;
 };
 
-std::string shapeText(const Shape& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 /// Reads one rank's file into SavedTensors; problems are recorded, never thrown.
 void readRankFile(RankFile& rank)
 {
@@ -119,9 +111,9 @@ void addPieces(TensorInfo& info, const SavedTensor& t, const RankFile& rank, boo
             return;
         }
         if (layout->localShape != t.local.shape) {
-            fail("the local shard has shape " + shapeText(t.local.shape) + " but its placements "
-                 + describeSavedPlacement(t) + " give " + shapeText(layout->localShape) + " for mesh coordinate "
-                 + shapeText(coord));
+            fail("the local shard has shape " + shapeToString(t.local.shape) + " but its placements "
+                 + describeSavedPlacement(t) + " give " + shapeToString(layout->localShape) + " for mesh coordinate "
+                 + shapeToString(coord));
             return;
         }
         const PieceRole role = layout->isReplica ? PieceRole::Replica
@@ -280,8 +272,8 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
             if (saved->dtype != tensor.dtype || saved->globalShape != tensor.shape || saved->kind != first->kind) {
                 info.problems.push_back({ rank.path, tensor.name,
                     "rank " + std::to_string(r) + " has " + std::string(torchName(saved->dtype)) + " "
-                        + shapeText(saved->globalShape) + " but rank " + std::to_string(firstRank) + " has "
-                        + std::string(torchName(tensor.dtype)) + " " + shapeText(tensor.shape) });
+                        + shapeToString(saved->globalShape) + " but rank " + std::to_string(firstRank) + " has "
+                        + std::string(torchName(tensor.dtype)) + " " + shapeToString(tensor.shape) });
                 continue;
             }
             const std::size_t before = tensor.pieces.size();

@@ -47,14 +47,6 @@ struct RankFolder {
     int skippedExtraState = 0;
 };
 
-std::string shapeText(const Shape& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 /// Megatron-LM nests nothing in mcore state dicts, but older models did (`language_model.encoder…`): flatten.
 void flatten(const PyRef& dict, const std::string& prefix, std::vector<std::pair<std::string, PyRef>>& out)
 {
@@ -301,16 +293,7 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
     }
 
     // The sizes: transformer_config.json first (verl), then args (Megatron-LM), then the folder names.
-    MegatronConfig config;
-    if (const std::string jsonPath = findTransformerConfig(info.root); !jsonPath.empty()) {
-        auto json = readTransformerConfig(jsonPath);
-        if (json) {
-            config = std::move(*json);
-            info.notes["transformer_config"] = jsonPath;
-        } else {
-            info.problems.push_back({ jsonPath, "", json.error().message });
-        }
-    }
+    MegatronConfig config = loadTransformerConfig(info);
     for (const auto& f : folders)
         if (f.readable && f.args) {
             const std::string source = "args in " + f.folderName + "/" + fs::path(f.path).filename().string();
@@ -587,7 +570,7 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
         case MegatronTpSplit::GluRows:
             if (local.empty() || local[0] % 2 != 0)
                 why = "a gated linear_fc1 slice needs an even number of rows ([gate; up]), it has shape "
-                      + shapeText(local);
+                      + shapeToString(local);
             else
                 tensor.shape[0] *= tpSize;
             tensor.placement = "[gate; up] halves split over TP=" + std::to_string(tpSize);
@@ -604,9 +587,9 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
             const RankFolder& f = *h.folder;
             if (h.tensor->dtype != tensor.dtype || h.tensor->shape != local) {
                 info.problems.push_back({ f.path, g.name, f.folderName + " has " + std::string(torchName(h.tensor->dtype))
-                                                              + " " + shapeText(h.tensor->shape) + " but "
+                                                              + " " + shapeToString(h.tensor->shape) + " but "
                                                               + first.folder->folderName + " has "
-                                                              + std::string(torchName(tensor.dtype)) + " " + shapeText(local) });
+                                                              + std::string(torchName(tensor.dtype)) + " " + shapeToString(local) });
                 continue;
             }
             // The first holder of a box provides it; the same box from another rank (replicated tensors, non-expert
@@ -660,7 +643,7 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
             std::string key = g.name;
             if (auto layer = parseMegatronLayerName(g.name))
                 key = layer->prefix + "*." + layer->rest;
-            std::string message = "global shape " + shapeText(tensor.shape) + ": " + mismatch->message;
+            std::string message = "global shape " + shapeToString(tensor.shape) + ": " + mismatch->message;
             const bool splitDim = (split == MegatronTpSplit::Rows || split == MegatronTpSplit::GluRows)
                 ? mismatch->dim == 0
                 : split == MegatronTpSplit::Columns && mismatch->dim == 1;

@@ -22,14 +22,6 @@ namespace tessera {
 
 namespace {
 
-std::string shapeText(const Shape& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 /// Optimizer state, RNG state, TE metadata and the common state share the archive with the weights.
 bool isNonModelKey(const std::string& name)
 {
@@ -78,16 +70,7 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
         }
     }
 
-    MegatronConfig config;
-    if (const std::string jsonPath = findTransformerConfig(info.root); !jsonPath.empty()) {
-        auto json = readTransformerConfig(jsonPath);
-        if (json) {
-            config = std::move(*json);
-            info.notes["transformer_config"] = jsonPath;
-        } else {
-            info.problems.push_back({ jsonPath, "", json.error().message });
-        }
-    }
+    MegatronConfig config = loadTransformerConfig(info);
 
     // common.pt: rank 0's non-sharded state (args, iteration, content_metadata); absent from core v0.19 on.
     const fs::path commonPath = fs::path(info.root) / "common.pt";
@@ -147,7 +130,7 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
         if (!isStackedLayerKey(t.name))
             if (auto m = checkShapeAgainstConfig(t.name, t.shape, 0, config))
                 info.problems.push_back({ configFile, t.name,
-                                          "global shape " + shapeText(t.shape) + ": " + m->message });
+                                          "global shape " + shapeToString(t.shape) + ": " + m->message });
         if (!isStackedLayerKey(t.name))
             continue;
         if (config.numLayers && (t.shape.empty() || t.shape[0] != *config.numLayers))
@@ -157,7 +140,7 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
                                                              + " layers but " + config.numLayers.describe("num_layers") });
         if (auto m = checkShapeAgainstConfig(t.name, t.shape, 1, config))
             info.problems.push_back({ configFile, t.name,
-                                      "global shape " + shapeText(t.shape) + ": " + m->message });
+                                      "global shape " + shapeToString(t.shape) + ": " + m->message });
     }
     if (config.numLayers)
         info.notes["num_layers"] = std::to_string(*config.numLayers);

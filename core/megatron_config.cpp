@@ -252,4 +252,18 @@ std::optional<MegatronShapeMismatch> checkShapeAgainstConfig(const std::string& 
     return std::nullopt;
 }
 
+MegatronConfig loadTransformerConfig(CheckpointInfo& info)
+{
+    const std::string jsonPath = findTransformerConfig(info.root);
+    if (jsonPath.empty())
+        return {};
+    auto json = readTransformerConfig(jsonPath);
+    if (!json) {
+        info.problems.push_back({ jsonPath, "", json.error().message });
+        return {};
+    }
+    info.notes["transformer_config"] = jsonPath;
+    return std::move(*json);
+}
+
 } // namespace tessera

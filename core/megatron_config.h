@@ -54,6 +54,9 @@ std::string findTransformerConfig(const std::string& dir);
 
 /// Reads verl's transformer_config.json (asdict(TransformerConfig)). Errors name the file.
 Result<MegatronConfig> readTransformerConfig(const std::string& path);
+/// The sizes from the transformer_config.json nearest to `info.root` (none when there is no such file). Records
+/// the file in info.notes, or a problem naming it when it cannot be read.
+MegatronConfig loadTransformerConfig(CheckpointInfo& info);
 
 /// Reads Megatron-LM's `args` (an argparse.Namespace, an inert Object after unpickling). `source` names the file.
 MegatronConfig megatronConfigFromArgs(const PyRef& args, const std::string& source);

@@ -15,14 +15,6 @@ namespace tessera {
 
 namespace {
 
-std::string shapeText(const Shape& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 /// A pattern such as `decoder.layers.{layer}.mlp.linear_fc1.weight` compiled to a regex.
 struct Pattern {
     std::string text;
@@ -250,7 +242,7 @@ Result<std::vector<Output>> applyTransform(const CompiledRule& rule, const Item&
     case MappingTransform::SplitGateUp: {
         if (t.shape.empty() || rows % 2 != 0)
             return makeError("a gated linear_fc1 needs an even number of rows ([gate; up]); it has shape "
-                             + shapeText(t.shape));
+                             + shapeToString(t.shape));
         const std::int64_t half = rows / 2;
         out.push_back({ names[0], rowSlices(t, names[0], half, { { 0, half, 0 } }, "first half (gate) of " + item.label) });
         out.push_back({ names[1], rowSlices(t, names[1], half, { { half, half, 0 } }, "second half (up) of " + item.label) });
@@ -419,7 +411,7 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
             if (!outputs) {
                 base.status = MappingStatus::ShapeMismatch;
                 base.target = render(rule->rule->hf.front(), captures);
-                base.detail = item.name + " " + shapeText(item.tensor.shape) + " " + outputs.error().message;
+                base.detail = item.name + " " + shapeToString(item.tensor.shape) + " " + outputs.error().message;
                 result.rows.push_back(std::move(base));
                 continue;
             }
@@ -433,7 +425,7 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
                     row.expectedShape = p.shape;
                     if (p.shape != o.tensor.shape) {
                         row.status = MappingStatus::ShapeMismatch;
-                        row.detail = "is " + shapeText(o.tensor.shape) + " but config.json gives " + shapeText(p.shape)
+                        row.detail = "is " + shapeToString(o.tensor.shape) + " but config.json gives " + shapeToString(p.shape)
                             + " " + p.shapeText;
                         for (std::size_t d = 0; d < p.shape.size() && d < o.tensor.shape.size(); ++d)
                             if (p.shape[d] != o.tensor.shape[d]) {

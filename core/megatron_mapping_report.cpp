@@ -11,14 +11,6 @@ constexpr MappingStatus kStatuses[] = { MappingStatus::Ok,        MappingStatus:
                                         MappingStatus::Unmapped,  MappingStatus::Missing,       MappingStatus::ShapeMismatch,
                                         MappingStatus::Duplicate, MappingStatus::Unexpected };
 
-std::string shapeText(const Shape& shape)
-{
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 } // namespace
 
 nlohmann::json mappingToJson(const MappingResult& result)
@@ -68,9 +60,9 @@ std::string mappingSummary(const MappingResult& result, bool allRows)
             continue;
         any = true;
         s += "  [" + std::string(mappingStatusName(r.status)) + "] " + (r.source.empty() ? "—" : r.source) + " "
-             + (r.source.empty() ? "" : shapeText(r.sourceShape) + " ") + "→ " + (r.target.empty() ? "—" : r.target);
+             + (r.source.empty() ? "" : shapeToString(r.sourceShape) + " ") + "→ " + (r.target.empty() ? "—" : r.target);
         if (!r.target.empty() && r.status != MappingStatus::Missing)
-            s += " " + shapeText(r.targetShape);
+            s += " " + shapeToString(r.targetShape);
         if (!r.rule.empty())
             s += "  (" + r.rule + ": " + r.transform + ")";
         s += "\n";

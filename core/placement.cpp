@@ -126,41 +126,33 @@ Result<std::vector<Step>> orderSteps(const Shape& meshShape, const std::vector<P
     return ordered;
 }
 
-std::string shapeText(const Shape& shape)
-{
-    std::string out = "[";
-    for (size_t i = 0; i < shape.size(); ++i)
-        out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + "]";
-}
-
 Status validate(const Shape& globalShape, const Shape& meshShape, const Shape& coordinate,
                 const std::vector<Placement>& placements)
 {
     if (placements.size() != meshShape.size())
         return makeError("the DTensor has " + std::to_string(placements.size()) + " placements but its mesh "
-                         + shapeText(meshShape) + " has " + std::to_string(meshShape.size())
+                         + shapeToString(meshShape) + " has " + std::to_string(meshShape.size())
                          + " dims; there must be one placement per mesh dim");
     if (coordinate.size() != meshShape.size())
-        return makeError("mesh coordinate " + shapeText(coordinate) + " has " + std::to_string(coordinate.size())
-                         + " entries but the mesh " + shapeText(meshShape) + " has "
+        return makeError("mesh coordinate " + shapeToString(coordinate) + " has " + std::to_string(coordinate.size())
+                         + " entries but the mesh " + shapeToString(meshShape) + " has "
                          + std::to_string(meshShape.size()) + " dims");
     for (auto size : globalShape)
         if (size < 0)
-            return makeError("global shape " + shapeText(globalShape) + " has a negative size");
+            return makeError("global shape " + shapeToString(globalShape) + " has a negative size");
     for (size_t i = 0; i < meshShape.size(); ++i) {
         if (meshShape[i] < 1)
-            return makeError("mesh " + shapeText(meshShape) + " has a dim of size " + std::to_string(meshShape[i])
+            return makeError("mesh " + shapeToString(meshShape) + " has a dim of size " + std::to_string(meshShape[i])
                              + "; every mesh dim needs at least one rank");
         if (coordinate[i] < 0 || coordinate[i] >= meshShape[i])
-            return makeError("mesh coordinate " + shapeText(coordinate) + " is outside the mesh "
-                             + shapeText(meshShape) + " on mesh dim " + std::to_string(i));
+            return makeError("mesh coordinate " + shapeToString(coordinate) + " is outside the mesh "
+                             + shapeToString(meshShape) + " on mesh dim " + std::to_string(i));
         const Placement& p = placements[i];
         if (p.kind == Placement::Kind::Shard || p.kind == Placement::Kind::StridedShard) {
             if (p.dim < 0 || p.dim >= static_cast<int>(globalShape.size()))
                 return makeError(p.text() + " on mesh dim " + std::to_string(i) + " shards a dim the "
                                  + std::to_string(globalShape.size()) + "-dim tensor of shape "
-                                 + shapeText(globalShape) + " does not have");
+                                 + shapeToString(globalShape) + " does not have");
             if (p.kind == Placement::Kind::StridedShard && p.splitFactor < 1)
                 return makeError(p.text() + " on mesh dim " + std::to_string(i)
                                  + " has a split factor below 1");
