@@ -5,6 +5,7 @@
 //
 //   bench_inspect [--dir CHECKPOINT] [--work DIR] [--gb 1.0] [--ranks 4] [--hidden 4096] [--rounds 5] [--keep]
 
+#include "bench_args.h"
 #include "scan.h"
 #include "synthetic_checkpoint.h"
 
@@ -46,28 +47,12 @@ int main(int argc, char** argv)
     int ranks = 4, rounds = 5;
     std::int64_t hidden = 4096;
     bool keep = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-        if (a == "--dir")
-            dir = next();
-        else if (a == "--work")
-            work = next();
-        else if (a == "--gb")
-            gb = std::stod(next());
-        else if (a == "--ranks")
-            ranks = std::stoi(next());
-        else if (a == "--hidden")
-            hidden = std::stoll(next());
-        else if (a == "--rounds")
-            rounds = std::stoi(next());
-        else if (a == "--keep")
-            keep = true;
-        else {
-            std::cerr << "usage: bench_inspect [--dir CHECKPOINT] [--work DIR] [--gb 1.0] [--ranks 4] [--hidden 4096] "
-                         "[--rounds 5] [--keep]\n";
-            return 2;
-        }
+    if (!bench::parseFlags(argc, argv,
+                           { { "--dir", &dir }, { "--work", &work }, { "--gb", &gb }, { "--ranks", &ranks },
+                             { "--hidden", &hidden }, { "--rounds", &rounds }, { "--keep", &keep } })) {
+        std::cerr << "usage: bench_inspect [--dir CHECKPOINT] [--work DIR] [--gb 1.0] [--ranks 4] [--hidden 4096] "
+                     "[--rounds 5] [--keep]\n";
+        return 2;
     }
     if (dir.empty()) {
         dir = work + "/checkpoint";

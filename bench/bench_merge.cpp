@@ -5,6 +5,7 @@
 //
 //   bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] [--rounds 2] [--keep]
 
+#include "bench_args.h"
 #include "byte_size.h"
 #include "merge_engine.h"
 #include "merge_plan.h"
@@ -78,30 +79,13 @@ int main(int argc, char** argv)
     double gb = 1.2;
     int ranks = 4, threads = 0, rounds = 2, shardDim = 0;
     bool keep = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-        if (a == "--dir")
-            dir = next();
-        else if (a == "--work")
-            work = next();
-        else if (a == "--gb")
-            gb = std::stod(next());
-        else if (a == "--ranks")
-            ranks = std::stoi(next());
-        else if (a == "--shard_dim")
-            shardDim = std::stoi(next());
-        else if (a == "--threads")
-            threads = std::stoi(next());
-        else if (a == "--rounds")
-            rounds = std::stoi(next());
-        else if (a == "--keep")
-            keep = true;
-        else {
-            std::cerr << "usage: bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] "
-                         "[--rounds 2] [--keep]\n";
-            return 2;
-        }
+    if (!parseFlags(argc, argv,
+                    { { "--dir", &dir }, { "--work", &work }, { "--gb", &gb }, { "--ranks", &ranks },
+                      { "--shard_dim", &shardDim }, { "--threads", &threads }, { "--rounds", &rounds },
+                      { "--keep", &keep } })) {
+        std::cerr << "usage: bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] "
+                     "[--rounds 2] [--keep]\n";
+        return 2;
     }
     fs::create_directories(work);
     if (dir.empty()) {
