@@ -31,6 +31,30 @@ int dtypeRank(std::string_view code)
     return it == kOrder.end() ? -1 : static_cast<int>(it - kOrder.begin());
 }
 
+/// The two-character escape that serde_json and Python's json both give '"', '\\' and the five named control
+/// characters, or nullptr for any other character (each writer treats those its own way).
+const char* shortJsonEscape(std::uint32_t c)
+{
+    switch (c) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '\b':
+        return "\\b";
+    case '\f':
+        return "\\f";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    case '\t':
+        return "\\t";
+    default:
+        return nullptr;
+    }
+}
+
 /// A JSON string as serde_json writes it: only '"', '\\' and control characters are escaped; \u escapes use
 /// lowercase hex; everything else, including non-ASCII UTF-8 and DEL, is copied as is.
 void appendSerdeString(std::string& out, std::string_view text)
@@ -39,36 +63,14 @@ void appendSerdeString(std::string& out, std::string_view text)
     out += '"';
     for (const char ch : text) {
         const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\b':
-            out += "\\b";
-            break;
-        case '\f':
-            out += "\\f";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (c < 0x20) {
-                out += "\\u00";
-                out += kHex[c >> 4];
-                out += kHex[c & 0xF];
-            } else {
-                out += ch;
-            }
+        if (const char* escape = shortJsonEscape(c)) {
+            out += escape;
+        } else if (c < 0x20) {
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xF];
+        } else {
+            out += ch;
         }
     }
     out += '"';
@@ -266,37 +268,15 @@ void appendPythonString(std::string& out, std::string_view text)
     out += '"';
     for (std::size_t i = 0; i < text.size();) {
         const std::uint32_t cp = nextCodePoint(text, i);
-        switch (cp) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\b':
-            out += "\\b";
-            break;
-        case '\f':
-            out += "\\f";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (cp >= 0x20 && cp < 0x7F) {
-                out += static_cast<char>(cp);
-            } else if (cp < 0x10000) {
-                escape16(cp);
-            } else { // UTF-16 surrogate pair, as Python does
-                escape16(0xD800 + ((cp - 0x10000) >> 10));
-                escape16(0xDC00 + ((cp - 0x10000) & 0x3FF));
-            }
+        if (const char* escape = shortJsonEscape(cp)) {
+            out += escape;
+        } else if (cp >= 0x20 && cp < 0x7F) {
+            out += static_cast<char>(cp);
+        } else if (cp < 0x10000) {
+            escape16(cp);
+        } else { // UTF-16 surrogate pair, as Python does
+            escape16(0xD800 + ((cp - 0x10000) >> 10));
+            escape16(0xDC00 + ((cp - 0x10000) & 0x3FF));
         }
     }
     out += '"';
