@@ -188,11 +188,7 @@ public:
         const std::uint64_t padding = (64 - start % 64) % 64;
         std::string h;
         u(h, 0x04034b50, 4);
-        u(h, 45, 2);
-        u(h, 0x0808, 2); // sizes in the data descriptor; UTF-8 names
-        u(h, 0, 2);
-        u(h, 0, 2);
-        u(h, 33, 2);
+        entryFields(h);
         u(h, 0, 4);
         u(h, 0, 4);
         u(h, 0, 4);
@@ -247,12 +243,8 @@ public:
                     u(extra, r.offset, 8);
             }
             u(cd, 0x02014b50, 4);
-            u(cd, 45, 2);
-            u(cd, 45, 2);
-            u(cd, 0x0808, 2);
-            u(cd, 0, 2);
-            u(cd, 0, 2);
-            u(cd, 33, 2);
+            u(cd, 45, 2); // version made by
+            entryFields(cd);
             u(cd, r.crc, 4);
             u(cd, bigSize ? 0xFFFFFFFFu : r.size, 4);
             u(cd, bigSize ? 0xFFFFFFFFu : r.size, 4);
@@ -304,6 +296,16 @@ private:
     {
         for (int i = 0; i < bytes; ++i)
             s += static_cast<char>((v >> (8 * i)) & 0xFF);
+    }
+    /// The fields on which a local header and its central directory entry must agree: version needed 4.5
+    /// (ZIP64), flags (sizes in the data descriptor; UTF-8 names), stored, time 00:00 and date 1980-01-01.
+    static void entryFields(std::string& s)
+    {
+        u(s, 45, 2);
+        u(s, 0x0808, 2);
+        u(s, 0, 2);
+        u(s, 0, 2);
+        u(s, 33, 2);
     }
     bool write(const void* p, std::uint64_t n)
     {
