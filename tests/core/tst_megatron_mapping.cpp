@@ -3,6 +3,7 @@
 // value on synthetic checkpoints whose every element is distinct, and the problems a user must see for a wrong
 // config, a wrong TP size, a missing pipeline stage and an unmapped name.
 
+#include "megatronvalues.h"
 #include "testutil.h"
 
 #include "hf_expected.h"
@@ -27,7 +28,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Values = std::vector<std::uint16_t>;
+using test::cat;
+using test::materialize;
+using test::rows;
+using test::Values;
 
 /// A synthetic Megatron checkpoint: tensors of distinct 16-bit values, each stored as `parts` row blocks (like
 /// TP ranks), in one raw file. `global` keeps every tensor's values row-major for the expectations.
@@ -111,36 +115,6 @@ struct Synthetic {
         info.files = { file };
     }
 };
-
-/// The values of a (mapped) tensor as the merge engine assembles them.
-Values materialize(const TensorInfo& t)
-{
-    auto planned = planTensorCopy(t, 0, std::nullopt);
-    if (!planned)
-        qFatal("%s", planned.error().message.c_str());
-    std::vector<std::uint8_t> buffer(planned->bytes);
-    SourceFiles files;
-    auto status = materializeTensor(files, t, *planned, buffer.data());
-    if (!status)
-        qFatal("%s", status.error().message.c_str());
-    Values v(buffer.size() / 2);
-    std::memcpy(v.data(), buffer.data(), buffer.size());
-    return v;
-}
-
-/// Rows [begin, begin + n) of a row-major tensor with `rowSize` elements per row.
-Values rows(const Values& v, std::int64_t rowSize, std::int64_t begin, std::int64_t n)
-{
-    return Values(v.begin() + begin * rowSize, v.begin() + (begin + n) * rowSize);
-}
-
-Values cat(std::initializer_list<Values> parts)
-{
-    Values out;
-    for (const auto& p : parts)
-        out.insert(out.end(), p.begin(), p.end());
-    return out;
-}
 
 std::string config(const std::string& architecture, const std::string& extra = {})
 {

@@ -3,6 +3,7 @@
 // small MoE checkpoint (TP 2 × EP 2, legacy per-rank files written here) whose experts must land under
 // qwen3_moe's and mixtral's names, value for value.
 
+#include "megatronvalues.h"
 #include "testutil.h"
 
 #include "megatron_mapping.h"
@@ -23,7 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Values = std::vector<std::uint16_t>;
+using test::materialize;
+using test::rows;
+using test::Values;
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
@@ -63,26 +66,6 @@ Values localSlice(const Values& g, const Shape& shape, Split split, int r, int t
     }
     }
     return out;
-}
-
-Values materialize(const TensorInfo& t)
-{
-    auto planned = planTensorCopy(t, 0, std::nullopt);
-    if (!planned)
-        qFatal("%s", planned.error().message.c_str());
-    std::vector<std::uint8_t> buffer(planned->bytes);
-    SourceFiles files;
-    auto status = materializeTensor(files, t, *planned, buffer.data());
-    if (!status)
-        qFatal("%s", status.error().message.c_str());
-    Values v(buffer.size() / 2);
-    std::memcpy(v.data(), buffer.data(), buffer.size());
-    return v;
-}
-
-Values rows(const Values& v, std::int64_t rowSize, std::int64_t begin, std::int64_t n)
-{
-    return Values(v.begin() + begin * rowSize, v.begin() + (begin + n) * rowSize);
 }
 
 /// A 2-layer MoE model: hidden 4, 4 heads in 2 query groups of head_dim 2, 4 experts of width 2, vocabulary 6
