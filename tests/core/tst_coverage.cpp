@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "coverage.h"
+#include "meshcoordinates.h"
 #include "placement.h"
 #include "testutil.h"
 
@@ -44,8 +45,7 @@ TensorInfo fromPlacements(const Shape& global, const Shape& mesh, const std::vec
 {
     TensorInfo t = tensor(global, {});
     int rank = 0;
-    Shape c(mesh.size(), 0);
-    while (true) {
+    for (const Shape& c : test::allCoordinates(mesh)) {
         auto layout = computeLocalLayout(global, mesh, c, placements);
         if (!layout)
             qFatal("%s", layout.error().message.c_str());
@@ -58,18 +58,8 @@ TensorInfo fromPlacements(const Shape& global, const Shape& mesh, const std::vec
         if (layout->boxes.empty()) // DCP-style empty chunk at an out-of-bounds offset
             t.pieces.push_back(piece(rank, layout->globalOffset, layout->localShape));
         ++rank;
-        size_t d = mesh.size();
-        while (d > 0) {
-            --d;
-            if (++c[d] < mesh[d])
-                break;
-            c[d] = 0;
-            if (d == 0)
-                return t;
-        }
-        if (mesh.empty())
-            return t;
     }
+    return t;
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // DTensor placement math against torch's _compute_local_shape_and_global_offset / _StridedShard._split_tensor.
 // Expected numbers are worked out by hand from torch's algorithm (see the comments next to each table).
+#include "meshcoordinates.h"
 #include "placement.h"
 #include "testutil.h"
 
@@ -13,6 +14,7 @@ using namespace tessera;
 namespace {
 
 using P = Placement;
+using test::allCoordinates;
 
 QString str(const Shape& s)
 {
@@ -20,27 +22,6 @@ QString str(const Shape& s)
     for (size_t i = 0; i < s.size(); ++i)
         out += (i ? QStringLiteral(",") : QString()) + QString::number(s[i]);
     return out + QStringLiteral("]");
-}
-
-/// Every coordinate of a mesh, row-major.
-std::vector<Shape> allCoordinates(const Shape& mesh)
-{
-    std::vector<Shape> out;
-    Shape c(mesh.size(), 0);
-    while (true) {
-        out.push_back(c);
-        size_t d = mesh.size();
-        while (d > 0) {
-            --d;
-            if (++c[d] < mesh[d])
-                break;
-            c[d] = 0;
-            if (d == 0)
-                return out;
-        }
-        if (mesh.empty())
-            return out;
-    }
 }
 
 std::int64_t product(const Shape& s)
