@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "jobs/mappingjob.h"
+#include "mappingfixtures.h"
 #include "megatron_mapping.h"
 #include "models/mappingfilterproxy.h"
 #include "models/mappingmodel.h"
@@ -17,25 +18,9 @@
 using namespace tessera::ui;
 using tessera::MappingStatus;
 
-namespace {
-CheckpointPtr scanFixture(const std::string& name)
-{
-    auto scanned = tessera::scanCheckpoint(tessera::test::fixture(name));
-    if (!scanned)
-        qFatal("%s", scanned.error().message.c_str());
-    return std::make_shared<const tessera::CheckpointInfo>(std::move(scanned).value());
-}
-
-int countStatus(const MappingModel& model, MappingStatus status)
-{
-    int n = 0;
-    for (int r = 0; r < model.rowCount(); ++r)
-        n += model.index(r, 0).data(MappingModel::StatusRole).toInt() == int(status);
-    return n;
-}
-
-const char* kLegacy = "megatron_legacy_qwen2_tp2_pp2/global_step_10/actor";
-} // namespace
+using tessera::test::countStatus;
+using tessera::test::kLegacy;
+using tessera::test::scanFixture;
 
 class TestMappingPage : public QObject {
     Q_OBJECT

@@ -2,6 +2,7 @@
 #include "jobs/comparejob.h"
 #include "jobs/mappingjob.h"
 #include "jobs/mergejob.h"
+#include "mappingfixtures.h"
 #include "megatron_mapping.h"
 #include "merge_plan.h"
 #include "models/mergeplanmodel.h"
@@ -21,15 +22,10 @@
 
 using namespace tessera::ui;
 
-namespace {
-CheckpointPtr scanFixture(const std::string& name)
-{
-    auto scanned = tessera::scanCheckpoint(tessera::test::fixture(name));
-    if (!scanned)
-        qFatal("%s", scanned.error().message.c_str());
-    return std::make_shared<const tessera::CheckpointInfo>(std::move(scanned).value());
-}
+using tessera::test::kLegacy;
+using tessera::test::scanFixture;
 
+namespace {
 QCheckBox* checkBox(const MergePage& page, const QString& text)
 {
     for (auto* box : page.findChildren<QCheckBox*>())
@@ -37,8 +33,6 @@ QCheckBox* checkBox(const MergePage& page, const QString& text)
             return box;
     return nullptr;
 }
-
-const char* kLegacy = "megatron_legacy_qwen2_tp2_pp2/global_step_10/actor";
 } // namespace
 
 class TestMergePage : public QObject {
