@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "diffdetailjob.h"
 
+#include "retirewatcher.h"
+
 #include <QtConcurrent>
 
 #include <exception>
@@ -70,10 +72,7 @@ void DiffDetailJob::cancel()
     auto* watcher = m_watcher;
     m_watcher = nullptr;
     ++m_generation;
-    watcher->disconnect(this);
-    connect(watcher, &QFutureWatcher<DiffDetailOutcome>::finished, watcher, &QObject::deleteLater);
-    if (watcher->isFinished())
-        watcher->deleteLater();
+    retireWatcher(watcher, this);
 }
 
 bool DiffDetailJob::isRunning() const { return m_watcher && !m_watcher->isFinished(); }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "diffjob.h"
 
+#include "retirewatcher.h"
 #include "scan.h"
 
 #include <QElapsedTimer>
@@ -179,10 +180,7 @@ void DiffJob::cancel()
     m_watcher = nullptr;
     ++m_generation;
     const bool wasRunning = !watcher->isFinished();
-    watcher->disconnect(this);
-    connect(watcher, &QFutureWatcher<DiffOutcome>::finished, watcher, &QObject::deleteLater);
-    if (watcher->isFinished())
-        watcher->deleteLater();
+    retireWatcher(watcher, this);
     if (wasRunning)
         Q_EMIT canceled();
 }

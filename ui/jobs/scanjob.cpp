@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "scanjob.h"
 
+#include "retirewatcher.h"
 #include "scan.h"
 
 #include <QPromise>
@@ -99,10 +100,7 @@ void ScanJob::cancel()
     ++m_generation;
     const bool wasRunning = !watcher->isFinished();
     watcher->cancel();
-    watcher->disconnect(this);
-    connect(watcher, &QFutureWatcher<ScanOutcome>::finished, watcher, &QObject::deleteLater);
-    if (watcher->isFinished())
-        watcher->deleteLater();
+    retireWatcher(watcher, this);
     if (wasRunning)
         Q_EMIT canceled();
 }
