@@ -146,4 +146,15 @@ int usageError(const ArgParser& parser)
     return ExitUsage;
 }
 
+std::optional<int> parseCommandLine(ArgParser& parser, const std::vector<std::string>& args)
+{
+    if (!parser.parse(args))
+        return usageError(parser);
+    if (parser.helpRequested()) {
+        std::cout << parser.helpText();
+        return ExitOk;
+    }
+    return std::nullopt;
+}
+
 } // namespace tessera::cli

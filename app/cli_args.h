@@ -57,4 +57,8 @@ private:
 /// Prints "tessera <command>: <error>" and a hint to stderr; returns ExitUsage.
 int usageError(const ArgParser& parser);
 
+/// Parses a command's `args`: on a usage error reports it as usageError() does, on --help prints the help text
+/// to stdout. Returns the exit code when the command has nothing more to do, std::nullopt when it should run.
+std::optional<int> parseCommandLine(ArgParser& parser, const std::vector<std::string>& args);
+
 } // namespace tessera::cli

@@ -141,12 +141,8 @@ int runDiff(const std::vector<std::string>& args)
     parser.addOption("hf_model_path", "DIR", "config.json folder for A (Megatron name mapping), if not found");
     parser.addOption("hf_model_path_b", "DIR", "config.json folder for B, if not found");
     parser.addOption("threads", "N", "tensors compared in parallel", "number of cores");
-    if (!parser.parse(args))
-        return usageError(parser);
-    if (parser.helpRequested()) {
-        std::cout << parser.helpText();
-        return ExitOk;
-    }
+    if (const auto exitCode = parseCommandLine(parser, args))
+        return *exitCode;
     DiffOptions options;
     for (const char* name : { "atol", "rtol" }) {
         const auto v = parseTolerance(parser, name);

@@ -31,12 +31,8 @@ int runInspect(const std::vector<std::string>& args)
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file over the built-in rules");
     parser.addOption("ignore_missing_params", "REGEX", "Megatron: names that may be missing or unmapped");
     parser.addSwitch("is_value_model", "Megatron: map output_layer to score.weight");
-    if (!parser.parse(args))
-        return usageError(parser);
-    if (parser.helpRequested()) {
-        std::cout << parser.helpText();
-        return ExitOk;
-    }
+    if (const auto exitCode = parseCommandLine(parser, args))
+        return *exitCode;
     ScanOptions options;
     options.hfModelPath = parser.value("hf_model_path");
     if (parser.isSet("threads"))

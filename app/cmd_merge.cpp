@@ -33,12 +33,8 @@ int runMerge(const std::vector<std::string>& args)
     parser.addSwitch("tensors", "with --dry-run: list every tensor and how it is copied");
     parser.addOption("hf_upload_path", "REPO", "not supported: upload the folder with 'huggingface-cli upload'");
     parser.addSwitch("private", "accepted for compatibility with verl (upload is not supported)");
-    if (!parser.parse(args))
-        return usageError(parser);
-    if (parser.helpRequested()) {
-        std::cout << parser.helpText();
-        return ExitOk;
-    }
+    if (const auto exitCode = parseCommandLine(parser, args))
+        return *exitCode;
     if (parser.isSet("hf_upload_path")) {
         std::cerr << "tessera merge: --hf_upload_path is not supported; merge, then run 'huggingface-cli upload REPO "
                   << parser.value("target_dir") << "'\n";

@@ -27,12 +27,8 @@ int runTest(const std::vector<std::string>& args)
     parser.addOption("atol", "A", "absolute tolerance", "0");
     parser.addOption("rtol", "R", "relative tolerance: |a-b| <= atol + rtol*|b|", "0");
     parser.addSwitch("failures_only", "list only the tensors that differ");
-    if (!parser.parse(args))
-        return usageError(parser);
-    if (parser.helpRequested()) {
-        std::cout << parser.helpText();
-        return ExitOk;
-    }
+    if (const auto exitCode = parseCommandLine(parser, args))
+        return *exitCode;
     if (parser.value("test_hf_dir").empty()) {
         std::cerr << "tessera test: --test_hf_dir is required\n";
         return ExitUsage;
