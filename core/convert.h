@@ -28,9 +28,4 @@ Status convertElements(const void* src, DType srcType, void* dst, DType dstType,
 /// bit-identical to it (NCCL's reduction order is not recorded).
 Status accumulatePartial(float* accumulator, const void* src, DType srcType, std::uint64_t count);
 
-/// The same conversion done by ATen (`from_blob(src).to(dstType)` copied into `dst`), with ATen's own
-/// NaN bit patterns. Slower (it allocates a temporary); used by the tests to check convertElements() against
-/// torch, and available as a cross-check.
-Status convertElementsWithATen(const void* src, DType srcType, void* dst, DType dstType, std::uint64_t count);
-
 } // namespace tessera

@@ -3,6 +3,7 @@
 // bit patterns for the edge cases, and against ATen itself (convertElementsWithATen) over every 16-bit pattern
 // and millions of 32/64-bit ones, including ties, subnormals and double-rounding cases.
 #include "convert.h"
+#include "convert_aten.h"
 #include "testutil.h"
 
 #include <QTest>
