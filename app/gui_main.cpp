@@ -94,6 +94,17 @@ int runGui(int argc, char** argv)
         std::fprintf(stderr, "tessera gui: %s\n\n%s", qPrintable(options.error), kGuiUsage);
         return 2;
     }
+    // Without a display Qt would abort with a terse message; say what to do instead. Screenshots and tests set
+    // QT_QPA_PLATFORM=offscreen and need no display.
+    const bool haveDisplay = !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
+        || !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+    if (!haveDisplay) {
+        std::fputs("tessera: no display to open the workbench on (DISPLAY and WAYLAND_DISPLAY are not set).\n"
+                   "Run a headless command instead (tessera --help lists them), or set QT_QPA_PLATFORM=offscreen\n"
+                   "with --screenshot to render the workbench to a PNG.\n",
+                   stderr);
+        return 1;
+    }
 
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("Tessera"));
