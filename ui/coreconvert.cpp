@@ -37,6 +37,15 @@ QString fileName(const std::string& path)
     return qs(slash == std::string::npos ? path : path.substr(slash + 1));
 }
 
+QString fileNameUnder(const std::string& path, const std::string& root)
+{
+    // Megatron folders hold one model.pt per mp_rank_* folder: the part below the root tells them apart.
+    if (!root.empty() && path.size() > root.size() + 1 && path.compare(0, root.size(), root) == 0
+        && path[root.size()] == '/')
+        return qs(path.substr(root.size() + 1));
+    return fileName(path);
+}
+
 std::uint64_t boxNumel(const tessera::Shape& shape)
 {
     std::uint64_t n = 1;

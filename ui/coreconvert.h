@@ -25,6 +25,8 @@ QString boxText(const tessera::Shape& offsets, const tessera::Shape& shape);
 QString roleText(tessera::PieceRole role);
 /// Last path component of a core path.
 QString fileName(const std::string& path);
+/// `path` relative to `root` when it lies below it ("mp_rank_00_001/model.pt"), else its file name.
+QString fileNameUnder(const std::string& path, const std::string& root);
 /// Elements of a box.
 std::uint64_t boxNumel(const tessera::Shape& shape);
 /// Bytes a piece stores.

@@ -117,7 +117,7 @@ void ShardTreeModel::rebuild()
         if (it != groupByFile.end())
             return it->second;
         Group group;
-        group.name = file.empty() ? tr("(no file)") : fileName(file);
+        group.name = file.empty() ? tr("(no file)") : fileNameUnder(file, info.root);
         group.path = qs(file);
         m_groups.push_back(std::move(group));
         const int index = static_cast<int>(m_groups.size()) - 1;
