@@ -44,6 +44,10 @@ private Q_SLOTS:
         QTest::newRow("uneven w3 dcp") << "fsdp2_qwen2_w3_uneven" << "dcp" << "";
         QTest::newRow("tp+fsdp") << "tp_fsdp_llama_2x2" << "global_step_10/actor" << "_StridedShard";
         QTest::newRow("tp+fsdp dcp") << "tp_fsdp_llama_2x2" << "dcp" << "";
+        QTest::newRow("tied embeddings") << "fsdp2_qwen2tied_w2" << "global_step_10/actor" << "";
+        QTest::newRow("tied embeddings dcp") << "fsdp2_qwen2tied_w2" << "dcp" << "";
+        QTest::newRow("critic value head") << "fsdp2_qwen2_critic_w2" << "global_step_10/actor" << "";
+        QTest::newRow("critic value head dcp") << "fsdp2_qwen2_critic_w2" << "dcp" << "";
         QTest::newRow("megatron-lm vpp") << "megatron_lm_llama_tp2_pp2_vpp2" << "" << "";
         QTest::newRow("megatron legacy pp4") << "megatron_legacy_llama_tp1_pp4" << "" << "";
         QTest::newRow("megatron dist tp2") << "megatron_dist_qwen2_tp2_pp1" << "" << "";
