@@ -208,7 +208,7 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
 
     std::atomic<std::uint64_t> done { 0 };
     std::mutex progressMutex;
-    parallelFor(ranks.size(), resolveThreads(threads), [&](std::size_t i) {
+    parallelFor(ranks.size(), resolvePickleReaders(threads), [&](std::size_t i) {
         if (ranks[i].path.empty() || progress.isCanceled())
             return;
         readRankFile(ranks[i]);

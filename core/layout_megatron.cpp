@@ -275,7 +275,7 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
 
     std::atomic<std::size_t> done { 0 };
     std::mutex progressMutex;
-    parallelFor(folders.size(), resolveThreads(threads), [&](std::size_t i) {
+    parallelFor(folders.size(), resolvePickleReaders(threads), [&](std::size_t i) {
         if (folders[i].path.empty() || progress.isCanceled())
             return;
         readRankFolder(folders[i]);
