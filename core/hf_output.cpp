@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "hf_output.h"
+#include "text_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,12 +20,10 @@ namespace {
 
 Result<std::string> readText(const fs::path& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    auto text = readTextFile(path.string());
+    if (!text)
         return makeError(path.string() + ": cannot be read");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    return std::move(*text);
 }
 
 Status writeText(const fs::path& path, const std::string& text)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "megatron_mapping_rules.h"
+#include "text_file.h"
 
 #include "megatron_mapping_resources.h"
 
@@ -316,12 +317,10 @@ Result<MappingRuleSet> selectMappingRules(const std::vector<std::string>& archit
 
 Result<MappingRuleSet> applyUserMappingRules(const MappingRuleSet& base, const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    const auto contents = readTextFile(path);
+    if (!contents)
         return makeError(path + ": cannot read the mapping rules file");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    const std::string text = buffer.str();
+    const std::string& text = *contents;
     auto j = json::parse(text, nullptr, false);
     if (!j.is_discarded() && j.is_object())
         if (auto it = j.find("extends"); it != j.end() && it->is_string() && it->get<std::string>() != base.family) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "safetensors_reader.h"
+#include "text_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -657,12 +658,10 @@ struct WeightMap {
 Result<WeightMap> readWeightMap(const fs::path& indexPath)
 {
     const std::string path = indexPath.string();
-    std::ifstream in(indexPath, std::ios::binary);
-    if (!in)
+    const auto text = readTextFile(path);
+    if (!text)
         return makeError(path + ": cannot open the index file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    const Json json = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    const Json json = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded())
         return makeError(path + ": the index is not valid JSON");
     if (!json.is_object() || !json.contains("weight_map") || !json["weight_map"].is_object())

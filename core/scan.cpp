@@ -2,6 +2,7 @@
 // Layout detection: from whatever folder the user points at to the reader that understands it.
 
 #include "scan.h"
+#include "text_file.h"
 
 #include "layouts.h"
 #include "safetensors_reader.h"
@@ -37,8 +38,7 @@ bool hasSubdirMatching(const fs::path& dir, const std::regex& pattern)
 
 std::string readTrimmed(const fs::path& file)
 {
-    std::ifstream in(file);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = readTextFile(file.string()).value_or(std::string());
     const auto first = text.find_first_not_of(" \t\r\n");
     const auto last = text.find_last_not_of(" \t\r\n");
     return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
