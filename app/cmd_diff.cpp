@@ -5,9 +5,9 @@
 #include "commands.h"
 #include "terminal_progress.h"
 
-#include "safetensors_reader.h"
-#include "scan.h"
-#include "tensor_diff.h"
+#include "formats/safetensors_reader.h"
+#include "formats/scan.h"
+#include "compare/tensor_diff.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,10 +5,10 @@
 #include "commands.h"
 #include "terminal_progress.h"
 
-#include "checkpoint_report.h"
-#include "megatron_mapping.h"
-#include "megatron_mapping_report.h"
-#include "scan.h"
+#include "model/checkpoint_report.h"
+#include "mapping/megatron_mapping.h"
+#include "mapping/megatron_mapping_report.h"
+#include "formats/scan.h"
 
 #include <nlohmann/json.hpp>
 

@@ -6,9 +6,9 @@
 #include "merge_common.h"
 #include "terminal_progress.h"
 
-#include "byte_size.h"
-#include "merge_engine.h"
-#include "merge_plan.h"
+#include "io/byte_size.h"
+#include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
 
 #include <nlohmann/json.hpp>
 

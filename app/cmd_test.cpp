@@ -6,8 +6,8 @@
 #include "merge_common.h"
 #include "terminal_progress.h"
 
-#include "merge_plan.h"
-#include "model_compare.h"
+#include "merge/merge_plan.h"
+#include "compare/model_compare.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,9 +3,9 @@
 
 #include "terminal_progress.h"
 
-#include "megatron_mapping.h"
+#include "mapping/megatron_mapping.h"
 #include "parallel.h"
-#include "scan.h"
+#include "formats/scan.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,8 +5,8 @@
 
 #include "cli_args.h"
 
-#include "checkpoint.h"
-#include "merge_plan.h"
+#include "model/checkpoint.h"
+#include "merge/merge_plan.h"
 
 #include <optional>
 

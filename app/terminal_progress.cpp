@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "terminal_progress.h"
 
-#include "byte_size.h"
+#include "io/byte_size.h"
 
 #include <csignal>
 #include <cstdio>

@@ -6,7 +6,7 @@
 //   bench_inspect [--dir CHECKPOINT] [--work DIR] [--gb 1.0] [--ranks 4] [--hidden 4096] [--rounds 5] [--keep]
 
 #include "bench_args.h"
-#include "scan.h"
+#include "formats/scan.h"
 #include "synthetic_checkpoint.h"
 
 #include <fcntl.h>

@@ -6,12 +6,12 @@
 //   bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] [--rounds 2] [--keep]
 
 #include "bench_args.h"
-#include "byte_size.h"
-#include "merge_engine.h"
-#include "merge_plan.h"
-#include "scan.h"
+#include "io/byte_size.h"
+#include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
+#include "formats/scan.h"
 #include "synthetic_checkpoint.h"
-#include "torch_save_writer.h"
+#include "pickle/torch_save_writer.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>

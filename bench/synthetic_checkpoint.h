@@ -3,8 +3,8 @@
 // A large synthetic verl FSDP2 checkpoint written with the project's own torch.save writer, shared by the
 // benchmark programs.
 
-#include "placement.h"
-#include "torch_save_writer.h"
+#include "model/placement.h"
+#include "pickle/torch_save_writer.h"
 
 #include <algorithm>
 #include <cstring>

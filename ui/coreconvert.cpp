@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "coreconvert.h"
 
-#include "byte_size.h"
-#include "checkpoint_report.h"
-#include "placement.h"
+#include "io/byte_size.h"
+#include "model/checkpoint_report.h"
+#include "model/placement.h"
 
 namespace tessera::ui {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "dtype.h"
+#include "model/dtype.h"
 #include "result.h"
 
 #include <cstdint>

@@ -3,8 +3,8 @@
 // The Megatron mapping and merge tests fill 16-bit tensors with distinct values and compare what the merge
 // engine assembles with row ranges of the global values.
 
-#include "merge_engine.h"
-#include "merge_plan.h"
+#include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
 
 #include <QTest>
 

@@ -3,8 +3,8 @@
 
 #include "testutil.h"
 
-#include "convert.h"
-#include "safetensors_reader.h"
+#include "model/convert.h"
+#include "formats/safetensors_reader.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

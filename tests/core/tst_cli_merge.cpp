@@ -3,7 +3,7 @@
 
 #include "testutil.h"
 
-#include "safetensors_reader.h"
+#include "formats/safetensors_reader.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

@@ -2,7 +2,7 @@
 // convertElements() must match torch's .to() bit for bit (NaN payloads aside). Checked two ways: hand-worked
 // bit patterns for the edge cases, and against ATen itself (convertElementsWithATen) over every 16-bit pattern
 // and millions of 32/64-bit ones, including ties, subnormals and double-rounding cases.
-#include "convert.h"
+#include "model/convert.h"
 #include "convert_aten.h"
 #include "testutil.h"
 

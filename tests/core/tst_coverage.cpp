@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "coverage.h"
+#include "model/coverage.h"
 #include "meshcoordinates.h"
-#include "placement.h"
+#include "model/placement.h"
 #include "testutil.h"
 
 #include <QElapsedTimer>

@@ -4,9 +4,9 @@
 
 #include "testutil.h"
 
-#include "checkpoint_report.h"
-#include "safetensors_reader.h"
-#include "scan.h"
+#include "model/checkpoint_report.h"
+#include "formats/safetensors_reader.h"
+#include "formats/scan.h"
 
 #include <nlohmann/json.hpp>
 

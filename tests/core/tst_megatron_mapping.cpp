@@ -6,14 +6,14 @@
 #include "megatronvalues.h"
 #include "testutil.h"
 
-#include "hf_expected.h"
-#include "megatron_mapping.h"
-#include "megatron_mapping_report.h"
-#include "megatron_mapping_rules.h"
-#include "merge_engine.h"
-#include "merge_plan.h"
-#include "scan.h"
-#include "tensor_reindex.h"
+#include "mapping/hf_expected.h"
+#include "mapping/megatron_mapping.h"
+#include "mapping/megatron_mapping_report.h"
+#include "mapping/megatron_mapping_rules.h"
+#include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
+#include "formats/scan.h"
+#include "model/tensor_reindex.h"
 
 #include <nlohmann/json.hpp>
 

@@ -6,12 +6,12 @@
 #include "megatronvalues.h"
 #include "testutil.h"
 
-#include "megatron_mapping.h"
-#include "merge_engine.h"
-#include "merge_plan.h"
-#include "safetensors_reader.h"
-#include "scan.h"
-#include "torch_save_writer.h"
+#include "mapping/megatron_mapping.h"
+#include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
+#include "formats/safetensors_reader.h"
+#include "formats/scan.h"
+#include "pickle/torch_save_writer.h"
 
 #include <QTest>
 

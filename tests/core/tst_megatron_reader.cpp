@@ -4,13 +4,13 @@
 
 #include "testutil.h"
 
-#include "checkpoint_report.h"
-#include "mapped_file.h"
-#include "megatron_config.h"
-#include "megatron_names.h"
-#include "safetensors_reader.h"
-#include "scan.h"
-#include "zip_archive.h"
+#include "model/checkpoint_report.h"
+#include "io/mapped_file.h"
+#include "formats/megatron_config.h"
+#include "formats/megatron_names.h"
+#include "formats/safetensors_reader.h"
+#include "formats/scan.h"
+#include "io/zip_archive.h"
 
 #include <nlohmann/json.hpp>
 

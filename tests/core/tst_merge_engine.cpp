@@ -5,16 +5,16 @@
 
 #include "testutil.h"
 
-#include "box_copy.h"
-#include "convert.h"
-#include "hf_output.h"
-#include "mapped_file.h"
-#include "merge_engine.h"
-#include "merge_plan.h"
-#include "model_compare.h"
-#include "safetensors_reader.h"
-#include "scan.h"
-#include "torch_save_writer.h"
+#include "merge/box_copy.h"
+#include "model/convert.h"
+#include "merge/hf_output.h"
+#include "io/mapped_file.h"
+#include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
+#include "compare/model_compare.h"
+#include "formats/safetensors_reader.h"
+#include "formats/scan.h"
+#include "pickle/torch_save_writer.h"
 
 #include <cstring>
 #include <filesystem>

@@ -3,8 +3,8 @@
 
 #include "testutil.h"
 
-#include "merge_plan.h"
-#include "scan.h"
+#include "merge/merge_plan.h"
+#include "formats/scan.h"
 
 #include <nlohmann/json.hpp>
 

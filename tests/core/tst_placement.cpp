@@ -2,7 +2,7 @@
 // DTensor placement math against torch's _compute_local_shape_and_global_offset / _StridedShard._split_tensor.
 // Expected numbers are worked out by hand from torch's algorithm (see the comments next to each table).
 #include "meshcoordinates.h"
-#include "placement.h"
+#include "model/placement.h"
 #include "testutil.h"
 
 #include <QTest>

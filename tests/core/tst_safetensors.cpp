@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // safetensors reader, writer, HF sharding helpers and byte sizes. The fixture references were written by the real
 // safetensors library, so rebuilding their headers byte for byte pins the writer to the reference implementation.
-#include "byte_size.h"
-#include "mapped_file.h"
-#include "safetensors_reader.h"
-#include "safetensors_writer.h"
+#include "io/byte_size.h"
+#include "io/mapped_file.h"
+#include "formats/safetensors_reader.h"
+#include "formats/safetensors_writer.h"
 #include "testutil.h"
 
 #include <QDir>

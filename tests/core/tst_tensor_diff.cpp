@@ -4,11 +4,11 @@
 
 #include "testutil.h"
 
-#include "convert.h"
-#include "safetensors_reader.h"
-#include "safetensors_writer.h"
-#include "scan.h"
-#include "tensor_diff.h"
+#include "model/convert.h"
+#include "formats/safetensors_reader.h"
+#include "formats/safetensors_writer.h"
+#include "formats/scan.h"
+#include "compare/tensor_diff.h"
 
 #include <QTest>
 

@@ -3,9 +3,9 @@
 
 #include "testutil.h"
 
-#include "saved_tensor.h"
-#include "torch_save.h"
-#include "zip_archive.h"
+#include "pickle/saved_tensor.h"
+#include "pickle/torch_save.h"
+#include "io/zip_archive.h"
 
 #include <QTest>
 

@@ -3,7 +3,7 @@
 
 #include "testutil.h"
 
-#include "unpickler.h"
+#include "pickle/unpickler.h"
 
 #include <QTest>
 

@@ -3,9 +3,9 @@
 // The shared fixtures as the mapping and merge page tests load them, and a count of mapping rows by status.
 
 #include "checkpointptr.h"
-#include "megatron_mapping.h"
+#include "mapping/megatron_mapping.h"
 #include "models/mappingmodel.h"
-#include "scan.h"
+#include "formats/scan.h"
 #include "testutil.h"
 
 #include <QTest>

@@ -7,9 +7,9 @@
 #include "testutil.h"
 #include "widgets/diffdetailview.h"
 
-#include "convert.h"
-#include "safetensors_reader.h"
-#include "scan.h"
+#include "model/convert.h"
+#include "formats/safetensors_reader.h"
+#include "formats/scan.h"
 
 #include <QSignalSpy>
 #include <QTableView>

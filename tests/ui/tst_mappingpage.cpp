@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "jobs/mappingjob.h"
 #include "mappingfixtures.h"
-#include "megatron_mapping.h"
+#include "mapping/megatron_mapping.h"
 #include "models/mappingfilterproxy.h"
 #include "models/mappingmodel.h"
 #include "pages/mappingpage.h"
-#include "scan.h"
+#include "formats/scan.h"
 #include "testutil.h"
 #include "widgets/filterbar.h"
 #include "widgets/ruleseditor.h"

@@ -2,7 +2,7 @@
 #include "models/roles.h"
 #include "models/shardtreemodel.h"
 #include "models/shardtreeproxy.h"
-#include "scan.h"
+#include "formats/scan.h"
 #include "synthetic.h"
 #include "testutil.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "comparejob.h"
 
-#include "model_compare.h"
+#include "compare/model_compare.h"
 
 #include <QElapsedTimer>
 #include <QPointer>

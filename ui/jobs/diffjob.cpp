@@ -2,7 +2,7 @@
 #include "diffjob.h"
 
 #include "retirewatcher.h"
-#include "scan.h"
+#include "formats/scan.h"
 
 #include <QElapsedTimer>
 #include <QPointer>

@@ -3,7 +3,7 @@
 
 #include "checkpointptr.h"
 
-#include "tensor_diff.h"
+#include "compare/tensor_diff.h"
 
 #include <QFutureWatcher>
 #include <QObject>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mappingjob.h"
 
-#include "megatron_mapping.h"
-#include "merge_plan.h"
+#include "mapping/megatron_mapping.h"
+#include "merge/merge_plan.h"
 
 #include <QDir>
 #include <QElapsedTimer>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mergejob.h"
 
-#include "byte_size.h"
-#include "merge_engine.h"
+#include "io/byte_size.h"
+#include "merge/merge_engine.h"
 
 #include <QElapsedTimer>
 #include <QPromise>

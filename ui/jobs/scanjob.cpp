@@ -2,7 +2,7 @@
 #include "scanjob.h"
 
 #include "retirewatcher.h"
-#include "scan.h"
+#include "formats/scan.h"
 
 #include <QPromise>
 #include <QtConcurrent>

@@ -3,7 +3,7 @@
 
 #include "models/roles.h"
 
-#include "tensor_diff.h"
+#include "compare/tensor_diff.h"
 
 #include <QAbstractTableModel>
 

@@ -6,7 +6,7 @@
 
 #include <QAbstractTableModel>
 
-#include "megatron_mapping.h"
+#include "mapping/megatron_mapping.h"
 
 class QColor;
 class QPalette;

@@ -2,7 +2,7 @@
 #include "mergeplanmodel.h"
 
 #include "coreconvert.h"
-#include "merge_plan.h"
+#include "merge/merge_plan.h"
 #include "roles.h"
 
 #include <QDir>

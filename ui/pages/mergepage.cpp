@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mergepage.h"
 
-#include "byte_size.h"
+#include "io/byte_size.h"
 #include "coreconvert.h"
 #include "jobs/comparejob.h"
 #include "jobs/mappingjob.h"
 #include "jobs/mergejob.h"
-#include "megatron_mapping.h"
-#include "merge_plan.h"
+#include "mapping/megatron_mapping.h"
+#include "merge/merge_plan.h"
 #include "models/mergeplanmodel.h"
 #include "models/roles.h"
 #include "widgets/rankcolors.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "tensor_diff.h"
+#include "compare/tensor_diff.h"
 
 #include <QWidget>
 

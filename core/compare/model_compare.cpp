@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "compare/model_compare.h"
+
+#include "model/convert.h"
+#include "merge/merge_engine.h"
+#include "parallel.h"
+#include "formats/safetensors_reader.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+namespace tessera {
+
+namespace {
+
+constexpr std::uint64_t kChunkElements = 1u << 18;
+
+/// Compares `count` elements of `dtype` at `a` (merged) and `b` (reference), accumulating into `result`.
+Status compareValues(const std::uint8_t* a, const std::uint8_t* b, DType dtype, std::uint64_t count,
+                     std::uint64_t firstIndex, const CompareOptions& options, TensorComparison& result,
+                     std::vector<double>& da, std::vector<double>& db)
+{
+    const std::size_t es = dtypeSize(dtype);
+    const bool exact = options.atol == 0 && options.rtol == 0;
+    if (exact && std::memcmp(a, b, count * es) == 0)
+        return Status::success();
+    const bool floating = canConvert(dtype, DType::Float64) && isFloatingPoint(dtype);
+    if (!floating) {
+        for (std::uint64_t i = 0; i < count; ++i)
+            if (std::memcmp(a + i * es, b + i * es, es) != 0) {
+                if (result.mismatches++ == 0)
+                    result.detail = "first difference at element " + std::to_string(firstIndex + i);
+            }
+        return Status::success();
+    }
+    da.resize(count);
+    db.resize(count);
+    TESSERA_TRY(convertElements(a, dtype, da.data(), DType::Float64, count));
+    TESSERA_TRY(convertElements(b, dtype, db.data(), DType::Float64, count));
+    for (std::uint64_t i = 0; i < count; ++i) {
+        const double x = da[i], y = db[i];
+        bool same;
+        if (exact)
+            same = std::memcmp(a + i * es, b + i * es, es) == 0 || (std::isnan(x) && std::isnan(y));
+        else
+            same = (std::isnan(x) && std::isnan(y)) || x == y
+                || std::fabs(x - y) <= options.atol + options.rtol * std::fabs(y);
+        if (same)
+            continue;
+        const double diff = std::isnan(x) || std::isnan(y) ? INFINITY : std::fabs(x - y);
+        if (result.mismatches++ == 0) {
+            std::ostringstream s;
+            s.precision(9);
+            s << "first at element " << firstIndex + i << ": merged " << x << ", reference " << y;
+            result.detail = s.str();
+        }
+        if (diff > result.maxAbsDiff || std::isnan(result.maxAbsDiff))
+            result.maxAbsDiff = diff;
+    }
+    return Status::success();
+}
+
+TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, const PlannedTensor& planned,
+                            const TensorInfo& ref, const CompareOptions& options, MemoryBudget& budget,
+                            const std::function<bool()>& canceled)
+{
+    TensorComparison c;
+    c.name = planned.name;
+    c.elements = ref.numel();
+    if (ref.shape != planned.shape) {
+        c.verdict = TensorComparison::Verdict::ShapeMismatch;
+        c.detail = "shape " + formatShape(planned.shape) + ", reference " + formatShape(ref.shape);
+        return c;
+    }
+    if (ref.dtype != planned.dtype) {
+        c.verdict = TensorComparison::Verdict::DtypeMismatch;
+        c.detail = "dtype " + std::string(torchName(planned.dtype)) + ", reference " + std::string(torchName(ref.dtype));
+        return c;
+    }
+    if (ref.pieces.size() != 1) {
+        c.verdict = TensorComparison::Verdict::Failed;
+        c.detail = "the reference tensor is not stored in one piece";
+        return c;
+    }
+    const Piece& rp = ref.pieces.front();
+    auto refFile = files.map(rp.file);
+    if (!refFile) {
+        c.verdict = TensorComparison::Verdict::Failed;
+        c.detail = refFile.error().message;
+        return c;
+    }
+    const std::uint64_t held = budget.acquire(planned.bytes);
+    auto buffer = PageBuffer::allocate(planned.bytes);
+    Status status = buffer ? materializeTensor(files, info.tensors[planned.source], planned, buffer->data(), canceled)
+                           : Status(buffer.error());
+    if (status) {
+        const std::size_t es = dtypeSize(planned.dtype);
+        const std::uint64_t count = planned.bytes / std::max<std::size_t>(es, 1);
+        std::vector<double> da, db;
+        const std::uint8_t* refBase = (*refFile)->view().data() + rp.dataOffset;
+        if (rp.dataOffset + planned.bytes > (*refFile)->size())
+            status = makeError(rp.file + ": " + ref.name + " reaches past the end of the file");
+        for (std::uint64_t first = 0; status && first < count; first += kChunkElements) {
+            const std::uint64_t n = std::min(kChunkElements, count - first);
+            status = compareValues(buffer->data() + first * es, refBase + first * es, planned.dtype, n, first, options,
+                                   c, da, db);
+            (*refFile)->adviseDontNeed(rp.dataOffset + first * es, n * es);
+        }
+    }
+    buffer = PageBuffer();
+    budget.release(held);
+    if (!status) {
+        c.verdict = TensorComparison::Verdict::Failed;
+        c.detail = status.error().message;
+    } else if (c.mismatches > 0) {
+        c.verdict = TensorComparison::Verdict::Different;
+        std::ostringstream s;
+        s.precision(6);
+        s << c.mismatches << " of " << c.elements << " elements differ";
+        if (c.maxAbsDiff > 0)
+            s << " (max |diff| " << c.maxAbsDiff << ")";
+        s << "; " << c.detail;
+        c.detail = s.str();
+    }
+    return c;
+}
+
+const char* verdictName(TensorComparison::Verdict v)
+{
+    using V = TensorComparison::Verdict;
+    switch (v) {
+    case V::Equal:
+        return "ok";
+    case V::Different:
+        return "DIFFERENT";
+    case V::ShapeMismatch:
+        return "SHAPE";
+    case V::DtypeMismatch:
+        return "DTYPE";
+    case V::MissingInReference:
+        return "NOT IN REFERENCE";
+    case V::OnlyInReference:
+        return "MISSING";
+    case V::Failed:
+        return "ERROR";
+    }
+    return "?";
+}
+
+} // namespace
+
+std::size_t CompareReport::failures() const
+{
+    std::size_t n = 0;
+    for (const auto& t : tensors)
+        n += t.verdict == TensorComparison::Verdict::Equal ? 0 : 1;
+    return n;
+}
+
+std::string CompareReport::text(bool onlyFailures) const
+{
+    std::ostringstream out;
+    for (const auto& t : tensors) {
+        if (onlyFailures && t.verdict == TensorComparison::Verdict::Equal)
+            continue;
+        out << (t.verdict == TensorComparison::Verdict::Equal ? "  ok    " : "  FAIL  ") << t.name;
+        if (t.verdict != TensorComparison::Verdict::Equal)
+            out << ": " << verdictName(t.verdict) << (t.detail.empty() ? "" : ": " + t.detail);
+        out << "\n";
+    }
+    const std::size_t bad = failures();
+    out << (bad ? "FAILED: " : "OK: ") << tensors.size() - bad << " of " << tensors.size() << " tensors match "
+        << reference << "\n";
+    return out.str();
+}
+
+Result<CompareReport> compareWithReference(const CheckpointInfo& info, const MergePlan& plan,
+                                           const std::string& referencePath, const CompareOptions& options,
+                                           Progress& progress)
+{
+    auto reference = scanSafetensorsFolder(referencePath);
+    TESSERA_TRY(reference);
+    if (!reference->problems.empty()) {
+        std::string message = referencePath + ": the reference model is damaged:";
+        for (const auto& p : reference->problems)
+            message += "\n  " + p.text();
+        return makeError(message);
+    }
+    CompareReport report;
+    report.reference = referencePath;
+    std::map<std::string, const TensorInfo*> byName;
+    for (const auto& t : reference->tensors)
+        byName[t.name] = &t;
+
+    report.tensors.resize(plan.tensors.size());
+    SourceFiles files;
+    MemoryBudget budget(plan.largestTensorBytes);
+    std::atomic<std::uint64_t> done { 0 };
+    std::mutex progressMutex;
+    auto canceled = [&] { return progress.isCanceled(); };
+    parallelFor(plan.tensors.size(), resolveThreads(static_cast<int>(options.threads)), [&](std::size_t i) {
+        const PlannedTensor& planned = plan.tensors[i];
+        TensorComparison& c = report.tensors[i];
+        c.name = planned.name;
+        if (canceled()) {
+            c.verdict = TensorComparison::Verdict::Failed;
+            c.detail = "canceled";
+            return;
+        }
+        auto it = byName.find(planned.name);
+        if (it == byName.end()) {
+            if (!options.ignore.count(planned.name)) {
+                c.verdict = TensorComparison::Verdict::MissingInReference;
+                c.detail = "the merged model has it, the reference does not";
+            }
+        } else {
+            c = compareOne(files, info, planned, *it->second, options, budget, canceled);
+        }
+        std::lock_guard<std::mutex> lock(progressMutex);
+        done += planned.bytes;
+        progress.report(done, plan.totalBytes, planned.name);
+    });
+    std::set<std::string> merged;
+    for (const auto& t : plan.tensors)
+        merged.insert(t.name);
+    for (const auto& t : reference->tensors)
+        if (!merged.count(t.name) && !options.ignore.count(t.name)) {
+            TensorComparison c;
+            c.name = t.name;
+            c.verdict = TensorComparison::Verdict::OnlyInReference;
+            c.detail = "the reference has it, the merged model does not";
+            for (const auto& d : plan.dropped)
+                if (d.rfind(t.name + " ", 0) == 0)
+                    c.detail += " (" + d.substr(t.name.size() + 1) + ")";
+            report.tensors.push_back(std::move(c));
+        }
+    if (progress.isCanceled())
+        return makeError("canceled");
+    return report;
+}
+
+} // namespace tessera

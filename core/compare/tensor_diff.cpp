@@ -1,0 +1,801 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "compare/tensor_diff.h"
+
+#include "model/convert.h"
+#include "mapping/megatron_mapping.h"
+#include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
+#include "parallel.h"
+#include "formats/safetensors_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <sstream>
+
+namespace tessera {
+
+namespace {
+
+/// Values are converted to float64 this many at a time, so conversion buffers stay small (2 MB per side).
+constexpr std::uint64_t kChunkElements = 1u << 18;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+enum class ValueKind { Float, Integer, Bytes };
+
+ValueKind valueKind(DType dtype)
+{
+    if (canConvert(dtype, DType::Float64) && isFloatingPoint(dtype))
+        return ValueKind::Float;
+    switch (dtype) {
+    case DType::Bool:
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::Int32:
+    case DType::UInt32:
+    case DType::Int64:
+    case DType::UInt64:
+        return ValueKind::Integer;
+    default:
+        return ValueKind::Bytes;
+    }
+}
+
+template <typename T>
+void loadIntegers(const std::uint8_t* src, double* dst, std::uint64_t count)
+{
+    for (std::uint64_t i = 0; i < count; ++i) {
+        T v;
+        std::memcpy(&v, src + i * sizeof(T), sizeof(T));
+        dst[i] = static_cast<double>(v);
+    }
+}
+
+/// `count` elements of `dtype` as float64: floats bit-exactly through convertElements(), integers and bool by
+/// value (exact up to 2^53; equality of integers is decided on their bytes, never on these doubles).
+Status toDouble(const std::uint8_t* src, DType dtype, double* dst, std::uint64_t count)
+{
+    switch (dtype) {
+    case DType::Bool:
+        for (std::uint64_t i = 0; i < count; ++i)
+            dst[i] = src[i] ? 1.0 : 0.0;
+        return Status::success();
+    case DType::UInt8:
+        loadIntegers<std::uint8_t>(src, dst, count);
+        return Status::success();
+    case DType::Int8:
+        loadIntegers<std::int8_t>(src, dst, count);
+        return Status::success();
+    case DType::Int16:
+        loadIntegers<std::int16_t>(src, dst, count);
+        return Status::success();
+    case DType::UInt16:
+        loadIntegers<std::uint16_t>(src, dst, count);
+        return Status::success();
+    case DType::Int32:
+        loadIntegers<std::int32_t>(src, dst, count);
+        return Status::success();
+    case DType::UInt32:
+        loadIntegers<std::uint32_t>(src, dst, count);
+        return Status::success();
+    case DType::Int64:
+        loadIntegers<std::int64_t>(src, dst, count);
+        return Status::success();
+    case DType::UInt64:
+        loadIntegers<std::uint64_t>(src, dst, count);
+        return Status::success();
+    default:
+        return convertElements(src, dtype, dst, DType::Float64, count);
+    }
+}
+
+/// Running statistics of one side, merged chunk by chunk (Chan et al.) so the variance stays accurate.
+struct SideAccumulator {
+    SideStats s;
+    double m2 = 0;
+    void addChunk(const double* v, std::uint64_t n)
+    {
+        std::uint64_t count = 0;
+        double sum = 0, lo = kInf, hi = -kInf;
+        for (std::uint64_t i = 0; i < n; ++i) {
+            const double x = v[i];
+            if (std::isnan(x)) {
+                ++s.nan;
+                continue;
+            }
+            if (std::isinf(x)) {
+                ++s.inf;
+                continue;
+            }
+            s.zeros += x == 0 ? 1 : 0;
+            ++count;
+            sum += x;
+            lo = std::min(lo, x);
+            hi = std::max(hi, x);
+        }
+        if (count == 0)
+            return;
+        const double mean = sum / static_cast<double>(count);
+        double m2Chunk = 0;
+        for (std::uint64_t i = 0; i < n; ++i)
+            if (std::isfinite(v[i]))
+                m2Chunk += (v[i] - mean) * (v[i] - mean);
+        if (s.finite == 0) {
+            s.min = lo;
+            s.max = hi;
+        } else {
+            s.min = std::min(s.min, lo);
+            s.max = std::max(s.max, hi);
+        }
+        const double na = static_cast<double>(s.finite), nb = static_cast<double>(count);
+        const double delta = mean - s.mean;
+        s.mean += delta * nb / (na + nb);
+        m2 += m2Chunk + delta * delta * na * nb / (na + nb);
+        s.finite += count;
+    }
+    SideStats finish() const
+    {
+        SideStats out = s;
+        out.std = s.finite ? std::sqrt(m2 / static_cast<double>(s.finite)) : 0;
+        return out;
+    }
+};
+
+/// How one pair of elements compares.
+struct PairVerdict {
+    bool differs = false;   ///< a ≠ b (NaN opposite NaN is equal)
+    bool outside = false;   ///< fails allclose
+    double absDiff = 0;
+    double relDiff = 0;
+};
+
+PairVerdict comparePair(double x, double y, bool rawDiffers, bool exactOnly, double atol, double rtol)
+{
+    PairVerdict v;
+    const bool xn = std::isnan(x), yn = std::isnan(y);
+    if (xn || yn) {
+        v.differs = v.outside = !(xn && yn);
+        v.absDiff = v.relDiff = v.differs ? kInf : 0;
+        return v;
+    }
+    if (exactOnly ? !rawDiffers : x == y)
+        return v;
+    v.differs = true;
+    const bool finite = std::isfinite(x) && std::isfinite(y);
+    v.absDiff = finite ? std::fabs(x - y) : kInf;
+    v.relDiff = finite && y != 0 ? v.absDiff / std::fabs(y) : kInf;
+    // isclose(): infinities are only ever equal to themselves; integers compare exactly.
+    v.outside = exactOnly || !finite || !(v.absDiff <= atol + rtol * std::fabs(y));
+    return v;
+}
+
+/// Everything the summary row needs, accumulated chunk by chunk.
+struct PairAccumulator {
+    double atol = 0, rtol = 0;
+    bool exactOnly = false;  ///< integer tensors: equality decided on the bytes, no tolerance
+    SideAccumulator a, b;
+    double maxAbs = 0, maxRel = 0, sumAbs = 0, dot = 0, normA = 0, normB = 0;
+    double minSigned = kInf, maxSigned = -kInf;  ///< a − b over pairs finite on both sides
+    std::uint64_t finitePairs = 0, differing = 0, outside = 0;
+    std::int64_t worst = -1;
+
+    void addChunk(const double* x, const double* y, const std::uint8_t* rawNe, std::uint64_t n, std::uint64_t first)
+    {
+        a.addChunk(x, n);
+        b.addChunk(y, n);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            const double xi = x[i], yi = y[i];
+            if (std::isfinite(xi) && std::isfinite(yi)) {
+                ++finitePairs;
+                dot += xi * yi;
+                normA += xi * xi;
+                normB += yi * yi;
+                minSigned = std::min(minSigned, xi - yi);
+                maxSigned = std::max(maxSigned, xi - yi);
+            }
+            const PairVerdict v = comparePair(xi, yi, rawNe && rawNe[i], exactOnly, atol, rtol);
+            if (!v.differs)
+                continue;
+            ++differing;
+            outside += v.outside ? 1 : 0;
+            if (std::isfinite(v.absDiff))
+                sumAbs += v.absDiff;
+            maxRel = std::max(maxRel, v.relDiff);
+            if (v.absDiff > maxAbs || worst < 0) {
+                maxAbs = v.absDiff;
+                worst = static_cast<std::int64_t>(first + i);
+            }
+        }
+    }
+
+    void finish(TensorDiff& d) const
+    {
+        d.a = a.finish();
+        d.b = b.finish();
+        d.maxAbsDiff = maxAbs;
+        d.maxRelDiff = maxRel;
+        d.meanAbsDiff = finitePairs ? sumAbs / static_cast<double>(finitePairs) : 0;
+        if (differing == 0 || (normA == 0 && normB == 0))
+            d.cosine = 1; // exactly: rounding in the dot product must not make equal tensors look different
+        else if (normA == 0 || normB == 0)
+            d.cosine = 0;
+        else
+            d.cosine = std::clamp(dot / (std::sqrt(normA) * std::sqrt(normB)), -1.0, 1.0);
+        d.differing = differing;
+        d.outsideTolerance = outside;
+        d.worstIndex = worst;
+    }
+};
+
+std::string numberText(double v)
+{
+    std::ostringstream s;
+    s.precision(6);
+    s << v;
+    return s.str();
+}
+
+std::string problemsOf(const CheckpointInfo& info, const std::string& name)
+{
+    std::string text;
+    for (const auto& p : info.problems)
+        if (p.tensor == name)
+            text += (text.empty() ? "" : "; ") + p.message;
+    return text;
+}
+
+/// Reads the whole tensor in its own dtype into fresh anonymous memory.
+Result<PageBuffer> readTensor(SourceFiles& files, const CheckpointInfo& info, int index,
+                              const std::function<bool()>& canceled)
+{
+    const TensorInfo& t = info.tensors[static_cast<std::size_t>(index)];
+    auto planned = planTensorCopy(t, static_cast<std::size_t>(index), std::nullopt);
+    TESSERA_TRY(planned);
+    auto buffer = PageBuffer::allocate(std::max<std::uint64_t>(planned->bytes, 1));
+    TESSERA_TRY(buffer);
+    TESSERA_TRY(materializeTensor(files, t, *planned, buffer->data(), canceled));
+    return std::move(*buffer);
+}
+
+/// Both sides of one row in memory.
+struct LoadedPair {
+    PageBuffer a, b;
+    ValueKind kindA = ValueKind::Bytes, kindB = ValueKind::Bytes;
+    bool numeric() const { return kindA != ValueKind::Bytes && kindB != ValueKind::Bytes; }
+    bool exactOnly() const { return kindA == ValueKind::Integer || kindB == ValueKind::Integer; }
+};
+
+Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, const TensorDiff& row,
+                            const std::function<bool()>& canceled)
+{
+    LoadedPair pair;
+    auto bufA = readTensor(files, a, row.indexA, canceled);
+    if (!bufA)
+        return bufA.error().withContext("A");
+    auto bufB = readTensor(files, b, row.indexB, canceled);
+    if (!bufB)
+        return bufB.error().withContext("B");
+    pair.a = std::move(*bufA);
+    pair.b = std::move(*bufB);
+    pair.kindA = valueKind(row.dtypeA);
+    pair.kindB = valueKind(row.dtypeB);
+    return pair;
+}
+
+/// Calls fn(x, y, rawNe, n, first) over the pair's values converted to float64, chunk by chunk.
+template <typename Fn>
+Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
+{
+    const std::size_t esA = dtypeSize(row.dtypeA), esB = dtypeSize(row.dtypeB);
+    const bool sameType = row.dtypeA == row.dtypeB;
+    std::vector<double> x(std::min(kChunkElements, row.elements)), y(x.size());
+    std::vector<std::uint8_t> ne(pair.exactOnly() ? x.size() : 0);
+    for (std::uint64_t first = 0; first < row.elements; first += kChunkElements) {
+        const std::uint64_t n = std::min(kChunkElements, row.elements - first);
+        const std::uint8_t* pa = pair.a.data() + first * esA;
+        const std::uint8_t* pb = pair.b.data() + first * esB;
+        TESSERA_TRY(toDouble(pa, row.dtypeA, x.data(), n));
+        TESSERA_TRY(toDouble(pb, row.dtypeB, y.data(), n));
+        if (!ne.empty())
+            for (std::uint64_t i = 0; i < n; ++i)
+                ne[i] = sameType ? std::memcmp(pa + i * esA, pb + i * esB, esA) != 0 : x[i] != y[i];
+        fn(x.data(), y.data(), ne.empty() ? nullptr : ne.data(), n, first);
+    }
+    return Status::success();
+}
+
+/// Fills the statistics and the verdict of `row` from the loaded values.
+Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options, PairAccumulator* keep = nullptr)
+{
+    const std::uint64_t bytesA = row.elements * dtypeSize(row.dtypeA);
+    row.compared = true;
+    row.numeric = pair.numeric();
+    row.bitEqual = row.dtypeA == row.dtypeB && std::memcmp(pair.a.data(), pair.b.data(), bytesA) == 0;
+    if (!pair.numeric()) {
+        // float8 and complex: no float64 conversion here, so only their bytes are compared.
+        const std::size_t es = dtypeSize(row.dtypeA);
+        if (row.dtypeA == row.dtypeB && !row.bitEqual)
+            for (std::uint64_t i = 0; i < row.elements; ++i)
+                row.differing += std::memcmp(pair.a.data() + i * es, pair.b.data() + i * es, es) != 0 ? 1 : 0;
+        row.outsideTolerance = row.differing;
+        if (row.status == DiffStatus::Pending)
+            row.status = row.bitEqual ? DiffStatus::Identical : DiffStatus::Different;
+        row.detail = std::string(torchName(row.dtypeA)) + " values are compared by their bytes only";
+        if (row.differing)
+            row.detail = std::to_string(row.differing) + " of " + std::to_string(row.elements)
+                + " elements differ; " + row.detail;
+        return Status::success();
+    }
+    PairAccumulator acc;
+    acc.atol = options.atol;
+    acc.rtol = options.rtol;
+    acc.exactOnly = pair.exactOnly();
+    TESSERA_TRY(forEachChunk(pair, row, [&](const double* x, const double* y, const std::uint8_t* ne, std::uint64_t n,
+                                            std::uint64_t first) { acc.addChunk(x, y, ne, n, first); }));
+    acc.finish(row);
+    if (keep)
+        *keep = acc;
+    std::ostringstream s;
+    if (row.status == DiffStatus::DtypeMismatch)
+        s << "dtype " << torchName(row.dtypeA) << " vs " << torchName(row.dtypeB) << "; values: ";
+    if (row.bitEqual) {
+        row.status = DiffStatus::Identical;
+        return Status::success();
+    }
+    if (row.outsideTolerance > 0) {
+        s << row.outsideTolerance << " of " << row.elements << " elements outside ";
+        if (acc.exactOnly)
+            s << "exact equality (integers)";
+        else
+            s << "atol " << numberText(options.atol) << ", rtol " << numberText(options.rtol);
+        s << "; max |a-b| " << numberText(row.maxAbsDiff) << " at "
+          << formatShape(unflattenIndex(static_cast<std::uint64_t>(row.worstIndex), row.shapeA));
+    } else if (row.differing > 0) {
+        s << row.differing << " of " << row.elements << " elements differ, all within tolerance";
+    } else {
+        s << "equal values with different bytes (-0 vs +0, NaN bit patterns or dtype)";
+    }
+    if (row.status == DiffStatus::Pending)
+        row.status = row.outsideTolerance > 0 ? DiffStatus::Different : DiffStatus::WithinTolerance;
+    row.detail = s.str();
+    return Status::success();
+}
+
+/// Reads and compares one row; failures become the row's status.
+void diffRow(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, TensorDiff& row,
+             const DiffOptions& options, MemoryBudget& budget, const std::function<bool()>& canceled)
+{
+    const std::string problems = problemsOf(a, row.name) + problemsOf(b, row.name);
+    if (!problems.empty()) {
+        row.status = DiffStatus::Failed;
+        row.detail = "the checkpoint reports a problem with this tensor: " + problems;
+        return;
+    }
+    const std::uint64_t bytes = row.elements * (dtypeSize(row.dtypeA) + dtypeSize(row.dtypeB));
+    const std::uint64_t held = budget.acquire(bytes);
+    auto pair = loadPair(files, a, b, row, canceled);
+    Status status = pair ? compareLoaded(*pair, row, options) : Status(pair.error());
+    if (pair)
+        *pair = LoadedPair(); // free the buffers before giving the budget back
+    budget.release(held);
+    if (!status) {
+        row.status = DiffStatus::Failed;
+        row.compared = row.numeric = false;
+        row.detail = status.error().message;
+    }
+}
+
+bool valuesComparable(const TensorDiff& row)
+{
+    if (row.indexA < 0 || row.indexB < 0 || row.shapeA != row.shapeB)
+        return false;
+    if (row.dtypeA == row.dtypeB)
+        return true;
+    return valueKind(row.dtypeA) != ValueKind::Bytes && valueKind(row.dtypeB) != ValueKind::Bytes;
+}
+
+std::uint64_t volumeOf(const Shape& shape)
+{
+    std::uint64_t n = 1;
+    for (auto s : shape)
+        n *= static_cast<std::uint64_t>(std::max<std::int64_t>(s, 0));
+    return n;
+}
+
+/// Histogram range [lo, hi] widened when empty or a single value, so every bin has a width.
+std::pair<double, double> widen(double lo, double hi)
+{
+    if (!(lo <= hi))
+        return { -1, 1 };
+    if (lo == hi) {
+        const double pad = std::max(std::fabs(lo) * 0.5, 0.5);
+        return { lo - pad, hi + pad };
+    }
+    return { lo, hi };
+}
+
+Histogram makeHistogram(double lo, double hi, int bins)
+{
+    Histogram h;
+    std::tie(h.lo, h.hi) = widen(lo, hi);
+    h.counts.assign(static_cast<std::size_t>(std::max(bins, 1)), 0.0);
+    return h;
+}
+
+void addToHistogram(Histogram& h, double v)
+{
+    if (!std::isfinite(v))
+        return;
+    const double pos = (v - h.lo) / (h.hi - h.lo) * static_cast<double>(h.counts.size());
+    const auto bin = static_cast<std::size_t>(std::clamp(pos, 0.0, static_cast<double>(h.counts.size() - 1)));
+    h.counts[bin] += 1;
+}
+
+/// Orders worst elements: larger |a − b| first, then lower index.
+struct WorseFirst {
+    bool operator()(const WorstElement& l, const WorstElement& r) const
+    {
+        return l.absDiff > r.absDiff || (l.absDiff == r.absDiff && l.flat < r.flat);
+    }
+};
+
+/// Block accumulators of the heatmap.
+struct HeatmapBuilder {
+    Heatmap map;
+    std::vector<double> sumA, sumB;
+    std::vector<std::uint64_t> countA, countB;
+    std::vector<int> colCell;       ///< source column → cell column
+    std::int64_t row = 0, col = 0;  ///< source position of the next element
+    int cellRow = 0;
+
+    HeatmapBuilder(const Shape& shape, int maxCells)
+    {
+        const std::uint64_t numel = volumeOf(shape);
+        if (numel == 0)
+            return;
+        map.sourceCols = shape.empty() ? 1 : std::max<std::int64_t>(shape.back(), 1);
+        map.sourceRows = static_cast<std::int64_t>(numel) / map.sourceCols;
+        maxCells = std::max(maxCells, 1);
+        map.rows = static_cast<int>(std::min<std::int64_t>(map.sourceRows, maxCells));
+        map.cols = static_cast<int>(std::min<std::int64_t>(map.sourceCols, maxCells));
+        const std::size_t cells = static_cast<std::size_t>(map.rows) * static_cast<std::size_t>(map.cols);
+        sumA.assign(cells, 0);
+        sumB.assign(cells, 0);
+        countA.assign(cells, 0);
+        countB.assign(cells, 0);
+        map.absDiff.assign(cells, 0);
+        colCell.resize(static_cast<std::size_t>(map.sourceCols));
+        for (int c = 0; c < map.cols; ++c)
+            for (std::int64_t s = map.colBegin(c); s < map.colBegin(c + 1); ++s)
+                colCell[static_cast<std::size_t>(s)] = c;
+    }
+
+    /// Elements must arrive in row-major order.
+    void add(double x, double y, double absDiff)
+    {
+        if (map.rows == 0)
+            return;
+        const std::size_t cell = static_cast<std::size_t>(cellRow) * static_cast<std::size_t>(map.cols)
+            + static_cast<std::size_t>(colCell[static_cast<std::size_t>(col)]);
+        if (std::isfinite(x)) {
+            sumA[cell] += x;
+            ++countA[cell];
+        }
+        if (std::isfinite(y)) {
+            sumB[cell] += y;
+            ++countB[cell];
+        }
+        map.absDiff[cell] = std::max(map.absDiff[cell], absDiff);
+        if (++col == map.sourceCols) {
+            col = 0;
+            ++row;
+            if (cellRow + 1 < map.rows && row >= map.rowBegin(cellRow + 1))
+                ++cellRow;
+        }
+    }
+
+    Heatmap finish()
+    {
+        map.a.resize(sumA.size());
+        map.b.resize(sumB.size());
+        for (std::size_t i = 0; i < sumA.size(); ++i) {
+            map.a[i] = countA[i] ? sumA[i] / static_cast<double>(countA[i]) : kNaN;
+            map.b[i] = countB[i] ? sumB[i] / static_cast<double>(countB[i]) : kNaN;
+        }
+        return std::move(map);
+    }
+};
+
+Result<TensorDiff> rowFor(const CheckpointInfo& a, const CheckpointInfo& b, const std::string& name)
+{
+    for (auto& row : pairTensors(a, b))
+        if (row.name == name) {
+            if (row.indexA < 0 || row.indexB < 0)
+                return makeError(name + ": " + diffStatusName(row.status) + "; there is nothing to compare");
+            if (row.shapeA != row.shapeB)
+                return makeError(name + ": shape " + formatShape(row.shapeA) + " in A, " + formatShape(row.shapeB)
+                                 + " in B; values cannot be paired");
+            if (!valuesComparable(row))
+                return makeError(name + ": " + std::string(torchName(row.dtypeA)) + " vs "
+                                 + std::string(torchName(row.dtypeB)) + " values cannot be compared");
+            return row;
+        }
+    return makeError(name + ": neither checkpoint has this tensor");
+}
+
+} // namespace
+
+const char* diffStatusName(DiffStatus status)
+{
+    switch (status) {
+    case DiffStatus::Pending:
+        return "pending";
+    case DiffStatus::Identical:
+        return "identical";
+    case DiffStatus::WithinTolerance:
+        return "within tolerance";
+    case DiffStatus::Different:
+        return "different";
+    case DiffStatus::MissingInA:
+        return "missing in A";
+    case DiffStatus::MissingInB:
+        return "missing in B";
+    case DiffStatus::ShapeMismatch:
+        return "shape mismatch";
+    case DiffStatus::DtypeMismatch:
+        return "dtype mismatch";
+    case DiffStatus::Failed:
+        return "failed";
+    }
+    return "?";
+}
+
+bool diffStatusOk(DiffStatus status) { return status == DiffStatus::Identical || status == DiffStatus::WithinTolerance; }
+
+std::size_t DiffReport::count(DiffStatus status) const
+{
+    return static_cast<std::size_t>(
+        std::count_if(tensors.begin(), tensors.end(), [&](const TensorDiff& t) { return t.status == status; }));
+}
+
+std::size_t DiffReport::failures() const
+{
+    return static_cast<std::size_t>(
+        std::count_if(tensors.begin(), tensors.end(), [](const TensorDiff& t) { return !diffStatusOk(t.status); }));
+}
+
+std::string DiffReport::summary() const
+{
+    std::ostringstream s;
+    s << tensors.size() << (tensors.size() == 1 ? " tensor" : " tensors");
+    const char* sep = ": ";
+    for (auto st : { DiffStatus::Identical, DiffStatus::WithinTolerance, DiffStatus::Different, DiffStatus::MissingInA,
+                     DiffStatus::MissingInB, DiffStatus::ShapeMismatch, DiffStatus::DtypeMismatch, DiffStatus::Failed,
+                     DiffStatus::Pending })
+        if (const std::size_t n = count(st)) {
+            s << sep << n << " " << diffStatusName(st);
+            sep = ", ";
+        }
+    double maxAbs = 0;
+    for (const auto& t : tensors)
+        if (t.compared)
+            maxAbs = std::max(maxAbs, t.maxAbsDiff);
+    s << "; max |a-b| " << numberText(maxAbs);
+    return s.str();
+}
+
+std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInfo& b)
+{
+    std::map<std::string, int> inB;
+    for (std::size_t i = 0; i < b.tensors.size(); ++i)
+        inB.emplace(b.tensors[i].name, static_cast<int>(i));
+    std::vector<TensorDiff> rows;
+    rows.reserve(a.tensors.size() + b.tensors.size());
+    std::map<std::string, bool> inA;
+    for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+        const TensorInfo& t = a.tensors[i];
+        if (!inA.emplace(t.name, true).second)
+            continue; // a duplicate name is the reader's problem to report; pair the first
+        TensorDiff row;
+        row.name = t.name;
+        row.indexA = static_cast<int>(i);
+        row.dtypeA = t.dtype;
+        row.shapeA = t.shape;
+        auto it = inB.find(t.name);
+        if (it == inB.end()) {
+            row.status = DiffStatus::MissingInB;
+            row.detail = "only A has this tensor";
+        } else {
+            const TensorInfo& u = b.tensors[static_cast<std::size_t>(it->second)];
+            row.indexB = it->second;
+            row.dtypeB = u.dtype;
+            row.shapeB = u.shape;
+            if (t.shape != u.shape) {
+                row.status = DiffStatus::ShapeMismatch;
+                row.detail = "shape " + formatShape(t.shape) + " in A, " + formatShape(u.shape) + " in B";
+            } else {
+                row.elements = t.numel();
+                if (t.dtype != u.dtype) {
+                    row.status = DiffStatus::DtypeMismatch;
+                    row.detail = "dtype " + std::string(torchName(t.dtype)) + " in A, " + std::string(torchName(u.dtype))
+                        + " in B";
+                }
+            }
+        }
+        rows.push_back(std::move(row));
+    }
+    for (std::size_t i = 0; i < b.tensors.size(); ++i) {
+        const TensorInfo& u = b.tensors[i];
+        if (inA.count(u.name) || inB[u.name] != static_cast<int>(i))
+            continue;
+        TensorDiff row;
+        row.name = u.name;
+        row.indexB = static_cast<int>(i);
+        row.dtypeB = u.dtype;
+        row.shapeB = u.shape;
+        row.status = DiffStatus::MissingInA;
+        row.detail = "only B has this tensor";
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo& b, const DiffOptions& options,
+                                   Progress& progress, const DiffRowSink& onRow)
+{
+    if (!(options.atol >= 0) || !(options.rtol >= 0))
+        return makeError("atol and rtol must be non-negative numbers");
+    DiffReport report;
+    report.pathA = a.root;
+    report.pathB = b.root;
+    report.atol = options.atol;
+    report.rtol = options.rtol;
+    report.tensors = pairTensors(a, b);
+
+    std::vector<std::size_t> work;
+    std::uint64_t largestPair = 1;
+    for (std::size_t i = 0; i < report.tensors.size(); ++i) {
+        const TensorDiff& row = report.tensors[i];
+        if (valuesComparable(row)) {
+            work.push_back(i);
+            largestPair = std::max(largestPair, row.elements * (dtypeSize(row.dtypeA) + dtypeSize(row.dtypeB)));
+        }
+    }
+    const unsigned threads = resolveThreads(static_cast<int>(options.threads));
+    // Two pairs in flight at most: one large tensor never waits for a small one, and memory stays predictable.
+    MemoryBudget budget(largestPair * std::min(threads, 2u));
+    SourceFiles files;
+    std::mutex mutex;
+    std::size_t done = 0;
+    const std::size_t total = report.tensors.size();
+    auto canceled = [&] { return progress.isCanceled(); };
+    auto finished = [&](std::size_t index) {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++done;
+        if (onRow)
+            onRow(index, report.tensors[index]);
+        progress.report(done, total, report.tensors[index].name);
+    };
+    // Rows settled by pairing alone are reported first, so a streaming view shows them at once.
+    for (std::size_t i = 0; i < report.tensors.size(); ++i)
+        if (!valuesComparable(report.tensors[i]))
+            finished(i);
+    parallelFor(work.size(), threads, [&](std::size_t w) {
+        if (canceled())
+            return;
+        TensorDiff& row = report.tensors[work[w]];
+        diffRow(files, a, b, row, options, budget, canceled);
+        if (!canceled())
+            finished(work[w]);
+    });
+    if (progress.isCanceled())
+        return makeError("canceled");
+    return report;
+}
+
+Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const CheckpointInfo& b, const std::string& name,
+                                          const DiffOptions& options, Progress& progress)
+{
+    auto found = rowFor(a, b, name);
+    TESSERA_TRY(found);
+    TensorDiffDetail detail;
+    detail.summary = std::move(*found);
+    TensorDiff& row = detail.summary;
+    if (const std::string problems = problemsOf(a, name) + problemsOf(b, name); !problems.empty())
+        return makeError(name + ": the checkpoint reports a problem with this tensor: " + problems);
+    SourceFiles files;
+    auto canceled = [&] { return progress.isCanceled(); };
+    auto pair = loadPair(files, a, b, row, canceled);
+    TESSERA_TRY(pair);
+    progress.report(1, 3, name);
+    PairAccumulator acc;
+    TESSERA_TRY(compareLoaded(*pair, row, options, &acc));
+    if (!pair->numeric())
+        return detail; // no values to plot
+    if (canceled())
+        return makeError("canceled");
+    progress.report(2, 3, name);
+
+    // Second pass, now that the ranges are known.
+    const double lo = std::min(row.a.finite ? row.a.min : kInf, row.b.finite ? row.b.min : kInf);
+    const double hi = std::max(row.a.finite ? row.a.max : -kInf, row.b.finite ? row.b.max : -kInf);
+    detail.valuesA = makeHistogram(lo, hi, options.histogramBins);
+    detail.valuesB = makeHistogram(lo, hi, options.histogramBins);
+    // Symmetric around 0, so "A larger" and "B larger" read left and right of the centre.
+    const double spread = std::max(std::fabs(acc.minSigned), std::fabs(acc.maxSigned));
+    detail.differences = makeHistogram(-spread, spread, options.histogramBins);
+    HeatmapBuilder heat(row.shapeA, options.heatmapMax);
+    const std::size_t keep = static_cast<std::size_t>(std::max(options.worstCount, 0));
+    std::priority_queue<WorstElement, std::vector<WorstElement>, WorseFirst> worst; // top() is the least bad kept
+    const bool exactOnly = pair->exactOnly();
+    TESSERA_TRY(forEachChunk(*pair, row, [&](const double* x, const double* y, const std::uint8_t* ne, std::uint64_t n,
+                                             std::uint64_t first) {
+        for (std::uint64_t i = 0; i < n; ++i) {
+            addToHistogram(detail.valuesA, x[i]);
+            addToHistogram(detail.valuesB, y[i]);
+            if (std::isfinite(x[i]) && std::isfinite(y[i]))
+                addToHistogram(detail.differences, x[i] - y[i]);
+            const PairVerdict v = comparePair(x[i], y[i], ne && ne[i], exactOnly, options.atol, options.rtol);
+            heat.add(x[i], y[i], v.differs ? v.absDiff : 0);
+            if (!v.differs || keep == 0)
+                continue;
+            WorstElement e;
+            e.flat = first + i;
+            e.absDiff = v.absDiff;
+            if (worst.size() < keep || WorseFirst()(e, worst.top())) {
+                e.a = x[i];
+                e.b = y[i];
+                e.relDiff = v.relDiff;
+                worst.push(e);
+                if (worst.size() > keep)
+                    worst.pop();
+            }
+        }
+    }));
+    detail.heatmap = heat.finish();
+    while (!worst.empty()) {
+        detail.worst.push_back(worst.top());
+        worst.pop();
+    }
+    std::reverse(detail.worst.begin(), detail.worst.end());
+    for (auto& e : detail.worst)
+        e.index = unflattenIndex(e.flat, row.shapeA);
+    progress.report(3, 3, name);
+    return detail;
+}
+
+Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::string& configDir,
+                                   std::vector<std::string>* warnings)
+{
+    if (!isMegatronLayout(checkpoint.layout))
+        return checkpoint;
+    MappingOptions mapping;
+    mapping.configDir = configDir;
+    mapping.strict = false; // the diff lists missing and extra tensors itself
+    auto mapped = mapMegatronToHf(checkpoint, mapping);
+    if (!mapped)
+        return mapped.error().withContext(checkpoint.root + ": mapping Megatron names to Hugging Face names");
+    if (warnings)
+        warnings->insert(warnings->end(), mapped->warnings.begin(), mapped->warnings.end());
+    return std::move(mapped->mapped);
+}
+
+Shape unflattenIndex(std::uint64_t flat, const Shape& shape)
+{
+    Shape index(shape.size(), 0);
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        const auto extent = static_cast<std::uint64_t>(std::max<std::int64_t>(shape[d], 1));
+        index[d] = static_cast<std::int64_t>(flat % extent);
+        flat /= extent;
+    }
+    return index;
+}
+
+} // namespace tessera

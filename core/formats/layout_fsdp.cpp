@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// verl FSDP checkpoints: one torch.save file per rank, named model_world_size_W_rank_R.pt.
+
+#include "model/coverage.h"
+#include "formats/layouts.h"
+#include "parallel.h"
+#include "pickle/saved_tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+struct RankFile {
+    int rank = -1;
+    std::string path;
+    std::vector<std::pair<std::string, SavedTensor>> tensors;
+    std::shared_ptr<TorchSaveFile> archive;
+    std::vector<Problem> problems;
+    bool readable = false;
+};
+
+/// Reads one rank's file into SavedTensors; problems are recorded, never thrown.
+void readRankFile(RankFile& rank)
+{
+    auto archive = TorchSaveFile::open(rank.path);
+    if (!archive) {
+        rank.problems.push_back({ rank.path, "", archive.error().message });
+        return;
+    }
+    rank.archive = std::make_shared<TorchSaveFile>(std::move(*archive));
+    const auto& root = rank.archive->root();
+    if (!root || root->kind != PyValue::Kind::Dict) {
+        rank.problems.push_back({ rank.path, "", "the file does not hold a state dict (found " + root->repr(1) + ")" });
+        return;
+    }
+    for (auto& [name, value] : stateDictItems(root)) {
+        auto saved = interpretSavedTensor(value, *rank.archive);
+        if (!saved) {
+            rank.problems.push_back({ rank.path, name, saved.error().message });
+            continue;
+        }
+        if (saved->has_value())
+            rank.tensors.emplace_back(name, std::move(**saved));
+    }
+    // The pickle tree is many times the size of the file's data.pkl; keep only the interpreted tensors.
+    rank.archive->dropPickle();
+    rank.readable = true;
+}
+
+/// This file's coordinate in the mesh: recorded by torch ≥2.2, else found from the rank layout.
+Shape coordinateOf(const SavedTensor& t, int rank)
+{
+    if (!t.coordinate.empty())
+        return t.coordinate;
+    for (std::size_t i = 0; i < t.mesh.ranks.size(); ++i)
+        if (t.mesh.ranks[i] == rank) {
+            Shape coord(t.mesh.shape.size());
+            std::size_t rest = i;
+            for (std::size_t k = coord.size(); k-- > 0;) {
+                coord[k] = static_cast<std::int64_t>(rest % static_cast<std::size_t>(t.mesh.shape[k]));
+                rest /= static_cast<std::size_t>(t.mesh.shape[k]);
+            }
+            return coord;
+        }
+    return {};
+}
+
+/// Adds the pieces one rank holds of `info`.
+void addPieces(TensorInfo& info, const SavedTensor& t, const RankFile& rank, bool firstHolder,
+               std::vector<Problem>& problems)
+{
+    auto fail = [&](const std::string& message) { problems.push_back({ rank.path, info.name, message }); };
+    auto addPiece = [&](const TensorRef& local, const Shape& offsets, const Shape& localOffsets, const Shape& shape,
+                        PieceRole role) {
+        auto piece = rank.archive->piece(local, offsets, localOffsets, shape);
+        if (!piece) {
+            fail(piece.error().message);
+            return;
+        }
+        piece->rank = rank.rank;
+        piece->role = role;
+        info.pieces.push_back(std::move(*piece));
+    };
+    switch (t.kind) {
+    case SavedTensor::Kind::Plain:
+        // A plain tensor in a multi-rank checkpoint is a replica on every rank, never a shard.
+        addPiece(t.local, Shape(t.local.shape.size(), 0), {}, t.local.shape,
+                 firstHolder ? PieceRole::Primary : PieceRole::Replica);
+        break;
+    case SavedTensor::Kind::DTensor: {
+        const Shape coord = coordinateOf(t, rank.rank);
+        if (coord.empty()) {
+            fail("rank " + std::to_string(rank.rank) + " is not in the tensor's device mesh");
+            return;
+        }
+        auto layout = computeLocalLayout(t.globalShape, t.mesh.shape, coord, t.placements);
+        if (!layout) {
+            fail(layout.error().message);
+            return;
+        }
+        if (layout->localShape != t.local.shape) {
+            fail("the local shard has shape " + shapeToString(t.local.shape) + " but its placements "
+                 + describeSavedPlacement(t) + " give " + shapeToString(layout->localShape) + " for mesh coordinate "
+                 + shapeToString(coord));
+            return;
+        }
+        const PieceRole role = layout->isReplica ? PieceRole::Replica
+            : layout->isPartial                  ? PieceRole::PartialTerm
+                                                 : PieceRole::Primary;
+        for (const auto& box : layout->boxes)
+            addPiece(t.local, box.globalOffsets, box.localOffsets, box.shape, role);
+        break;
+    }
+    case SavedTensor::Kind::ShardedTensor:
+        for (const auto& shard : t.shards)
+            addPiece(shard.tensor, shard.offsets, {}, shard.tensor.shape, PieceRole::Primary);
+        break;
+    }
+}
+
+/// A DTensor on a sub-mesh (e.g. FSDP's "dp" mesh inside a dp × tp run) is replicated over the other mesh
+/// dims: files on other sub-meshes hold the same boxes. A Primary piece whose box a piece from a different
+/// sub-mesh already provides is such a replica. Identical boxes from the same mesh stay Primary, so that
+/// coverage checks still report them as overlaps.
+void markReplicasAcrossSubmeshes(TensorInfo& tensor, std::size_t firstNew, const SavedTensor& saved,
+                                 std::map<std::pair<Shape, Shape>, std::vector<std::int64_t>>& primaryMeshes)
+{
+    if (saved.kind != SavedTensor::Kind::DTensor)
+        return;
+    for (std::size_t i = firstNew; i < tensor.pieces.size(); ++i) {
+        Piece& piece = tensor.pieces[i];
+        if (piece.role != PieceRole::Primary)
+            continue;
+        auto [it, inserted] = primaryMeshes.emplace(std::make_pair(piece.offsets, piece.shape), saved.mesh.ranks);
+        if (!inserted && it->second != saved.mesh.ranks)
+            piece.role = PieceRole::Replica;
+    }
+}
+
+} // namespace
+
+Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progress& progress)
+{
+    CheckpointInfo info;
+    info.layout = "verl-fsdp";
+    info.root = fs::absolute(dir).lexically_normal().string();
+
+    // Which world size: fsdp_config.json when present (verl ≥ mid-2025), else the file names.
+    static const std::regex pattern(R"(model_world_size_(\d+)_rank_(\d+)\.pt)");
+    std::map<int, std::map<int, std::string>> byWorld;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        std::smatch m;
+        const std::string name = entry.path().filename().string();
+        if (std::regex_match(name, m, pattern))
+            byWorld[std::stoi(m[1])][std::stoi(m[2])] = entry.path().string();
+    }
+    if (byWorld.empty())
+        return makeError(dir + ": no model_world_size_W_rank_R.pt files");
+    int world = byWorld.rbegin()->first;
+    const fs::path configPath = fs::path(dir) / "fsdp_config.json";
+    if (fs::exists(configPath)) {
+        std::ifstream in(configPath);
+        auto config = nlohmann::json::parse(in, nullptr, false);
+        if (config.is_discarded() || !config.is_object()) {
+            info.problems.push_back({ configPath.string(), "", "not valid JSON; the world size is taken from the file names" });
+        } else {
+            if (config.contains("world_size") && config["world_size"].is_number_integer())
+                world = config["world_size"].get<int>();
+            if (config.contains("FSDP_version"))
+                info.notes["fsdp_version"] = config["FSDP_version"].dump();
+        }
+    }
+    if (byWorld.size() > 1)
+        info.problems.push_back({ info.root, "", "files of several world sizes are present; reading world size "
+                                                    + std::to_string(world) });
+    if (world <= 0 || !byWorld.count(world))
+        return makeError(dir + ": fsdp_config.json says world_size " + std::to_string(world)
+                         + " but there are no model_world_size_" + std::to_string(world) + "_rank_*.pt files");
+    const auto& files = byWorld[world];
+
+    std::vector<RankFile> ranks(static_cast<std::size_t>(world));
+    for (int r = 0; r < world; ++r) {
+        ranks[static_cast<std::size_t>(r)].rank = r;
+        auto it = files.find(r);
+        if (it == files.end()) {
+            const std::string missing = (fs::path(dir) / ("model_world_size_" + std::to_string(world) + "_rank_"
+                                                          + std::to_string(r) + ".pt")).string();
+            info.problems.push_back({ missing, "", "rank " + std::to_string(r) + " of " + std::to_string(world)
+                                                      + " is missing" });
+        } else {
+            ranks[static_cast<std::size_t>(r)].path = fs::absolute(it->second).lexically_normal().string();
+            info.files.push_back(ranks[static_cast<std::size_t>(r)].path);
+        }
+    }
+
+    std::atomic<std::uint64_t> done { 0 };
+    std::mutex progressMutex;
+    parallelFor(ranks.size(), resolvePickleReaders(threads), [&](std::size_t i) {
+        if (ranks[i].path.empty() || progress.isCanceled())
+            return;
+        readRankFile(ranks[i]);
+        std::lock_guard<std::mutex> lock(progressMutex);
+        progress.report(++done, ranks.size(), ranks[i].path);
+    });
+    if (progress.isCanceled())
+        return makeError("canceled");
+    for (auto& rank : ranks)
+        for (auto& p : rank.problems)
+            info.problems.push_back(std::move(p));
+
+    // Tensor order: rank 0's key order, then keys only other ranks have.
+    std::vector<std::string> order;
+    std::unordered_map<std::string, std::size_t> index;
+    std::vector<std::vector<std::pair<int, const SavedTensor*>>> holders;
+    for (const auto& rank : ranks)
+        for (const auto& [name, saved] : rank.tensors) {
+            auto [it, inserted] = index.emplace(name, order.size());
+            if (inserted) {
+                order.push_back(name);
+                holders.emplace_back();
+            }
+            holders[it->second].emplace_back(rank.rank, &saved);
+        }
+
+    std::set<std::string> meshesSeen;
+    int readableRanks = 0;
+    for (const auto& rank : ranks)
+        readableRanks += rank.readable ? 1 : 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        TensorInfo tensor;
+        tensor.name = order[i];
+        const auto& [firstRank, first] = holders[i].front();
+        tensor.dtype = first->dtype;
+        tensor.shape = first->globalShape;
+        tensor.placement = describeSavedPlacement(*first);
+        if (first->kind == SavedTensor::Kind::DTensor) {
+            auto it = std::find(info.parallel.meshes.begin(), info.parallel.meshes.end(), first->mesh);
+            tensor.meshIndex = static_cast<int>(it - info.parallel.meshes.begin());
+            if (it == info.parallel.meshes.end())
+                info.parallel.meshes.push_back(first->mesh);
+        }
+        if (static_cast<int>(holders[i].size()) < readableRanks) {
+            std::string missingOn;
+            for (const auto& rank : ranks) {
+                if (!rank.readable)
+                    continue;
+                bool has = false;
+                for (const auto& h : holders[i])
+                    has |= h.first == rank.rank;
+                if (!has)
+                    missingOn += (missingOn.empty() ? "" : ", ") + std::to_string(rank.rank);
+            }
+            info.problems.push_back({ info.root, tensor.name, "missing on rank(s) " + missingOn });
+        }
+        bool firstHolder = true;
+        std::map<std::pair<Shape, Shape>, std::vector<std::int64_t>> primaryMeshes;
+        for (const auto& [r, saved] : holders[i]) {
+            const auto& rank = ranks[static_cast<std::size_t>(r)];
+            if (saved->dtype != tensor.dtype || saved->globalShape != tensor.shape || saved->kind != first->kind) {
+                info.problems.push_back({ rank.path, tensor.name,
+                    "rank " + std::to_string(r) + " has " + std::string(torchName(saved->dtype)) + " "
+                        + shapeToString(saved->globalShape) + " but rank " + std::to_string(firstRank) + " has "
+                        + std::string(torchName(tensor.dtype)) + " " + shapeToString(tensor.shape) });
+                continue;
+            }
+            const std::size_t before = tensor.pieces.size();
+            addPieces(tensor, *saved, rank, firstHolder, info.problems);
+            markReplicasAcrossSubmeshes(tensor, before, *saved, primaryMeshes);
+            firstHolder = false;
+        }
+        if (readableRanks == world)
+            for (const auto& message : checkCoverage(tensor))
+                info.problems.push_back({ info.root, tensor.name, message });
+        info.tensors.push_back(std::move(tensor));
+    }
+    info.parallel.worldSize = world;
+    if (info.parallel.meshes.size() == 1) {
+        const auto& mesh = info.parallel.meshes.front();
+        for (std::size_t d = 0; d < mesh.shape.size(); ++d) {
+            const std::string dimName = d < mesh.dimNames.size() ? mesh.dimNames[d] : "";
+            if (dimName == "tp")
+                info.parallel.tensorParallel = static_cast<int>(mesh.shape[d]);
+        }
+    }
+    return info;
+}
+
+Result<CheckpointInfo> scanTorchSaveFile(const std::string& path)
+{
+    CheckpointInfo info;
+    info.layout = "torch-save";
+    info.root = fs::absolute(path).lexically_normal().string();
+    RankFile rank;
+    rank.rank = 0;
+    rank.path = info.root;
+    readRankFile(rank);
+    if (!rank.readable) {
+        if (rank.problems.empty())
+            return makeError(path + ": unreadable");
+        return makeError(rank.problems.front().text());
+    }
+    info.files.push_back(rank.path);
+    info.parallel.worldSize = 1;
+    info.problems = rank.problems;
+    for (const auto& [name, saved] : rank.tensors) {
+        TensorInfo tensor;
+        tensor.name = name;
+        tensor.dtype = saved.dtype;
+        tensor.shape = saved.globalShape;
+        tensor.placement = describeSavedPlacement(saved);
+        addPieces(tensor, saved, rank, true, info.problems);
+        info.tensors.push_back(std::move(tensor));
+    }
+    return info;
+}
+
+} // namespace tessera

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Megatron-core torch_dist checkpoints: a PyTorch DCP folder written by dist_checkpointing, plus metadata.json
+// (the backend) and, up to core v0.18, common.pt (args and other non-sharded state). The DCP keys already are
+// global tensors (homogeneous layers stacked on a leading layer axis), so this reader adds Megatron's facts on
+// top of scanDcp and removes what is not model weights.
+
+#include "formats/layouts.h"
+#include "formats/megatron_config.h"
+#include "formats/megatron_names.h"
+#include "pickle/torch_save.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+/// Optimizer state, RNG state, TE metadata and the common state share the archive with the weights.
+bool isNonModelKey(const std::string& name)
+{
+    static const std::regex chainedOptimizer(R"(^chained_\d+\.optimizer\..*)");
+    return name.rfind("optimizer.", 0) == 0 || std::regex_match(name, chainedOptimizer)
+           || name.rfind("rng_state", 0) == 0 || name.rfind("common_state", 0) == 0 || isMegatronExtraState(name);
+}
+
+/// The layer stack's stacked keys: `decoder.layers.<param>` with no layer number.
+bool isStackedLayerKey(const std::string& name)
+{
+    return name.rfind("decoder.layers.", 0) == 0 && !parseMegatronLayerName(name);
+}
+
+std::string pyText(const PyRef& value)
+{
+    std::string s;
+    if (toString(value, s))
+        return s;
+    return value ? value->repr(2) : std::string();
+}
+
+} // namespace
+
+Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Progress& progress)
+{
+    auto scanned = scanDcp(dir, threads, progress);
+    TESSERA_TRY(scanned);
+    CheckpointInfo info = std::move(*scanned);
+    info.layout = "megatron-dist";
+
+    // metadata.json names the backend; only torch_dist is a DCP folder.
+    const fs::path metaJson = fs::path(info.root) / "metadata.json";
+    {
+        std::ifstream in(metaJson);
+        auto json = nlohmann::json::parse(in, nullptr, false);
+        if (json.is_discarded() || !json.is_object()) {
+            info.problems.push_back({ metaJson.string(), "", "not a JSON object (dist_checkpointing writes it last, "
+                                                             "so the save may not have finished)" });
+        } else if (auto it = json.find("sharded_backend"); it != json.end() && it->is_string()) {
+            const std::string backend = it->get<std::string>();
+            info.notes["sharded_backend"] = backend;
+            if (backend != "torch_dist")
+                info.problems.push_back({ metaJson.string(), "", "sharded_backend is '" + backend
+                                                                     + "'; Tessera reads torch_dist checkpoints only" });
+        }
+    }
+
+    MegatronConfig config = loadTransformerConfig(info);
+
+    // common.pt: rank 0's non-sharded state (args, iteration, content_metadata); absent from core v0.19 on.
+    const fs::path commonPath = fs::path(info.root) / "common.pt";
+    std::error_code ec;
+    if (fs::is_regular_file(commonPath, ec)) {
+        auto common = TorchSaveFile::open(commonPath.string());
+        if (!common) {
+            info.problems.push_back({ commonPath.string(), "", common.error().message });
+        } else {
+            info.files.push_back(common->path());
+            const PyRef& root = common->root();
+            if (root && root->kind == PyValue::Kind::Dict) {
+                if (auto args = root->get("args"))
+                    for (auto& conflict : config.mergeFrom(megatronConfigFromArgs(args, "args in common.pt")))
+                        info.problems.push_back({ commonPath.string(), "", conflict });
+                for (const char* key : { "iteration", "checkpoint_version", "content_metadata" })
+                    if (auto value = root->get(key))
+                        info.notes[key] = pyText(value);
+            }
+        }
+    }
+
+    // Keep model weights only; what is dropped is counted, and its problems do not concern a weights merge.
+    std::set<std::string> dropped;
+    std::vector<TensorInfo> kept;
+    for (auto& t : info.tensors) {
+        if (isNonModelKey(t.name))
+            dropped.insert(t.name);
+        else
+            kept.push_back(std::move(t));
+    }
+    info.tensors = std::move(kept);
+    std::vector<Problem> problems;
+    for (auto& p : info.problems)
+        if (!dropped.count(p.tensor))
+            problems.push_back(std::move(p));
+    info.problems = std::move(problems);
+    if (!dropped.empty())
+        info.notes["dropped_non_model_tensors"] = std::to_string(dropped.size());
+    if (info.tensors.empty())
+        info.problems.push_back({ info.root, "", "the checkpoint holds no model weights (only optimizer or RNG state); "
+                                                 "when verl saves through mbridge, the weights are Hugging Face "
+                                                 "safetensors in the huggingface/ folder beside it" });
+
+    // PP and VPP are invisible on disk (every stage writes its layers at their global offsets); TP is in the chunks.
+    auto put = [](int& out, const MegatronSetting& s) {
+        if (s && *s > 0)
+            out = static_cast<int>(*s);
+    };
+    put(info.parallel.tensorParallel, config.tensorParallel);
+    put(info.parallel.pipelineParallel, config.pipelineParallel);
+    put(info.parallel.virtualPipeline, config.virtualPipeline);
+    put(info.parallel.expertParallel, config.expertParallel);
+
+    const std::string configFile = config.sources.empty() ? info.root : config.sources.front();
+    for (const auto& t : info.tensors) {
+        if (!isStackedLayerKey(t.name))
+            if (auto m = checkShapeAgainstConfig(t.name, t.shape, 0, config))
+                info.problems.push_back({ configFile, t.name,
+                                          "global shape " + shapeToString(t.shape) + ": " + m->message });
+        if (!isStackedLayerKey(t.name))
+            continue;
+        if (config.numLayers && (t.shape.empty() || t.shape[0] != *config.numLayers))
+            info.problems.push_back({ info.root, t.name, "the stacked layer axis has "
+                                                             + (t.shape.empty() ? std::string("no entries")
+                                                                                : std::to_string(t.shape[0]))
+                                                             + " layers but " + config.numLayers.describe("num_layers") });
+        if (auto m = checkShapeAgainstConfig(t.name, t.shape, 1, config))
+            info.problems.push_back({ configFile, t.name,
+                                      "global shape " + shapeToString(t.shape) + ": " + m->message });
+    }
+    if (config.numLayers)
+        info.notes["num_layers"] = std::to_string(*config.numLayers);
+    return info;
+}
+
+} // namespace tessera

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "formats/megatron_names.h"
+
+#include <regex>
+
+namespace tessera {
+
+namespace {
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+bool endsWith(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The parameter kind after the module path: "weight", "bias", "weight3" (TEGroupedMLP) → "weight"/"bias".
+std::string paramKind(const std::string& name)
+{
+    const auto dot = name.rfind('.');
+    std::string last = dot == std::string::npos ? name : name.substr(dot + 1);
+    while (!last.empty() && last.back() >= '0' && last.back() <= '9')
+        last.pop_back();
+    return last;
+}
+
+/// The module path without the parameter ("…mlp.linear_fc1" for "…mlp.linear_fc1.weight").
+std::string modulePath(const std::string& name)
+{
+    const auto dot = name.rfind('.');
+    return dot == std::string::npos ? std::string() : name.substr(0, dot);
+}
+} // namespace
+
+bool isMegatronExtraState(const std::string& name) { return contains(name, "_extra_state"); }
+
+MegatronTpSplit megatronTpSplit(const std::string& name, bool gated)
+{
+    const std::string kind = paramKind(name);
+    const std::string module = modulePath(name);
+    // Norms (including the ones fused into TE linears as layer_norm_weight/bias), routers and the shared-expert
+    // gate are plain modules that every TP rank holds in full.
+    if (contains(name, "layer_norm") || contains(name, "layernorm") || contains(name, "router")
+        || endsWith(name, "shared_experts.gate_weight") || contains(name, "position_embeddings"))
+        return MegatronTpSplit::Replicated;
+    // MLA's down projections are built with parallel_mode="duplicated".
+    if (endsWith(module, "linear_q_down_proj") || endsWith(module, "linear_kv_down_proj"))
+        return MegatronTpSplit::Replicated;
+    const bool rowParallel = endsWith(module, "linear_proj") || endsWith(module, "linear_fc2");
+    if (rowParallel)
+        // A RowParallelLinear's bias is added after the all-reduce, so every rank has all of it.
+        return kind == "bias" ? MegatronTpSplit::Replicated : MegatronTpSplit::Columns;
+    if (gated && endsWith(module, "linear_fc1") && (kind == "weight" || kind == "bias"))
+        return MegatronTpSplit::GluRows;
+    // Column-parallel linears (linear_qkv, linear_fc1, MLA up projections), VocabParallelEmbedding and the
+    // output layer: rows are split. Unknown parameters are treated the same way, as Megatron's own legacy
+    // merge does.
+    return MegatronTpSplit::Rows;
+}
+
+std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name)
+{
+    static const std::regex pattern(R"(^(.*?\blayers\.)(\d+)\.(.+)$)");
+    std::smatch m;
+    if (!std::regex_match(name, m, pattern))
+        return std::nullopt;
+    // Only the decoder's stack is split over pipeline stages; MTP or vision towers keep their numbers.
+    if (m[1].str() != "decoder.layers.")
+        return std::nullopt;
+    MegatronLayerName out;
+    out.prefix = m[1].str();
+    out.layer = std::stoll(m[2].str());
+    out.rest = m[3].str();
+    return out;
+}
+
+std::optional<MegatronExpertName> parseMegatronExpertName(const std::string& rest)
+{
+    static const std::regex sequential(R"(^(.*\bmlp\.experts\.local_experts\.)(\d+)(\..+)$)");
+    static const std::regex grouped(R"(^(.*\bmlp\.experts\.linear_fc[12]\.(?:weight|bias))(\d+)$)");
+    std::smatch m;
+    if (std::regex_match(rest, m, sequential) || std::regex_match(rest, m, grouped)) {
+        MegatronExpertName out;
+        out.before = m[1].str();
+        out.expert = std::stoll(m[2].str());
+        out.after = m[3].str();
+        return out;
+    }
+    return std::nullopt;
+}
+
+} // namespace tessera

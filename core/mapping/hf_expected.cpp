@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "mapping/hf_expected.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+/// A recursive-descent evaluator; small on purpose, since rule files need nothing more.
+class Evaluator {
+public:
+    Evaluator(const std::string& text, const ConfigVars& vars) : m_text(text), m_vars(vars) { }
+
+    Result<std::int64_t> run()
+    {
+        auto v = parseOr();
+        skipSpace();
+        if (m_error.empty() && m_pos != m_text.size())
+            fail("unexpected '" + m_text.substr(m_pos) + "'");
+        if (!m_error.empty())
+            return makeError("expression '" + m_text + "': " + m_error);
+        return v;
+    }
+
+private:
+    void fail(const std::string& message)
+    {
+        if (m_error.empty())
+            m_error = message;
+    }
+    void skipSpace()
+    {
+        while (m_pos < m_text.size() && std::isspace(static_cast<unsigned char>(m_text[m_pos])))
+            ++m_pos;
+    }
+    bool eat(const char* op)
+    {
+        skipSpace();
+        const std::size_t n = std::char_traits<char>::length(op);
+        if (m_text.compare(m_pos, n, op) != 0)
+            return false;
+        // "!" must not swallow the start of "!=", "<" not the start of "<=".
+        if (n == 1 && m_pos + 1 < m_text.size() && m_text[m_pos + 1] == '=' && (op[0] == '!' || op[0] == '<' || op[0] == '>' || op[0] == '='))
+            return false;
+        m_pos += n;
+        return true;
+    }
+    std::int64_t parseOr()
+    {
+        std::int64_t v = parseAnd();
+        while (eat("||")) {
+            const std::int64_t r = parseAnd();
+            v = (v || r) ? 1 : 0;
+        }
+        return v;
+    }
+    std::int64_t parseAnd()
+    {
+        std::int64_t v = parseCompare();
+        while (eat("&&")) {
+            const std::int64_t r = parseCompare();
+            v = (v && r) ? 1 : 0;
+        }
+        return v;
+    }
+    std::int64_t parseCompare()
+    {
+        const std::int64_t l = parseAdd();
+        if (eat("=="))
+            return l == parseAdd();
+        if (eat("!="))
+            return l != parseAdd();
+        if (eat("<="))
+            return l <= parseAdd();
+        if (eat(">="))
+            return l >= parseAdd();
+        if (eat("<"))
+            return l < parseAdd();
+        if (eat(">"))
+            return l > parseAdd();
+        return l;
+    }
+    std::int64_t parseAdd()
+    {
+        std::int64_t v = parseMul();
+        for (;;) {
+            if (eat("+"))
+                v += parseMul();
+            else if (eat("-"))
+                v -= parseMul();
+            else
+                return v;
+        }
+    }
+    std::int64_t parseMul()
+    {
+        std::int64_t v = parseUnary();
+        for (;;) {
+            const bool mul = eat("*");
+            const bool div = !mul && eat("/");
+            const bool mod = !mul && !div && eat("%");
+            if (!mul && !div && !mod)
+                return v;
+            const std::int64_t r = parseUnary();
+            if ((div || mod) && r == 0) {
+                fail("division by zero");
+                return 0;
+            }
+            v = mul ? v * r : div ? v / r : v % r;
+        }
+    }
+    std::int64_t parseUnary()
+    {
+        if (eat("!"))
+            return parseUnary() == 0 ? 1 : 0;
+        if (eat("-"))
+            return -parseUnary();
+        return parsePrimary();
+    }
+    std::int64_t parsePrimary()
+    {
+        skipSpace();
+        if (eat("(")) {
+            const std::int64_t v = parseOr();
+            if (!eat(")"))
+                fail("missing ')'");
+            return v;
+        }
+        const std::size_t start = m_pos;
+        if (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos]))) {
+            while (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos])))
+                ++m_pos;
+            return std::stoll(m_text.substr(start, m_pos - start));
+        }
+        while (m_pos < m_text.size()
+               && (std::isalnum(static_cast<unsigned char>(m_text[m_pos])) || m_text[m_pos] == '_'))
+            ++m_pos;
+        if (start == m_pos) {
+            fail(m_pos < m_text.size() ? "unexpected '" + m_text.substr(m_pos) + "'" : "unexpected end");
+            return 0;
+        }
+        const std::string name = m_text.substr(start, m_pos - start);
+        if (name == "true")
+            return 1;
+        if (name == "false")
+            return 0;
+        auto it = m_vars.find(name);
+        if (it == m_vars.end()) {
+            fail("config.json has no '" + name + "'");
+            return 0;
+        }
+        return it->second;
+    }
+
+    const std::string& m_text;
+    const ConfigVars& m_vars;
+    std::size_t m_pos = 0;
+    std::string m_error;
+};
+
+bool hasPlaceholder(const std::string& s, const char* name) { return s.find(std::string("{") + name + "}") != std::string::npos; }
+
+std::string substitute(std::string s, const char* name, std::int64_t value)
+{
+    const std::string key = std::string("{") + name + "}";
+    for (std::size_t at; (at = s.find(key)) != std::string::npos;)
+        s.replace(at, key.size(), std::to_string(value));
+    return s;
+}
+
+} // namespace
+
+Result<HfModelConfig> readHfModelConfig(const std::string& configDir)
+{
+    if (configDir.empty())
+        return makeError("no config.json was found next to the checkpoint; pass --hf_model_path with the folder that "
+                         "holds the model's config.json (the mapping takes every size from it)");
+    HfModelConfig config;
+    config.path = (fs::path(configDir) / "config.json").string();
+    std::ifstream in(config.path, std::ios::binary);
+    if (!in)
+        return makeError(config.path + ": cannot read it; pass --hf_model_path with the folder that holds the "
+                                       "model's config.json");
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return makeError(config.path + ": not a JSON object");
+    if (auto it = j.find("architectures"); it != j.end() && it->is_array())
+        for (const auto& a : *it)
+            if (a.is_string())
+                config.architectures.push_back(a.get<std::string>());
+    config.modelType = j.value("model_type", std::string());
+    for (auto& [key, value] : j.items()) {
+        if (value.is_boolean())
+            config.values[key] = value.get<bool>() ? 1 : 0;
+        else if (value.is_number_integer())
+            config.values[key] = value.get<std::int64_t>();
+    }
+    return config;
+}
+
+Result<std::int64_t> evaluateExpression(const std::string& expression, const ConfigVars& vars)
+{
+    return Evaluator(expression, vars).run();
+}
+
+Result<ConfigVars> resolveConfigVars(const HfModelConfig& config, const MappingRuleSet& rules, const ConfigVars& overrides)
+{
+    ConfigVars vars = config.values;
+    for (const auto& [name, expr] : rules.defaults) {
+        if (vars.count(name))
+            continue;
+        auto v = evaluateExpression(expr, vars);
+        if (!v)
+            return v.error().withContext(config.path + ": '" + name + "' is absent and its default in the "
+                                         + rules.family + " rules cannot be computed");
+        vars[name] = *v;
+    }
+    for (const auto& [name, value] : overrides)
+        vars[name] = value;
+    return vars;
+}
+
+Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet& rules, const ConfigVars& vars)
+{
+    auto range = [&](const char* name) -> Result<std::int64_t> {
+        auto it = rules.ranges.find(name);
+        if (it == rules.ranges.end())
+            return makeError("the " + rules.family + " rules use {" + name + "} but give no range for it");
+        auto v = evaluateExpression(it->second, vars);
+        if (!v)
+            return v.error().withContext("the number of " + std::string(name) + "s");
+        return v;
+    };
+    struct Active {
+        const ExpectedTemplate* t;
+        bool layer, expert;
+    };
+    std::vector<Active> active;
+    for (const auto& t : rules.expected) {
+        if (!t.when.empty()) {
+            auto on = evaluateExpression(t.when, vars);
+            if (!on)
+                return on.error().withContext(t.origin + ": expected '" + t.id + "'");
+            if (!*on)
+                continue;
+        }
+        active.push_back({ &t, hasPlaceholder(t.hf, "layer"), hasPlaceholder(t.hf, "expert") });
+    }
+    std::int64_t layers = 0, experts = 0;
+    for (const auto& a : active) {
+        if (a.layer && layers == 0) {
+            auto n = range("layer");
+            TESSERA_TRY(n);
+            layers = *n;
+        }
+        if (a.expert && experts == 0) {
+            auto n = range("expert");
+            TESSERA_TRY(n);
+            experts = *n;
+        }
+    }
+
+    std::vector<ExpectedParameter> out;
+    std::string error;
+    auto emit = [&](const ExpectedTemplate& t, std::int64_t layer, std::int64_t expert) {
+        ExpectedParameter p;
+        p.name = substitute(substitute(t.hf, "layer", layer), "expert", expert);
+        p.templateId = t.id;
+        p.shapeText = "[";
+        for (std::size_t i = 0; i < t.shape.size(); ++i) {
+            auto v = evaluateExpression(t.shape[i], vars);
+            if (!v) {
+                if (error.empty())
+                    error = t.origin + ": expected '" + t.id + "': " + v.error().message;
+                return;
+            }
+            p.shape.push_back(*v);
+            p.shapeText += (i ? ", " : "") + t.shape[i];
+        }
+        p.shapeText += "]";
+        out.push_back(std::move(p));
+    };
+    // Hugging Face's order: what precedes the layers, every layer with its parameters (experts in place), the rest.
+    std::size_t i = 0;
+    for (; i < active.size() && !active[i].layer; ++i)
+        emit(*active[i].t, 0, 0);
+    std::size_t layerEnd = i;
+    while (layerEnd < active.size() && active[layerEnd].layer)
+        ++layerEnd;
+    for (std::int64_t layer = 0; layer < layers; ++layer)
+        for (std::size_t k = i; k < layerEnd;) {
+            if (!active[k].expert) {
+                emit(*active[k].t, layer, 0);
+                ++k;
+                continue;
+            }
+            // A run of expert templates: expert-major, as nn.ModuleList orders them.
+            std::size_t end = k;
+            while (end < layerEnd && active[end].expert)
+                ++end;
+            for (std::int64_t e = 0; e < experts; ++e)
+                for (std::size_t m = k; m < end; ++m)
+                    emit(*active[m].t, layer, e);
+            k = end;
+        }
+    for (std::size_t k = layerEnd; k < active.size(); ++k)
+        for (std::int64_t layer = 0; layer < (active[k].layer ? layers : 1); ++layer)
+            for (std::int64_t e = 0; e < (active[k].expert ? experts : 1); ++e)
+                emit(*active[k].t, layer, e);
+    if (!error.empty())
+        return makeError(error);
+    return out;
+}
+
+} // namespace tessera

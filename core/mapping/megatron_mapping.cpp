@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "mapping/megatron_mapping.h"
+
+#include "mapping/hf_expected.h"
+#include "mapping/megatron_mapping_rules.h"
+#include "model/tensor_reindex.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <regex>
+#include <unordered_map>
+
+namespace tessera {
+
+namespace {
+
+/// A pattern such as `decoder.layers.{layer}.mlp.linear_fc1.weight` compiled to a regex.
+struct Pattern {
+    std::string text;
+    std::regex regex;
+    std::vector<std::string> names; ///< placeholder per capture group
+};
+
+using Captures = std::map<std::string, std::string>;
+
+Result<Pattern> compilePattern(const std::string& text, const std::string& where)
+{
+    static const std::string special = R"(\^$.|?*+()[]{})";
+    Pattern p;
+    p.text = text;
+    std::string re;
+    for (std::size_t i = 0; i < text.size();) {
+        if (text[i] == '{') {
+            const auto close = text.find('}', i);
+            if (close == std::string::npos)
+                return makeError(where + ": '" + text + "' has an unclosed '{'");
+            const std::string name = text.substr(i + 1, close - i - 1);
+            if (name == "layer" || name == "expert")
+                re += "(\\d+)";
+            else if (name == "param")
+                re += "([A-Za-z_].*)";
+            else
+                return makeError(where + ": '" + text + "' uses {" + name + "}; only {layer}, {expert} and {param} exist");
+            p.names.push_back(name);
+            i = close + 1;
+            continue;
+        }
+        if (special.find(text[i]) != std::string::npos)
+            re += '\\';
+        re += text[i++];
+    }
+    p.regex = std::regex(re, std::regex::ECMAScript | std::regex::optimize);
+    return p;
+}
+
+std::optional<Captures> matchPattern(const Pattern& p, const std::string& name)
+{
+    std::smatch m;
+    if (!std::regex_match(name, m, p.regex))
+        return std::nullopt;
+    Captures c;
+    for (std::size_t i = 0; i < p.names.size(); ++i) {
+        auto [it, inserted] = c.emplace(p.names[i], m[i + 1].str());
+        if (!inserted && it->second != m[i + 1].str())
+            return std::nullopt; // the same placeholder twice must capture the same text
+    }
+    return c;
+}
+
+std::string render(std::string text, const Captures& captures)
+{
+    for (const auto& [name, value] : captures) {
+        const std::string key = "{" + name + "}";
+        for (std::size_t at; (at = text.find(key)) != std::string::npos;)
+            text.replace(at, key.size(), value);
+    }
+    return text;
+}
+
+struct CompiledRule {
+    const MappingRule* rule;
+    std::vector<Pattern> megatron;
+    std::vector<Pattern> hf; ///< the targets as patterns, to say which source a missing parameter needs
+};
+
+Result<std::vector<CompiledRule>> compileRules(const std::vector<MappingRule>& rules, const ConfigVars& vars)
+{
+    std::vector<CompiledRule> out;
+    for (const auto& rule : rules) {
+        if (!rule.when.empty()) {
+            auto on = evaluateExpression(rule.when, vars);
+            if (!on)
+                return on.error().withContext(rule.origin + ": rule '" + rule.id + "'");
+            if (!*on)
+                continue;
+        }
+        CompiledRule c { &rule, {}, {} };
+        for (const auto& m : rule.megatron) {
+            auto p = compilePattern(m, rule.origin + ": rule '" + rule.id + "'");
+            TESSERA_TRY(p);
+            c.megatron.push_back(std::move(*p));
+        }
+        for (const auto& h : rule.hf) {
+            auto p = compilePattern(h, rule.origin + ": rule '" + rule.id + "'");
+            TESSERA_TRY(p);
+            c.hf.push_back(std::move(*p));
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+/// A source tensor after unstacking: what the rules see.
+struct Item {
+    std::string name;          ///< Megatron per-layer name the rules match
+    TensorInfo tensor;
+    std::string label;         ///< "decoder.layers.mlp.linear_fc1.weight[2]"
+    Shape sourceShape;
+    std::string chain;         ///< "unstack_layers" or empty
+};
+
+/// torch_dist's stacked tensors become one item per layer (and expert); everything else passes through.
+std::vector<Item> unstack(const TensorInfo& t, const std::vector<CompiledRule>& rules)
+{
+    for (const auto& r : rules)
+        for (const auto& p : r.megatron) {
+            auto captures = matchPattern(p, t.name);
+            if (!captures)
+                continue;
+            const MappingTransform transform = r.rule->transform;
+            const std::size_t axes = transform == MappingTransform::UnstackLayersExperts ? 2 : 1;
+            if (t.shape.size() < axes)
+                break; // cannot be stacked: let the rules report it as it is
+            std::vector<Item> items;
+            auto add = [&](TensorInfo tensor, Captures c, const std::string& index) {
+                Item item;
+                item.name = render(r.rule->hf.front(), c);
+                tensor.name = item.name;
+                item.tensor = std::move(tensor);
+                item.label = t.name + "[" + index + "]";
+                item.sourceShape = t.shape;
+                item.chain = mappingTransformName(transform);
+                items.push_back(std::move(item));
+            };
+            for (std::int64_t i = 0; i < t.shape[0]; ++i) {
+                TensorInfo sub = selectLeading(t, i, t.name);
+                Captures c = *captures;
+                if (transform == MappingTransform::UnstackExperts) {
+                    c["expert"] = std::to_string(i);
+                    add(std::move(sub), c, std::to_string(i));
+                    continue;
+                }
+                c["layer"] = std::to_string(i);
+                if (transform == MappingTransform::UnstackLayers) {
+                    add(std::move(sub), c, std::to_string(i));
+                    continue;
+                }
+                for (std::int64_t e = 0; e < (sub.shape.empty() ? 0 : sub.shape[0]); ++e) {
+                    c["expert"] = std::to_string(e);
+                    add(selectLeading(sub, e, t.name), c, std::to_string(i) + ", " + std::to_string(e));
+                }
+            }
+            return items;
+        }
+    return { Item { t.name, t, t.name, t.shape, {} } };
+}
+
+/// `tensor` renamed, with pieces from `slices` of dim 0: (source begin, length, destination begin).
+TensorInfo rowSlices(const TensorInfo& tensor, const std::string& name, std::int64_t rows,
+                     const std::vector<std::array<std::int64_t, 3>>& slices, const std::string& how)
+{
+    TensorInfo out;
+    out.name = name;
+    out.dtype = tensor.dtype;
+    out.shape = tensor.shape;
+    out.shape[0] = rows;
+    out.placement = how;
+    for (const auto& s : slices)
+        for (auto& p : slicePieces(tensor, 0, s[0], s[1], s[2]))
+            out.pieces.push_back(std::move(p));
+    return out;
+}
+
+/// When one dim is a whole multiple off, the tensor-parallel size is the usual suspect.
+std::string tpHint(std::int64_t actual, std::int64_t expected, const CheckpointInfo& source)
+{
+    if (actual <= 0 || expected <= 0 || actual == expected)
+        return {};
+    const bool smaller = actual < expected;
+    const std::int64_t big = smaller ? expected : actual, small = smaller ? actual : expected;
+    if (big % small != 0)
+        return {};
+    const std::string tp = source.parallel.tensorParallel > 0 ? std::to_string(source.parallel.tensorParallel) : "unknown";
+    return "; " + std::to_string(actual) + " is " + (smaller ? "1/" : "") + std::to_string(big / small) + (smaller ? "" : "×")
+           + " of " + std::to_string(expected) + ", as a wrong tensor-parallel size would give (the checkpoint says TP "
+           + tp + "; check tensor_model_parallel_size and the mp_rank_* folders)";
+}
+
+struct Output {
+    std::string name;
+    TensorInfo tensor;
+};
+
+/// Applies a rule's transform; an error message when it cannot apply to this tensor.
+Result<std::vector<Output>> applyTransform(const CompiledRule& rule, const Item& item, const Captures& captures,
+                                           const ConfigVars& vars, const CheckpointInfo& source,
+                                           std::vector<std::string>& warnings)
+{
+    const TensorInfo& t = item.tensor;
+    std::vector<std::string> names;
+    for (const auto& h : rule.rule->hf)
+        names.push_back(render(h, captures));
+    auto var = [&](const char* name) -> std::optional<std::int64_t> {
+        auto it = vars.find(name);
+        return it == vars.end() ? std::nullopt : std::optional<std::int64_t>(it->second);
+    };
+    const std::int64_t rows = t.shape.empty() ? 0 : t.shape[0];
+    std::vector<Output> out;
+    switch (rule.rule->transform) {
+    case MappingTransform::Copy: {
+        TensorInfo copy = t;
+        copy.name = names[0];
+        out.push_back({ names[0], std::move(copy) });
+        break;
+    }
+    case MappingTransform::TrimVocab: {
+        const auto vocab = var("vocab_size");
+        if (!vocab)
+            return makeError("config.json has no vocab_size, so the vocabulary padding cannot be trimmed");
+        if (t.shape.empty() || rows < *vocab)
+            return makeError("has " + std::to_string(rows) + " rows, fewer than config.json's vocab_size "
+                             + std::to_string(*vocab) + tpHint(rows, *vocab, source));
+        if (rows > *vocab)
+            warnings.push_back(t.name + ": " + std::to_string(rows - *vocab) + " rows of vocabulary padding dropped ("
+                               + std::to_string(rows) + " → vocab_size " + std::to_string(*vocab) + ")");
+        out.push_back({ names[0], rowSlices(t, names[0], *vocab, { { 0, *vocab, 0 } },
+                                            rows > *vocab ? "rows [0, " + std::to_string(*vocab) + ") of " + item.label
+                                                          : item.label) });
+        break;
+    }
+    case MappingTransform::SplitGateUp: {
+        if (t.shape.empty() || rows % 2 != 0)
+            return makeError("a gated linear_fc1 needs an even number of rows ([gate; up]); it has shape "
+                             + shapeToString(t.shape));
+        const std::int64_t half = rows / 2;
+        out.push_back({ names[0], rowSlices(t, names[0], half, { { 0, half, 0 } }, "first half (gate) of " + item.label) });
+        out.push_back({ names[1], rowSlices(t, names[1], half, { { half, half, 0 } }, "second half (up) of " + item.label) });
+        break;
+    }
+    case MappingTransform::SplitQkv: {
+        const auto nh = var("num_attention_heads"), ng = var("num_key_value_heads"), hd = var("head_dim");
+        if (!nh || !ng || !hd)
+            return makeError("splitting the fused QKV needs num_attention_heads, num_key_value_heads and head_dim "
+                             "in config.json");
+        if (*ng <= 0 || *nh <= 0 || *hd <= 0 || *nh % *ng != 0)
+            return makeError("config.json gives num_attention_heads " + std::to_string(*nh) + " and num_key_value_heads "
+                             + std::to_string(*ng) + "; the heads must split evenly into the key/value groups");
+        const std::int64_t qpg = *nh / *ng;
+        const std::int64_t expected = (*nh + 2 * *ng) * *hd;
+        if (t.shape.empty() || rows != expected)
+            return makeError("has " + std::to_string(rows) + " rows but config.json gives (num_attention_heads "
+                             + std::to_string(*nh) + " + 2 × num_key_value_heads " + std::to_string(*ng)
+                             + ") × head_dim " + std::to_string(*hd) + " = " + std::to_string(expected)
+                             + "; check those three values" + tpHint(rows, expected, source));
+        std::vector<std::array<std::int64_t, 3>> q, k, v;
+        for (std::int64_t g = 0; g < *ng; ++g) {
+            const std::int64_t base = g * (qpg + 2) * *hd;
+            q.push_back({ base, qpg * *hd, g * qpg * *hd });
+            k.push_back({ base + qpg * *hd, *hd, g * *hd });
+            v.push_back({ base + (qpg + 1) * *hd, *hd, g * *hd });
+        }
+        const std::string groups = " of each of the " + std::to_string(*ng) + " query groups of " + item.label;
+        out.push_back({ names[0], rowSlices(t, names[0], *nh * *hd, q, "query rows" + groups) });
+        out.push_back({ names[1], rowSlices(t, names[1], *ng * *hd, k, "key rows" + groups) });
+        out.push_back({ names[2], rowSlices(t, names[2], *ng * *hd, v, "value rows" + groups) });
+        break;
+    }
+    case MappingTransform::UnstackLayers:
+    case MappingTransform::UnstackExperts:
+    case MappingTransform::UnstackLayersExperts:
+        return makeError("unstack transforms belong in \"unstack\", not in \"rules\"");
+    }
+    return out;
+}
+
+} // namespace
+
+const char* mappingStatusName(MappingStatus status)
+{
+    switch (status) {
+    case MappingStatus::Ok:
+        return "ok";
+    case MappingStatus::Unmapped:
+        return "unmapped";
+    case MappingStatus::Missing:
+        return "missing";
+    case MappingStatus::ShapeMismatch:
+        return "shape mismatch";
+    case MappingStatus::Ignored:
+        return "ignored";
+    case MappingStatus::Duplicate:
+        return "duplicate";
+    case MappingStatus::Unexpected:
+        return "unexpected";
+    case MappingStatus::Tied:
+        return "tied";
+    }
+    return "?";
+}
+
+std::size_t MappingResult::count(MappingStatus status) const
+{
+    return static_cast<std::size_t>(
+        std::count_if(rows.begin(), rows.end(), [&](const MappingRow& r) { return r.status == status; }));
+}
+
+bool isMegatronLayout(const std::string& layout) { return layout.rfind("megatron", 0) == 0; }
+
+Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const MappingOptions& options)
+{
+    MappingResult result;
+    const std::string configDir = options.configDir.empty() ? source.hfConfigDir : options.configDir;
+    auto config = readHfModelConfig(configDir);
+    TESSERA_TRY(config);
+    result.configPath = config->path;
+    auto rules = selectMappingRules(config->architectures, config->modelType);
+    if (!rules && options.userRulesFile.empty())
+        return rules.error().withContext(config->path);
+    MappingRuleSet set = rules ? std::move(*rules) : MappingRuleSet {};
+    if (!options.userRulesFile.empty()) {
+        auto user = applyUserMappingRules(set, options.userRulesFile);
+        TESSERA_TRY(user);
+        set = std::move(*user);
+    }
+    result.family = set.family;
+    result.ruleSources = set.sources;
+    std::optional<std::regex> ignore;
+    if (!options.ignoreMissing.empty()) {
+        try {
+            ignore.emplace(options.ignoreMissing, std::regex::ECMAScript);
+        } catch (const std::regex_error& e) {
+            return makeError("--ignore_missing_params '" + options.ignoreMissing + "' is not a valid regex: " + e.what());
+        }
+    }
+    auto ignored = [&](const std::string& name) { return ignore && std::regex_search(name, *ignore); };
+
+    // The head: a value model's output_layer has one row (LinearForLastLayer), whatever the vocabulary.
+    ConfigVars overrides;
+    bool valueModel = options.valueModel.value_or(false);
+    if (!options.valueModel)
+        if (const TensorInfo* head = source.find("output_layer.weight"))
+            valueModel = head->shape.size() == 2 && head->shape[0] == 1
+                && config->values.count("vocab_size") && config->values.at("vocab_size") != 1;
+    overrides["value_model"] = valueModel ? 1 : 0;
+    if (options.tieWordEmbeddings)
+        overrides["tie_word_embeddings"] = 1;
+    auto vars = resolveConfigVars(*config, set, overrides);
+    TESSERA_TRY(vars);
+    result.valueModel = valueModel;
+    result.tiedEmbeddings = vars->count("tie_word_embeddings") && vars->at("tie_word_embeddings") != 0;
+
+    auto expected = expectedHfParameters(set, *vars);
+    TESSERA_TRY(expected);
+    std::unordered_map<std::string, std::size_t> expectedIndex;
+    for (std::size_t i = 0; i < expected->size(); ++i)
+        expectedIndex.emplace((*expected)[i].name, i);
+    auto unstackRules = compileRules(set.unstack, *vars);
+    TESSERA_TRY(unstackRules);
+    auto mapRules = compileRules(set.rules, *vars);
+    TESSERA_TRY(mapRules);
+
+    // Map every source item.
+    struct Produced {
+        std::size_t row;
+        TensorInfo tensor;
+    };
+    std::vector<Produced> produced;
+    std::unordered_map<std::string, std::size_t> byTarget; // target → index into produced
+    for (const TensorInfo& t : source.tensors) {
+        for (Item& item : unstack(t, *unstackRules)) {
+            MappingRow base;
+            base.source = item.label;
+            base.sourceShape = item.sourceShape;
+            const CompiledRule* rule = nullptr;
+            Captures captures;
+            for (const auto& r : *mapRules) {
+                for (const auto& p : r.megatron)
+                    if (auto c = matchPattern(p, item.name)) {
+                        rule = &r;
+                        captures = std::move(*c);
+                        break;
+                    }
+                if (rule)
+                    break;
+            }
+            if (!rule) {
+                base.transform = item.chain;
+                base.status = ignored(item.name) ? MappingStatus::Ignored : MappingStatus::Unmapped;
+                base.detail = base.status == MappingStatus::Ignored
+                    ? "no rule maps it; --ignore_missing_params covers it, so it is not written"
+                    : "no " + set.family + " rule maps " + item.name
+                          + "; add a rule with --param_mapping, or leave it out with --ignore_missing_params";
+                result.rows.push_back(std::move(base));
+                continue;
+            }
+            base.rule = rule->rule->id;
+            base.ruleOrigin = rule->rule->origin;
+            base.transform = (item.chain.empty() ? "" : item.chain + " + ") + mappingTransformName(rule->rule->transform);
+            auto outputs = applyTransform(*rule, item, captures, *vars, source, result.warnings);
+            if (!outputs) {
+                base.status = MappingStatus::ShapeMismatch;
+                base.target = render(rule->rule->hf.front(), captures);
+                base.detail = item.name + " " + shapeToString(item.tensor.shape) + " " + outputs.error().message;
+                result.rows.push_back(std::move(base));
+                continue;
+            }
+            for (auto& o : *outputs) {
+                MappingRow row = base;
+                row.target = o.name;
+                row.targetShape = o.tensor.shape;
+                auto e = expectedIndex.find(o.name);
+                if (e != expectedIndex.end()) {
+                    const ExpectedParameter& p = (*expected)[e->second];
+                    row.expectedShape = p.shape;
+                    if (p.shape != o.tensor.shape) {
+                        row.status = MappingStatus::ShapeMismatch;
+                        row.detail = "is " + shapeToString(o.tensor.shape) + " but config.json gives " + shapeToString(p.shape)
+                            + " " + p.shapeText;
+                        for (std::size_t d = 0; d < p.shape.size() && d < o.tensor.shape.size(); ++d)
+                            if (p.shape[d] != o.tensor.shape[d]) {
+                                row.detail += tpHint(o.tensor.shape[d], p.shape[d], source);
+                                break;
+                            }
+                    }
+                } else if (o.name == "lm_head.weight" && result.tiedEmbeddings) {
+                    row.status = MappingStatus::Tied;
+                    row.detail = "the embeddings are tied, so the merge drops it after checking it equals "
+                                 "model.embed_tokens.weight";
+                } else {
+                    row.status = ignored(o.name) ? MappingStatus::Ignored : MappingStatus::Unexpected;
+                    row.detail = row.status == MappingStatus::Ignored
+                        ? "not a parameter of this model; --ignore_missing_params covers it, so it is not written"
+                        : "not a parameter of " + set.family + " under " + config->path
+                              + " (an option such as attention_bias or tie_word_embeddings may be wrong there)";
+                }
+                const std::size_t rowIndex = result.rows.size();
+                result.rows.push_back(std::move(row));
+                if (result.rows.back().status == MappingStatus::ShapeMismatch
+                    || result.rows.back().status == MappingStatus::Ignored)
+                    continue;
+                auto [it, inserted] = byTarget.emplace(o.name, produced.size());
+                if (!inserted) {
+                    MappingRow& first = result.rows[produced[it->second].row];
+                    MappingRow& again = result.rows[rowIndex];
+                    again.detail = "also written from " + first.source + " (rule " + first.rule + ")";
+                    again.status = MappingStatus::Duplicate;
+                    if (first.status != MappingStatus::Duplicate) {
+                        first.detail = "also written from " + again.source + " (rule " + again.rule + ")";
+                        first.status = MappingStatus::Duplicate;
+                    }
+                    continue;
+                }
+                produced.push_back({ rowIndex, std::move(o.tensor) });
+            }
+        }
+    }
+
+    // Expected parameters nothing fills.
+    for (const auto& p : *expected) {
+        if (byTarget.count(p.name))
+            continue;
+        bool mentioned = false; // a row already explains it (shape mismatch, duplicate)
+        for (const auto& r : result.rows)
+            if (r.target == p.name && r.status != MappingStatus::Ok) {
+                mentioned = true;
+                break;
+            }
+        if (mentioned)
+            continue;
+        MappingRow row;
+        row.target = p.name;
+        row.expectedShape = p.shape;
+        row.status = ignored(p.name) ? MappingStatus::Ignored : MappingStatus::Missing;
+        std::string from;
+        for (const auto& r : *mapRules)
+            for (const auto& h : r.hf)
+                if (auto c = matchPattern(h, p.name); c && from.empty()) {
+                    from = render(r.rule->megatron.front(), *c);
+                    row.rule = r.rule->id;
+                    row.ruleOrigin = r.rule->origin;
+                    row.transform = mappingTransformName(r.rule->transform);
+                }
+        if (row.status == MappingStatus::Ignored) {
+            row.detail = "no source fills it; --ignore_missing_params covers it, so the output lacks it";
+        } else if (p.name == "lm_head.weight") {
+            row.detail = "config.json says tie_word_embeddings is false, so the output layer must come from the "
+                         "checkpoint (" + (from.empty() ? std::string("output_layer.weight") : from)
+                         + ", held by the last pipeline stage), and it is not there; is a stage missing, or is "
+                           "the model really tied?";
+        } else {
+            row.detail = "no source tensor fills it"
+                + (from.empty() ? std::string("; no rule writes this name") : "; rule " + row.rule + " reads it from " + from)
+                + " (is a pipeline stage, expert rank or layer missing?)";
+        }
+        result.rows.push_back(std::move(row));
+    }
+
+    // Problems: wrong output is never written; --no-strict lets incomplete output through.
+    for (const auto& r : result.rows) {
+        const std::string name = r.target.empty() ? r.source : r.target;
+        const std::string text = std::string(mappingStatusName(r.status)) + ": "
+            + (r.source.empty() || r.target.empty() ? "" : r.source + " → ") + r.detail;
+        switch (r.status) {
+        case MappingStatus::ShapeMismatch:
+        case MappingStatus::Duplicate:
+            result.problems.push_back({ result.configPath, name, text });
+            break;
+        case MappingStatus::Unmapped:
+        case MappingStatus::Missing:
+        case MappingStatus::Unexpected:
+            if (options.strict)
+                result.problems.push_back({ result.configPath, name, text });
+            else
+                result.warnings.push_back(name + ": " + text);
+            break;
+        case MappingStatus::Ok:
+        case MappingStatus::Ignored:
+        case MappingStatus::Tied:
+            break;
+        }
+    }
+
+    // The mapped checkpoint, in the model's parameter order (the order Hugging Face shards by).
+    std::vector<std::size_t> order(produced.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    auto rank = [&](std::size_t i) {
+        auto it = expectedIndex.find(produced[i].tensor.name);
+        return it == expectedIndex.end() ? expected->size() : it->second;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rank(a) < rank(b); });
+    CheckpointInfo& mapped = result.mapped;
+    mapped.layout = "hf (mapped from " + source.layout + ")";
+    mapped.root = source.root;
+    mapped.hfConfigDir = configDir;
+    mapped.parallel = source.parallel;
+    mapped.files = source.files;
+    mapped.notes = source.notes;
+    mapped.notes["mapping_rules"] = set.family;
+    mapped.notes["source_layout"] = source.layout;
+    for (std::size_t i : order)
+        mapped.tensors.push_back(std::move(produced[i].tensor));
+    mapped.problems = source.problems;
+    for (const auto& p : result.problems)
+        mapped.problems.push_back(p);
+    return result;
+}
+
+} // namespace tessera

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "merge/box_copy.h"
+
+#include <cstring>
+#include <vector>
+
+namespace tessera {
+
+void forEachRun(const Shape& shape, const Shape& srcStrides, const Shape& dstStrides,
+                const std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)>& run)
+{
+    const std::size_t rank = shape.size();
+    for (auto s : shape)
+        if (s <= 0)
+            return;
+    if (rank == 0) {
+        run(0, 0, 1);
+        return;
+    }
+    // Merge trailing dims while both sides stay contiguous: the run covers dims [inner, rank).
+    std::size_t inner = rank;
+    std::int64_t runLength = 1;
+    while (inner > 0) {
+        const std::size_t d = inner - 1;
+        const bool srcOk = shape[d] == 1 || srcStrides[d] == runLength;
+        const bool dstOk = shape[d] == 1 || dstStrides[d] == runLength;
+        if (!srcOk || !dstOk)
+            break;
+        runLength *= shape[d];
+        --inner;
+    }
+    const auto count = static_cast<std::uint64_t>(runLength);
+    if (inner == 0) {
+        run(0, 0, count);
+        return;
+    }
+    // Odometer over the outer dims [0, inner).
+    std::vector<std::int64_t> index(inner, 0);
+    std::int64_t srcOff = 0, dstOff = 0;
+    while (true) {
+        run(static_cast<std::uint64_t>(srcOff), static_cast<std::uint64_t>(dstOff), count);
+        std::size_t d = inner;
+        while (d > 0) {
+            --d;
+            if (++index[d] < shape[d]) {
+                srcOff += srcStrides[d];
+                dstOff += dstStrides[d];
+                break;
+            }
+            srcOff -= srcStrides[d] * (shape[d] - 1);
+            dstOff -= dstStrides[d] * (shape[d] - 1);
+            index[d] = 0;
+            if (d == 0)
+                return;
+        }
+    }
+}
+
+void copyBox(const std::uint8_t* src, const Shape& srcStrides, const Shape& shape, std::size_t elementSize,
+             std::uint8_t* dst, const Shape& dstStrides)
+{
+    forEachRun(shape, srcStrides, dstStrides, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
+        std::memcpy(dst + d * elementSize, src + s * elementSize, n * elementSize);
+    });
+}
+
+Shape globalStrides(const Shape& globalShape)
+{
+    Shape strides(globalShape.size(), 1);
+    for (std::size_t d = globalShape.size(); d-- > 1;)
+        strides[d - 1] = strides[d] * globalShape[d];
+    return strides;
+}
+
+std::uint64_t elementOffset(const Shape& offsets, const Shape& strides)
+{
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < offsets.size() && d < strides.size(); ++d)
+        off += offsets[d] * strides[d];
+    return static_cast<std::uint64_t>(off);
+}
+
+bool boxIsContiguousInTensor(const Shape& offsets, const Shape& shape, const Shape& globalShape)
+{
+    // Skip leading dims of size 1; the first larger dim may be partial, every later one must be whole.
+    std::size_t d = 0;
+    while (d < shape.size() && shape[d] == 1)
+        ++d;
+    for (std::size_t k = d + 1; k < shape.size(); ++k)
+        if (shape[k] != globalShape[k] || offsets[k] != 0)
+            return false;
+    return true;
+}
+
+bool isContiguous(const Shape& shape, const Shape& strides)
+{
+    std::int64_t expected = 1;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        if (shape[d] != 1 && strides[d] != expected)
+            return false;
+        expected *= shape[d];
+    }
+    return true;
+}
+
+std::uint64_t boxSpanBytes(const Shape& shape, const Shape& strides, std::size_t elementSize)
+{
+    std::int64_t last = 0;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] <= 0)
+            return 0;
+        last += (shape[d] - 1) * (strides[d] < 0 ? -strides[d] : strides[d]);
+    }
+    return static_cast<std::uint64_t>(last + 1) * elementSize;
+}
+
+} // namespace tessera

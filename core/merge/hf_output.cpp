@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "merge/hf_output.h"
+#include "io/text_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <fstream>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+Result<std::string> readText(const fs::path& path)
+{
+    auto text = readTextFile(path.string());
+    if (!text)
+        return makeError(path.string() + ": cannot be read");
+    return std::move(*text);
+}
+
+Status writeText(const fs::path& path, const std::string& text)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+    if (!out)
+        return makeError(path.string() + ": cannot be written (disk full or no permission?)");
+    return Status::success();
+}
+
+bool endsWith(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::string randomSuffix()
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    std::random_device rd;
+    std::mt19937 gen(rd());
+    std::string s(6, 'x');
+    for (auto& c : s)
+        c = chars[gen() % (sizeof(chars) - 1)];
+    return s;
+}
+
+} // namespace
+
+Result<HfConfigFacts> readHfConfig(const std::string& configDir)
+{
+    HfConfigFacts facts;
+    if (configDir.empty())
+        return facts;
+    const fs::path path = fs::path(configDir) / "config.json";
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec))
+        return facts;
+    auto text = readText(path);
+    TESSERA_TRY(text);
+    auto json = nlohmann::json::parse(*text, nullptr, false);
+    if (json.is_discarded() || !json.is_object())
+        return makeError(path.string() + ": not a valid JSON object");
+    facts.found = true;
+    // transformers' PretrainedConfig defaults to tied, but the model classes that matter here (Llama, Qwen2,
+    // Mistral…) default to untied; keeping lm_head when the key is absent never loses a weight.
+    if (auto it = json.find("tie_word_embeddings"); it != json.end() && it->is_boolean()) {
+        facts.tieWordEmbeddings = it->get<bool>();
+        facts.tieWordEmbeddingsSet = true;
+    }
+    for (const char* key : { "torch_dtype", "dtype" })
+        if (auto it = json.find(key); it != json.end() && it->is_string() && facts.torchDtype.empty())
+            facts.torchDtype = it->get<std::string>();
+    if (auto it = json.find("architectures"); it != json.end() && it->is_array())
+        for (const auto& a : *it)
+            if (a.is_string())
+                facts.architectures.push_back(a.get<std::string>());
+    return facts;
+}
+
+bool isHfSideFile(const std::string& name)
+{
+    if (name.empty() || name[0] == '.')
+        return false;
+    static const char* exact[] = { "config.json", "generation_config.json", "special_tokens_map.json",
+                                   "added_tokens.json", "merges.txt", "tokenizer.model", "spiece.model",
+                                   "sentencepiece.bpe.model", "preprocessor_config.json", "processor_config.json",
+                                   "video_preprocessor_config.json", "image_processor_config.json",
+                                   "feature_extractor_config.json", "chat_template.json", "chat_template.jinja" };
+    for (const char* e : exact)
+        if (name == e)
+            return true;
+    if (startsWith(name, "tokenizer") && (endsWith(name, ".json") || endsWith(name, ".model")))
+        return true;
+    if (startsWith(name, "vocab."))
+        return true;
+    if (startsWith(name, "chat_template") || startsWith(name, "additional_chat_templates"))
+        return true;
+    if (endsWith(name, ".tiktoken") || endsWith(name, ".py"))
+        return true;
+    return false;
+}
+
+std::vector<std::string> listHfSideFiles(const std::string& configDir)
+{
+    std::vector<std::string> names;
+    if (configDir.empty())
+        return names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(configDir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.is_regular_file(ec) && isHfSideFile(name))
+            names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+Result<std::string> rewriteConfigDtype(const std::string& text, DType dtype)
+{
+    const std::string value = "\"" + std::string(torchName(dtype)) + "\"";
+    // A small JSON scanner: it finds `"torch_dtype": <value>` at any depth and `"dtype": <value>` at the top
+    // level, and splices the new value in, so that formatting and key order stay byte-identical.
+    std::string out;
+    out.reserve(text.size() + 32);
+    int depth = 0;
+    bool replacedAny = false;
+    std::size_t i = 0;
+    auto skipSpace = [&](std::size_t p) {
+        while (p < text.size() && (text[p] == ' ' || text[p] == '\t' || text[p] == '\n' || text[p] == '\r'))
+            ++p;
+        return p;
+    };
+    auto stringEnd = [&](std::size_t p) -> std::size_t { // p at opening quote; returns index after closing quote
+        for (std::size_t q = p + 1; q < text.size(); ++q) {
+            if (text[q] == '\\')
+                ++q;
+            else if (text[q] == '"')
+                return q + 1;
+        }
+        return std::string::npos;
+    };
+    while (i < text.size()) {
+        const char c = text[i];
+        if (c == '{' || c == '[') {
+            ++depth;
+        } else if (c == '}' || c == ']') {
+            --depth;
+        } else if (c == '"') {
+            const std::size_t end = stringEnd(i);
+            if (end == std::string::npos)
+                return makeError("config.json: unterminated string");
+            const std::string key = text.substr(i + 1, end - i - 2);
+            out.append(text, i, end - i);
+            i = end;
+            const std::size_t colon = skipSpace(i);
+            if (colon < text.size() && text[colon] == ':' && (key == "torch_dtype" || (key == "dtype" && depth == 1))) {
+                const std::size_t v = skipSpace(colon + 1);
+                std::size_t vEnd = std::string::npos;
+                if (v < text.size() && text[v] == '"')
+                    vEnd = stringEnd(v);
+                else if (text.compare(v, 4, "null") == 0)
+                    vEnd = v + 4;
+                if (vEnd != std::string::npos) {
+                    out.append(text, i, v - i);
+                    out += value;
+                    i = vEnd;
+                    replacedAny = true;
+                }
+            }
+            continue;
+        }
+        out += c;
+        ++i;
+    }
+    if (replacedAny)
+        return out;
+    auto json = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (json.is_discarded() || !json.is_object())
+        return makeError("config.json: not a valid JSON object");
+    json["torch_dtype"] = std::string(torchName(dtype));
+    return json.dump(2) + "\n";
+}
+
+Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype)
+{
+    for (const auto& name : listHfSideFiles(configDir)) {
+        const fs::path from = fs::path(configDir) / name;
+        const fs::path to = fs::path(destDir) / name;
+        if (name == "config.json" && newDtype) {
+            auto text = readText(from);
+            TESSERA_TRY(text);
+            auto rewritten = rewriteConfigDtype(*text, *newDtype);
+            if (!rewritten)
+                return rewritten.error().withContext(from.string());
+            TESSERA_TRY(writeText(to, *rewritten));
+            continue;
+        }
+        std::error_code ec;
+        fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+        if (ec)
+            return makeError("cannot copy " + from.string() + " to " + to.string() + ": " + ec.message());
+    }
+    return Status::success();
+}
+
+Result<OutputStaging> OutputStaging::create(const std::string& target)
+{
+    OutputStaging staging;
+    std::error_code ec;
+    fs::path targetPath = fs::absolute(target, ec).lexically_normal();
+    if (targetPath.has_filename() == false)
+        targetPath = targetPath.parent_path();
+    if (fs::exists(targetPath, ec) && !fs::is_directory(targetPath, ec))
+        return makeError(targetPath.string() + ": exists and is not a folder");
+    const fs::path parent = targetPath.parent_path();
+    // Create missing parents, remembering them so a failure can remove them again.
+    std::vector<fs::path> missing;
+    for (fs::path p = parent; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+        missing.push_back(p);
+        if (p == p.parent_path())
+            break;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        if (!fs::create_directory(*it, ec) && ec) {
+            for (auto undo = missing.rbegin(); undo != it; ++undo)
+                fs::remove(*undo, ec);
+            return makeError("cannot create folder " + it->string() + ": " + ec.message());
+        }
+        staging.m_createdParents.push_back(it->string());
+    }
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        const fs::path temp = parent / ("." + targetPath.filename().string() + ".tessera-" + randomSuffix());
+        if (fs::create_directory(temp, ec)) {
+            staging.m_target = targetPath.string();
+            staging.m_temp = temp.string();
+            staging.m_active = true;
+            return staging;
+        }
+        if (ec)
+            break;
+    }
+    const std::string reason = ec ? ec.message() : "name collision";
+    staging.discard();
+    return makeError("cannot create a temporary folder in " + parent.string() + ": " + reason);
+}
+
+OutputStaging::OutputStaging(OutputStaging&& other) noexcept
+    : m_target(std::move(other.m_target)),
+      m_temp(std::move(other.m_temp)),
+      m_createdParents(std::move(other.m_createdParents)),
+      m_active(other.m_active)
+{
+    other.m_active = false;
+    other.m_createdParents.clear();
+}
+
+OutputStaging::~OutputStaging() { discard(); }
+
+void OutputStaging::discard()
+{
+    std::error_code ec;
+    if (m_active && !m_temp.empty())
+        fs::remove_all(m_temp, ec);
+    m_active = false;
+    for (auto it = m_createdParents.rbegin(); it != m_createdParents.rend(); ++it)
+        fs::remove(*it, ec); // only succeeds while empty: never removes anything someone else put there
+    m_createdParents.clear();
+}
+
+Status OutputStaging::publish(const std::vector<std::string>& moveLast)
+{
+    if (!m_active)
+        return makeError("internal: output already published or discarded");
+    std::error_code ec;
+    if (!fs::exists(m_target, ec)) {
+        fs::rename(m_temp, m_target, ec);
+        if (ec)
+            return makeError("cannot move " + m_temp + " to " + m_target + ": " + ec.message());
+    } else {
+        std::vector<std::string> names;
+        for (const auto& entry : fs::directory_iterator(m_temp, ec))
+            names.push_back(entry.path().filename().string());
+        std::stable_partition(names.begin(), names.end(), [&](const std::string& n) {
+            return std::find(moveLast.begin(), moveLast.end(), n) == moveLast.end();
+        });
+        std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+            auto rank = [&](const std::string& n) {
+                auto it = std::find(moveLast.begin(), moveLast.end(), n);
+                return it == moveLast.end() ? -1 : static_cast<int>(it - moveLast.begin());
+            };
+            return rank(a) < rank(b);
+        });
+        for (const auto& name : names) {
+            fs::rename(fs::path(m_temp) / name, fs::path(m_target) / name, ec);
+            if (ec)
+                return makeError("cannot move " + name + " into " + m_target + ": " + ec.message());
+        }
+        fs::remove(m_temp, ec);
+    }
+    m_active = false;
+    m_createdParents.clear();
+    return Status::success();
+}
+
+std::vector<std::string> conflictingWeightFiles(const std::string& targetDir, const std::vector<std::string>& newFiles)
+{
+    std::vector<std::string> conflicts;
+    std::error_code ec;
+    if (!fs::is_directory(targetDir, ec))
+        return conflicts;
+    for (const auto& entry : fs::directory_iterator(targetDir, ec)) {
+        const std::string name = entry.path().filename().string();
+        const bool weight = endsWith(name, ".safetensors") || endsWith(name, ".safetensors.index.json")
+            || (startsWith(name, "pytorch_model") && (endsWith(name, ".bin") || endsWith(name, ".bin.index.json")))
+            || endsWith(name, ".gguf");
+        if (weight && std::find(newFiles.begin(), newFiles.end(), name) == newFiles.end())
+            conflicts.push_back(name);
+    }
+    std::sort(conflicts.begin(), conflicts.end());
+    return conflicts;
+}
+
+std::optional<std::uint64_t> freeDiskBytes(const std::string& path)
+{
+    std::error_code ec;
+    fs::path p = fs::absolute(path, ec);
+    while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path())
+        p = p.parent_path();
+    struct statvfs st {};
+    if (statvfs(p.c_str(), &st) != 0)
+        return std::nullopt;
+    return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+} // namespace tessera

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "model/dtype.h"
+#include "result.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// What the merge needs to know from a Hugging Face `config.json`.
+struct HfConfigFacts {
+    bool found = false;               ///< config.json exists and parses as a JSON object
+    bool tieWordEmbeddings = false;   ///< `tie_word_embeddings`; absent counts as false (see hf_output.cpp)
+    bool tieWordEmbeddingsSet = false;///< the key is present
+    std::string torchDtype;           ///< `torch_dtype` (or v5 `dtype`), empty when absent
+    std::vector<std::string> architectures;
+};
+
+/// Reads `configDir/config.json`. A missing folder or file gives `found == false`; a file that is not valid
+/// JSON is an error naming it.
+Result<HfConfigFacts> readHfConfig(const std::string& configDir);
+
+/// True for the files of a config folder that belong in a merged model: config.json, generation_config.json,
+/// tokenizer files (tokenizer*.json, tokenizer.model, vocab.*, merges.txt, special_tokens_map.json,
+/// added_tokens.json, *.tiktoken, spiece.model…), chat templates, processor configs and remote-code `*.py`.
+/// Weights and anything else are not carried over.
+bool isHfSideFile(const std::string& fileName);
+
+/// The side files present in `configDir` (names only, sorted). Empty when the folder is missing.
+std::vector<std::string> listHfSideFiles(const std::string& configDir);
+
+/// `config.json` text with every `"torch_dtype"` (and a top-level v5 `"dtype"`) set to `dtype`'s torch name.
+/// Only those values change: every other byte of the file stays as it was. When the file has no dtype key,
+/// `"torch_dtype"` is added as the last top-level key.
+Result<std::string> rewriteConfigDtype(const std::string& configText, DType dtype);
+
+/// Copies every side file of `configDir` into `destDir` byte for byte; with `newDtype`, config.json gets
+/// its dtype rewritten. Errors name the file.
+Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype);
+
+/// A temporary folder next to a target folder that becomes the target atomically.
+///
+/// The output is written into `<parent>/.<name>.tessera-XXXXXX`; publish() renames it to the target when
+/// the target does not exist, or moves its files into the existing target (replacing files of the same
+/// name, never deleting others). Until publish() succeeds, destroying the object removes the temporary
+/// folder and any parent folders it had to create, so an error or a cancel leaves nothing behind.
+class OutputStaging {
+public:
+    /// Creates the temporary folder. Fails when `target` exists and is not a folder.
+    static Result<OutputStaging> create(const std::string& target);
+    OutputStaging(OutputStaging&& other) noexcept;
+    OutputStaging& operator=(OutputStaging&&) = delete;
+    OutputStaging(const OutputStaging&) = delete;
+    ~OutputStaging();
+
+    const std::string& path() const { return m_temp; }     ///< where to write
+    const std::string& target() const { return m_target; } ///< where it ends up
+    /// Moves the written files into place. `order` lists file names to move last, in that order (the index
+    /// and config go last so a reader never sees an index pointing at missing shards).
+    Status publish(const std::vector<std::string>& moveLast = {});
+    /// Removes the temporary folder now (also done by the destructor).
+    void discard();
+
+private:
+    OutputStaging() = default;
+    std::string m_target;
+    std::string m_temp;
+    std::vector<std::string> m_createdParents; ///< innermost last
+    bool m_active = false;
+};
+
+/// Weight files in `targetDir` that a merged model writing `newFiles` would not replace and that a loader
+/// could mistake for part of the new model (*.safetensors, *.safetensors.index.json, pytorch_model*.bin…).
+std::vector<std::string> conflictingWeightFiles(const std::string& targetDir, const std::vector<std::string>& newFiles);
+
+/// Free bytes on the file system holding `path` (or its nearest existing parent); nullopt when unknown.
+std::optional<std::uint64_t> freeDiskBytes(const std::string& path);
+
+} // namespace tessera

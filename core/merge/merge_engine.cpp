@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "merge/merge_engine.h"
+
+#include "merge/box_copy.h"
+#include "model/convert.h"
+#include "merge/hf_output.h"
+#include "parallel.h"
+#include "model/placement.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+constexpr std::uint64_t kCopyChunk = 64u << 20; ///< copy_file_range call size: large, but cancel stays responsive
+
+std::uint64_t volume(const Shape& shape)
+{
+    std::uint64_t n = 1;
+    for (auto s : shape)
+        n *= static_cast<std::uint64_t>(std::max<std::int64_t>(s, 0));
+    return n;
+}
+
+Error canceledError() { return makeError("canceled"); }
+
+/// One slab of a piece: a block of its dim-0 rows small enough that its source pages can be dropped after use.
+struct Slab {
+    Shape shape;
+    Shape globalOffsets;
+    std::uint64_t srcByteOffset = 0; ///< from the piece's first element
+    std::uint64_t spanBytes = 0;
+};
+
+std::vector<Slab> slabsOf(const Piece& p)
+{
+    const std::size_t es = dtypeSize(p.storedDtype);
+    std::vector<Slab> slabs;
+    if (p.shape.empty()) {
+        slabs.push_back({ {}, {}, 0, es });
+        return slabs;
+    }
+    const std::uint64_t rowSpan = std::max<std::uint64_t>(1, boxSpanBytes(Shape(p.shape.begin() + 1, p.shape.end()),
+                                                                         Shape(p.strides.begin() + 1, p.strides.end()), es));
+    const std::int64_t rows = p.shape[0];
+    const std::int64_t perSlab = std::max<std::int64_t>(1, static_cast<std::int64_t>(kMergeChunkBytes / rowSpan));
+    for (std::int64_t r0 = 0; r0 < rows; r0 += perSlab) {
+        Slab s;
+        s.shape = p.shape;
+        s.shape[0] = std::min(perSlab, rows - r0);
+        s.globalOffsets = p.offsets;
+        s.globalOffsets[0] += r0;
+        s.srcByteOffset = static_cast<std::uint64_t>(r0 * p.strides[0]) * es;
+        s.spanBytes = boxSpanBytes(s.shape, p.strides, es);
+        slabs.push_back(std::move(s));
+    }
+    return slabs;
+}
+
+Status checkBounds(const MappedFile& file, const Piece& p, const std::string& tensor)
+{
+    const std::uint64_t span = boxSpanBytes(p.shape, p.strides, dtypeSize(p.storedDtype));
+    if (p.dataOffset > file.size() || span > file.size() - p.dataOffset)
+        return makeError(p.file + ": " + tensor + ": the piece " + boxText(p.offsets, p.shape)
+                         + " reaches past the end of the file (truncated or damaged?)");
+    return Status::success();
+}
+
+Status pwriteAll(int fd, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset, const std::string& what)
+{
+    while (length > 0) {
+        const ssize_t n = ::pwrite(fd, data, std::min<std::uint64_t>(length, 1u << 30), static_cast<off_t>(offset));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return makeError(what + ": write failed: " + std::strerror(errno));
+        }
+        data += n;
+        length -= static_cast<std::uint64_t>(n);
+        offset += static_cast<std::uint64_t>(n);
+    }
+    return Status::success();
+}
+
+struct OutputFile {
+    std::string path;
+    int fd = -1;
+    ~OutputFile()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
+
+/// Compares a Replica piece with the Primary piece of the same box, run by run, in the stored bytes.
+Status verifyReplica(SourceFiles& files, const TensorInfo& t, const Piece& replica, const Piece& primary,
+                     const std::function<bool()>& canceled)
+{
+    auto a = files.map(replica.file);
+    TESSERA_TRY(a);
+    auto b = files.map(primary.file);
+    TESSERA_TRY(b);
+    TESSERA_TRY(checkBounds(**a, replica, t.name));
+    TESSERA_TRY(checkBounds(**b, primary, t.name));
+    if (replica.storedDtype != primary.storedDtype)
+        return makeError(t.name + ": replica on rank " + std::to_string(replica.rank) + " is "
+                         + std::string(torchName(replica.storedDtype)) + " but rank " + std::to_string(primary.rank)
+                         + " holds " + std::string(torchName(primary.storedDtype)));
+    const std::size_t es = dtypeSize(replica.storedDtype);
+    const std::uint8_t* ra = (*a)->view().data() + replica.dataOffset;
+    const std::uint8_t* pb = (*b)->view().data() + primary.dataOffset;
+    if (canceled && canceled())
+        return canceledError();
+    bool equal = true;
+    std::uint64_t firstDiff = 0;
+    forEachRun(replica.shape, replica.strides, primary.strides, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
+        if (equal && std::memcmp(ra + s * es, pb + d * es, n * es) != 0) {
+            equal = false;
+            firstDiff = d;
+        }
+    });
+    (*a)->adviseDontNeed(replica.dataOffset, boxSpanBytes(replica.shape, replica.strides, es));
+    (*b)->adviseDontNeed(primary.dataOffset, boxSpanBytes(primary.shape, primary.strides, es));
+    if (!equal)
+        return makeError(t.name + ": the replica of " + boxText(replica.offsets, replica.shape) + " on rank "
+                         + std::to_string(replica.rank) + " (" + replica.file + ") differs from rank "
+                         + std::to_string(primary.rank) + " (" + primary.file + ") near element "
+                         + std::to_string(firstDiff) + " of the piece; the replicas diverged during training");
+    return Status::success();
+}
+
+/// Streams one piece that is a contiguous range of the output straight into the file.
+Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTensor& planned, const Piece& p,
+                        const OutputFile& out, const std::function<void(std::uint64_t)>& addBytes,
+                        const std::function<bool()>& canceled)
+{
+    const std::size_t inSize = dtypeSize(p.storedDtype);
+    const std::size_t outSize = dtypeSize(planned.dtype);
+    const std::uint64_t count = volume(p.shape);
+    const std::uint64_t outOffset = planned.fileOffset + elementOffset(p.offsets, globalStrides(t.shape)) * outSize;
+    const std::string what = out.path + ": " + t.name;
+    if (p.storedDtype == planned.dtype) {
+        const std::uint64_t length = count * outSize;
+        std::uint64_t done = 0;
+        // In-kernel copy: no page of the source is mapped into this process at all.
+        const int sfd = files.descriptor(p.file);
+        while (sfd >= 0 && done < length) {
+            if (canceled && canceled())
+                return canceledError();
+            loff_t inOff = static_cast<loff_t>(p.dataOffset + done);
+            loff_t outOff = static_cast<loff_t>(outOffset + done);
+            const ssize_t n = ::copy_file_range(sfd, &inOff, out.fd, &outOff, std::min(length - done, kCopyChunk), 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP
+                              || errno == EBADF || errno == EPERM))
+                    break; // not supported between these files: fall back to writing from the mapping
+                if (n == 0)
+                    return makeError(p.file + ": " + t.name + ": the file ends before the tensor's data (truncated?)");
+                return makeError(what + ": copy failed: " + std::strerror(errno));
+            }
+            done += static_cast<std::uint64_t>(n);
+            addBytes(static_cast<std::uint64_t>(n));
+        }
+        if (done == length)
+            return Status::success();
+        auto map = files.map(p.file);
+        TESSERA_TRY(map);
+        TESSERA_TRY(checkBounds(**map, p, t.name));
+        const std::uint8_t* base = (*map)->view().data() + p.dataOffset;
+        while (done < length) {
+            if (canceled && canceled())
+                return canceledError();
+            const std::uint64_t n = std::min(length - done, kMergeChunkBytes);
+            (*map)->adviseWillNeed(p.dataOffset + done, n);
+            TESSERA_TRY(pwriteAll(out.fd, base + done, n, outOffset + done, what));
+            (*map)->adviseDontNeed(p.dataOffset + done, n);
+            done += n;
+            addBytes(n);
+        }
+        return Status::success();
+    }
+    auto map = files.map(p.file);
+    TESSERA_TRY(map);
+    TESSERA_TRY(checkBounds(**map, p, t.name));
+    const std::uint8_t* base = (*map)->view().data() + p.dataOffset;
+    const std::uint64_t perChunk = std::max<std::uint64_t>(1, kMergeChunkBytes / std::max(inSize, outSize));
+    std::vector<std::uint8_t> staging(static_cast<std::size_t>(std::min(perChunk, count) * outSize));
+    for (std::uint64_t first = 0; first < count; first += perChunk) {
+        if (canceled && canceled())
+            return canceledError();
+        const std::uint64_t n = std::min(perChunk, count - first);
+        (*map)->adviseWillNeed(p.dataOffset + first * inSize, n * inSize);
+        auto converted = convertElements(base + first * inSize, p.storedDtype, staging.data(), planned.dtype, n);
+        if (!converted)
+            return converted.error().withContext(p.file + ": " + t.name);
+        TESSERA_TRY(pwriteAll(out.fd, staging.data(), n * outSize, outOffset + first * outSize, what));
+        (*map)->adviseDontNeed(p.dataOffset + first * inSize, n * inSize);
+        addBytes(n * outSize);
+    }
+    return Status::success();
+}
+
+/// Checks that a tied, dropped lm_head equals the embedding that replaces it; a difference is a warning.
+Result<std::string> checkTie(SourceFiles& files, const CheckpointInfo& info, const TieCheck& tie, MemoryBudget& budget,
+                             const std::function<bool()>& canceled)
+{
+    const TensorInfo& dropped = info.tensors[tie.dropped];
+    const TensorInfo& kept = info.tensors[tie.kept];
+    if (dropped.shape != kept.shape || dropped.dtype != kept.dtype)
+        return dropped.name + " (" + std::string(torchName(dropped.dtype)) + " " + boxText(Shape(dropped.shape.size(), 0), dropped.shape)
+            + ") differs in shape or dtype from " + kept.name + "; it is not written because the embeddings are tied";
+    auto a = planTensorCopy(dropped, tie.dropped, std::nullopt);
+    TESSERA_TRY(a);
+    auto b = planTensorCopy(kept, tie.kept, std::nullopt);
+    TESSERA_TRY(b);
+    const std::uint64_t held = budget.acquire(a->bytes * 2);
+    struct Release {
+        MemoryBudget& b;
+        std::uint64_t n;
+        ~Release() { b.release(n); }
+    } release { budget, held };
+    auto bufA = PageBuffer::allocate(a->bytes);
+    TESSERA_TRY(bufA);
+    TESSERA_TRY(materializeTensor(files, dropped, *a, bufA->data(), canceled));
+    auto bufB = PageBuffer::allocate(b->bytes);
+    TESSERA_TRY(bufB);
+    TESSERA_TRY(materializeTensor(files, kept, *b, bufB->data(), canceled));
+    if (std::memcmp(bufA->data(), bufB->data(), a->bytes) != 0)
+        return dropped.name + " differs from " + kept.name
+            + " although tie_word_embeddings is set; it is not written, so the merged model uses the embedding for both";
+    return std::string();
+}
+
+bool isCanceled(const MergeRunOptions& options)
+{
+    return (options.progress && options.progress->isCanceled())
+        || (options.cancel && options.cancel->load(std::memory_order_relaxed));
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------------------------
+
+MemoryBudget::MemoryBudget(std::uint64_t capacity)
+    : m_capacity(std::max<std::uint64_t>(capacity, 1)), m_available(m_capacity)
+{
+}
+
+std::uint64_t MemoryBudget::acquire(std::uint64_t bytes)
+{
+    bytes = std::min(bytes, m_capacity);
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_cv.wait(lock, [&] { return m_available >= bytes; });
+    m_available -= bytes;
+    return bytes;
+}
+
+void MemoryBudget::release(std::uint64_t bytes)
+{
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_available += bytes;
+    }
+    m_cv.notify_all();
+}
+
+Result<PageBuffer> PageBuffer::allocate(std::uint64_t bytes)
+{
+    PageBuffer buffer;
+    if (bytes == 0)
+        return buffer;
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return makeError("cannot allocate " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+    buffer.m_data = static_cast<std::uint8_t*>(p);
+    buffer.m_size = bytes;
+    return buffer;
+}
+
+PageBuffer::PageBuffer(PageBuffer&& other) noexcept : m_data(other.m_data), m_size(other.m_size)
+{
+    other.m_data = nullptr;
+    other.m_size = 0;
+}
+
+PageBuffer& PageBuffer::operator=(PageBuffer&& other) noexcept
+{
+    if (this != &other) {
+        if (m_data)
+            ::munmap(m_data, m_size);
+        m_data = other.m_data;
+        m_size = other.m_size;
+        other.m_data = nullptr;
+        other.m_size = 0;
+    }
+    return *this;
+}
+
+PageBuffer::~PageBuffer()
+{
+    if (m_data)
+        ::munmap(m_data, m_size);
+}
+
+Result<std::shared_ptr<MappedFile>> SourceFiles::map(const std::string& path)
+{
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (auto it = m_maps.find(path); it != m_maps.end())
+        return it->second;
+    auto file = MappedFile::open(path);
+    TESSERA_TRY(file);
+    m_maps[path] = *file;
+    return *file;
+}
+
+int SourceFiles::descriptor(const std::string& path)
+{
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (auto it = m_fds.find(path); it != m_fds.end())
+        return it->second;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    m_fds[path] = fd;
+    return fd;
+}
+
+SourceFiles::~SourceFiles()
+{
+    for (auto& [path, fd] : m_fds)
+        if (fd >= 0)
+            ::close(fd);
+}
+
+Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedTensor& planned, std::uint8_t* dst,
+                         const std::function<bool()>& canceled)
+{
+    const Shape gstr = globalStrides(t.shape);
+    const std::size_t outSize = dtypeSize(planned.dtype);
+    PageBuffer accumulator;
+    float* acc = nullptr;
+    if (planned.mode == CopyMode::Sum) {
+        auto buffer = PageBuffer::allocate(volume(t.shape) * sizeof(float));
+        TESSERA_TRY(buffer);
+        accumulator = std::move(*buffer);
+        acc = reinterpret_cast<float*>(accumulator.data());
+    }
+    for (std::size_t index : planned.pieces) {
+        const Piece& p = t.pieces[index];
+        auto map = files.map(p.file);
+        TESSERA_TRY(map);
+        TESSERA_TRY(checkBounds(**map, p, t.name));
+        const std::size_t inSize = dtypeSize(p.storedDtype);
+        const std::uint8_t* base = (*map)->view().data() + p.dataOffset;
+        for (const Slab& slab : slabsOf(p)) {
+            if (canceled && canceled())
+                return canceledError();
+            (*map)->adviseWillNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
+            const std::uint64_t dstBase = elementOffset(slab.globalOffsets, gstr);
+            const std::uint8_t* src = base + slab.srcByteOffset;
+            Status status;
+            forEachRun(slab.shape, p.strides, gstr, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
+                if (!status)
+                    return;
+                if (acc && p.role == PieceRole::PartialTerm)
+                    status = accumulatePartial(acc + dstBase + d, src + s * inSize, p.storedDtype, n);
+                else if (acc)
+                    status = convertElements(src + s * inSize, p.storedDtype, acc + dstBase + d, DType::Float32, n);
+                else
+                    status = convertElements(src + s * inSize, p.storedDtype, dst + (dstBase + d) * outSize,
+                                             planned.dtype, n);
+            });
+            if (!status)
+                return status.error().withContext(p.file + ": " + t.name);
+            (*map)->adviseDontNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
+        }
+    }
+    if (acc) {
+        auto status = convertElements(acc, DType::Float32, dst, planned.dtype, volume(t.shape));
+        if (!status)
+            return status.error().withContext(t.name);
+    }
+    return Status::success();
+}
+
+Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePlan& plan, const std::string& dir,
+                                      const MergeRunOptions& options)
+{
+    const auto start = std::chrono::steady_clock::now();
+    MergeOutcome outcome;
+    outcome.outputDir = dir;
+    outcome.files = plan.outputFileNames();
+    auto canceled = [&] { return isCanceled(options); };
+
+    std::vector<std::unique_ptr<OutputFile>> outputs;
+    for (const auto& f : plan.files) {
+        auto out = std::make_unique<OutputFile>();
+        out->path = (fs::path(dir) / f.name).string();
+        out->fd = ::open(out->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (out->fd < 0)
+            return makeError(out->path + ": cannot be created: " + std::strerror(errno));
+        TESSERA_TRY(pwriteAll(out->fd, reinterpret_cast<const std::uint8_t*>(f.header.data()), f.header.size(), 0,
+                              out->path));
+        if (::ftruncate(out->fd, static_cast<off_t>(f.size)) != 0)
+            return makeError(out->path + ": cannot be sized to " + std::to_string(f.size) + " bytes: "
+                             + std::strerror(errno));
+        outputs.push_back(std::move(out));
+    }
+
+    // Work items: every piece of a Direct tensor on its own (large tensors spread over threads), one item per
+    // Gather/Sum tensor, one per replica check. Positions in the files are fixed by the plan, so the bytes
+    // written do not depend on the order items finish in.
+    struct Item {
+        std::size_t tensor;
+        std::size_t piece;   ///< index into TensorInfo::pieces; SIZE_MAX = whole tensor
+        std::size_t replica; ///< index into PlannedTensor::replicas; SIZE_MAX = not a replica check
+    };
+    constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+    std::vector<Item> items;
+    std::unique_ptr<std::atomic<std::size_t>[]> remaining(new std::atomic<std::size_t>[plan.tensors.size()]);
+    std::size_t emptyTensors = 0;
+    for (std::size_t i = 0; i < plan.tensors.size(); ++i) {
+        const auto& t = plan.tensors[i];
+        std::size_t n = 0;
+        if (t.mode == CopyMode::Direct) {
+            for (auto p : t.pieces)
+                items.push_back({ i, p, kNone }), ++n;
+        } else if (!t.pieces.empty()) {
+            items.push_back({ i, kNone, kNone }), ++n;
+        }
+        if (options.verifyReplicas)
+            for (std::size_t r = 0; r < t.replicas.size(); ++r)
+                items.push_back({ i, kNone, r }), ++n;
+        remaining[i].store(n);
+        if (n == 0)
+            ++emptyTensors;
+    }
+
+    std::mutex reportMutex;
+    MergeProgress state;
+    state.bytesTotal = plan.totalBytes;
+    state.tensorsTotal = plan.tensors.size();
+    state.tensorsDone = emptyTensors;
+    auto report = [&](std::uint64_t bytes, std::size_t tensor, bool finished) {
+        std::lock_guard<std::mutex> lock(reportMutex);
+        state.bytesDone += bytes;
+        state.tensorsDone += finished ? 1 : 0;
+        state.currentTensor = plan.tensors[tensor].name;
+        if (options.progress)
+            options.progress->report(state.bytesDone, state.bytesTotal,
+                                     std::to_string(state.tensorsDone) + "/" + std::to_string(state.tensorsTotal)
+                                         + " tensors  " + state.currentTensor);
+        if (options.onProgress)
+            options.onProgress(state);
+    };
+
+    SourceFiles sources;
+    MemoryBudget budget(plan.bufferBytes);
+    std::mutex errorMutex;
+    std::optional<Error> firstError;
+    std::atomic<bool> failed { false };
+    auto stop = [&] { return failed.load() || canceled(); };
+
+    parallelFor(items.size(), resolveThreads(static_cast<int>(options.threads)), [&](std::size_t k) {
+        if (stop())
+            return;
+        const Item& item = items[k];
+        const PlannedTensor& planned = plan.tensors[item.tensor];
+        const TensorInfo& tensor = info.tensors[planned.source];
+        const OutputFile& out = *outputs[planned.file];
+        Status status;
+        if (item.replica != kNone) {
+            const auto& [rep, prim] = planned.replicas[item.replica];
+            status = verifyReplica(sources, tensor, tensor.pieces[rep], tensor.pieces[prim], stop);
+        } else if (item.piece != kNone) {
+            status = writeDirectPiece(sources, tensor, planned, tensor.pieces[item.piece], out,
+                                      [&](std::uint64_t n) { report(n, item.tensor, false); }, stop);
+        } else {
+            const std::uint64_t held = budget.acquire(planned.bufferBytes);
+            auto buffer = PageBuffer::allocate(planned.bytes);
+            if (!buffer)
+                status = buffer.error().withContext(tensor.name);
+            else if ((status = materializeTensor(sources, tensor, planned, buffer->data(), stop)))
+                status = pwriteAll(out.fd, buffer->data(), planned.bytes, planned.fileOffset, out.path + ": " + tensor.name);
+            buffer = PageBuffer();
+            budget.release(held);
+            if (status)
+                report(planned.bytes, item.tensor, false);
+        }
+        if (!status) {
+            std::lock_guard<std::mutex> lock(errorMutex);
+            if (!firstError && status.error().message != "canceled")
+                firstError = status.error();
+            failed = true;
+            return;
+        }
+        if (--remaining[item.tensor] == 0)
+            report(0, item.tensor, true);
+    });
+    if (firstError)
+        return *firstError;
+    if (canceled() || failed)
+        return canceledError();
+
+    for (const auto& tie : plan.tieChecks) {
+        auto warning = checkTie(sources, info, tie, budget, stop);
+        TESSERA_TRY(warning);
+        if (!warning->empty())
+            outcome.warnings.push_back(*warning);
+    }
+    for (auto& out : outputs) {
+        if (options.sync && ::fdatasync(out->fd) != 0)
+            return makeError(out->path + ": cannot be flushed to disk: " + std::strerror(errno));
+        const int fd = out->fd;
+        out->fd = -1;
+        if (::close(fd) != 0)
+            return makeError(out->path + ": cannot be closed: " + std::strerror(errno));
+    }
+    if (!plan.indexJson.empty()) {
+        const std::string path = (fs::path(dir) / "model.safetensors.index.json").string();
+        std::ofstream index(path, std::ios::binary | std::ios::trunc);
+        index << plan.indexJson;
+        index.flush();
+        if (!index)
+            return makeError(path + ": cannot be written");
+    }
+    if (!plan.configDir.empty())
+        TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configDtype));
+    if (canceled())
+        return canceledError();
+    outcome.bytesWritten = plan.totalBytes;
+    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return outcome;
+}
+
+Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan& plan, const std::string& targetDir,
+                                     const MergeRunOptions& options)
+{
+    const auto conflicts = conflictingWeightFiles(targetDir, plan.outputFileNames());
+    if (!conflicts.empty()) {
+        std::string names;
+        for (const auto& c : conflicts)
+            names += (names.empty() ? "" : ", ") + c;
+        return makeError(targetDir + " already holds weight files this merge would not replace (" + names
+                         + "); a loader could mix them with the merged model. Remove them or choose another --target_dir");
+    }
+    const std::string parent = fs::absolute(targetDir).lexically_normal().parent_path().string();
+    if (auto free = freeDiskBytes(parent); free && *free < plan.diskBytes)
+        return makeError("the merge writes " + std::to_string(plan.diskBytes) + " bytes but only "
+                         + std::to_string(*free) + " are free on the disk holding " + parent);
+    auto staging = OutputStaging::create(targetDir);
+    TESSERA_TRY(staging);
+    auto outcome = writeMergedFiles(info, plan, staging->path(), options);
+    TESSERA_TRY(outcome);
+    std::vector<std::string> last;
+    if (!plan.indexJson.empty())
+        last.push_back("model.safetensors.index.json");
+    last.push_back("config.json");
+    TESSERA_TRY(staging->publish(last));
+    outcome->outputDir = staging->target();
+    return outcome;
+}
+
+} // namespace tessera

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "merge/merge_plan.h"
+
+#include "merge/box_copy.h"
+#include "io/byte_size.h"
+#include "model/convert.h"
+#include "merge/hf_output.h"
+#include "model/placement.h"
+#include "formats/safetensors_reader.h"
+#include "formats/safetensors_writer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+const char* modeName(CopyMode mode)
+{
+    switch (mode) {
+    case CopyMode::Direct:
+        return "direct";
+    case CopyMode::Gather:
+        return "gather";
+    case CopyMode::Sum:
+        return "sum";
+    }
+    return "?";
+}
+
+/// The input embedding a tied lm_head.weight must equal.
+std::optional<std::size_t> findEmbedding(const CheckpointInfo& info)
+{
+    for (const char* name : { "model.embed_tokens.weight", "transformer.wte.weight", "model.decoder.embed_tokens.weight",
+                              "embed_tokens.weight", "transformer.word_embeddings.weight" })
+        for (std::size_t i = 0; i < info.tensors.size(); ++i)
+            if (info.tensors[i].name == name)
+                return i;
+    return std::nullopt;
+}
+
+} // namespace
+
+Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std::optional<DType> dtype)
+{
+    PlannedTensor p;
+    p.name = t.name;
+    p.source = index;
+    p.sourceDtype = t.dtype;
+    p.shape = t.shape;
+    p.dtype = t.dtype;
+    if (dtype && isFloatingPoint(t.dtype) && dtypeSize(t.dtype) >= 2 && canConvert(t.dtype, *dtype))
+        p.dtype = *dtype; // integer, bool and fp8 tensors are never converted
+    if (safetensorsCode(p.dtype).empty())
+        return makeError(t.name + ": dtype " + std::string(torchName(p.dtype)) + " cannot be stored in safetensors");
+    p.bytes = t.numel() * dtypeSize(p.dtype);
+
+    bool partial = false;
+    std::vector<std::size_t> primaries;
+    for (std::size_t i = 0; i < t.pieces.size(); ++i) {
+        const Piece& piece = t.pieces[i];
+        std::int64_t volume = 1;
+        for (auto s : piece.shape)
+            volume *= s;
+        if (volume == 0)
+            continue; // empty shards (uneven Shard, DCP's out-of-bounds empty chunks) contribute nothing
+        if (piece.storedDtype != t.dtype && !(canConvert(piece.storedDtype, p.dtype)))
+            return makeError(t.name + ": piece in " + piece.file + " is " + std::string(torchName(piece.storedDtype))
+                             + ", which cannot be converted to " + std::string(torchName(p.dtype)));
+        switch (piece.role) {
+        case PieceRole::Primary:
+            p.pieces.push_back(i);
+            primaries.push_back(i);
+            break;
+        case PieceRole::PartialTerm:
+            p.pieces.push_back(i);
+            partial = true;
+            break;
+        case PieceRole::Replica:
+            break;
+        }
+    }
+    for (std::size_t i = 0; i < t.pieces.size(); ++i) {
+        const Piece& piece = t.pieces[i];
+        if (piece.role != PieceRole::Replica)
+            continue;
+        for (std::size_t j : primaries)
+            if (t.pieces[j].offsets == piece.offsets && t.pieces[j].shape == piece.shape) {
+                p.replicas.emplace_back(i, j);
+                break;
+            }
+    }
+    if (partial) {
+        if (t.placement.find("Partial(") != std::string::npos && t.placement.find("Partial(sum)") == std::string::npos)
+            return makeError(t.name + ": placement " + t.placement + " is not a sum; only Partial(sum) can be merged");
+        if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2)
+            return makeError(t.name + ": Partial placement on a " + std::string(torchName(t.dtype))
+                             + " tensor cannot be summed (only float16, bfloat16, float32 and float64 can)");
+        p.mode = CopyMode::Sum;
+        p.bufferBytes = p.bytes + t.numel() * 4;
+        return p;
+    }
+    bool direct = true;
+    for (std::size_t i : p.pieces) {
+        const Piece& piece = t.pieces[i];
+        if (!boxIsContiguousInTensor(piece.offsets, piece.shape, t.shape) || !isContiguous(piece.shape, piece.strides))
+            direct = false;
+    }
+    p.mode = direct ? CopyMode::Direct : CopyMode::Gather;
+    p.bufferBytes = direct ? 0 : p.bytes;
+    return p;
+}
+
+namespace {
+
+std::string dtypeList(const std::vector<PlannedTensor>& tensors)
+{
+    std::map<std::string, int> counts;
+    for (const auto& t : tensors)
+        counts[std::string(torchName(t.dtype))]++;
+    std::string s;
+    for (const auto& [name, n] : counts)
+        s += (s.empty() ? "" : ", ") + name + " ×" + std::to_string(n);
+    return s;
+}
+
+} // namespace
+
+bool isPeftTensorName(const std::string& name)
+{
+    for (const char* marker : { ".base_layer.", ".lora_A.", ".lora_B.", ".lora_embedding_A", ".lora_embedding_B",
+                                ".lora_magnitude_vector" })
+        if (name.find(marker) != std::string::npos)
+            return true;
+    return false;
+}
+
+std::vector<std::string> MergePlan::outputFileNames() const
+{
+    std::vector<std::string> names;
+    for (const auto& f : files)
+        names.push_back(f.name);
+    if (!indexJson.empty())
+        names.push_back("model.safetensors.index.json");
+    for (const auto& s : sideFiles)
+        names.push_back(s);
+    return names;
+}
+
+Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& options)
+{
+    if (!info.problems.empty()) {
+        std::string message = "the checkpoint has " + std::to_string(info.problems.size())
+            + " problem(s) and is not merged (run 'tessera inspect' for details):";
+        const std::size_t shown = std::min<std::size_t>(info.problems.size(), 20);
+        for (std::size_t i = 0; i < shown; ++i)
+            message += "\n  " + info.problems[i].text();
+        if (shown < info.problems.size())
+            message += "\n  … and " + std::to_string(info.problems.size() - shown) + " more";
+        return makeError(message);
+    }
+    if (info.layout.rfind("megatron", 0) == 0)
+        return makeError(info.root + ": a Megatron checkpoint (" + info.layout
+                         + ") needs its names and fused weights mapped to Hugging Face's; merging it is not supported "
+                           "by this engine yet");
+    std::vector<std::string> peft;
+    for (const auto& t : info.tensors)
+        if (isPeftTensorName(t.name))
+            peft.push_back(t.name);
+    if (!peft.empty())
+        return makeError(info.root + ": this is a LoRA/PEFT checkpoint (" + std::to_string(peft.size())
+                         + " tensors like '" + peft.front()
+                         + "'). Merging it as is would write the adapter-wrapped base model under the wrong names, "
+                           "so it is refused; LoRA merging (fusing or exporting the adapter) is not available yet");
+    if (info.tensors.empty())
+        return makeError(info.root + ": the checkpoint holds no tensors");
+
+    MergePlan plan;
+    plan.checkpoint = info.root;
+    plan.layout = info.layout;
+    plan.configDir = options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir;
+    if (!plan.configDir.empty()) {
+        std::error_code ec;
+        if (!fs::is_directory(plan.configDir, ec))
+            return makeError(plan.configDir + ": the config folder does not exist");
+        plan.sideFiles = listHfSideFiles(plan.configDir);
+    }
+    auto config = readHfConfig(plan.configDir);
+    TESSERA_TRY(config);
+    if (plan.configDir.empty() || !config->found)
+        plan.warnings.push_back("no config.json found (pass --hf_model_path): the output holds only the weights");
+
+    // Ties: transformers re-ties lm_head to the embedding on load, and v5 refuses both on disk.
+    std::vector<bool> skip(info.tensors.size(), false);
+    const bool tied = options.forceTieWordEmbeddings || config->tieWordEmbeddings;
+    if (tied) {
+        const auto embed = findEmbedding(info);
+        for (std::size_t i = 0; i < info.tensors.size(); ++i) {
+            if (info.tensors[i].name != "lm_head.weight")
+                continue;
+            if (!embed) {
+                plan.warnings.push_back("word embeddings are tied but no input embedding was found; lm_head.weight "
+                                        "is written");
+                break;
+            }
+            skip[i] = true;
+            plan.tieChecks.push_back({ i, *embed });
+            plan.dropped.push_back("lm_head.weight (tied to " + info.tensors[*embed].name + ")");
+        }
+    }
+
+    std::vector<std::string> errors;
+    for (std::size_t i = 0; i < info.tensors.size(); ++i) {
+        if (skip[i])
+            continue;
+        auto planned = planTensorCopy(info.tensors[i], i, options.dtype);
+        if (!planned) {
+            errors.push_back(planned.error().message);
+            continue;
+        }
+        plan.tensors.push_back(std::move(*planned));
+    }
+    if (!errors.empty()) {
+        std::string message = "cannot merge " + std::to_string(errors.size()) + " tensor(s):";
+        for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
+            message += "\n  " + errors[i];
+        return makeError(message);
+    }
+    if (options.dtype) {
+        plan.configDtype = options.dtype;
+        for (const auto& t : plan.tensors)
+            if (t.dtype != *options.dtype) {
+                plan.warnings.push_back(t.name + " keeps its dtype " + std::string(torchName(t.dtype))
+                                        + " (only floating-point tensors are converted)");
+                if (plan.warnings.size() > 10)
+                    break;
+            }
+    }
+
+    // Files: Hugging Face's shard split over the state dict order, then each file laid out as safetensors does.
+    std::vector<std::uint64_t> sizes;
+    for (const auto& t : plan.tensors) {
+        sizes.push_back(t.bytes);
+        plan.totalBytes += t.bytes;
+        plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
+        plan.bufferBytes = std::max(plan.bufferBytes, t.bufferBytes);
+    }
+    const auto groups = splitIntoShards(sizes, options.maxShardSize);
+    std::vector<std::pair<std::string, std::string>> weightMap;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        PlannedFile file;
+        file.name = shardFileName(g, groups.size());
+        std::vector<SafetensorsEntry> entries;
+        for (std::size_t idx : groups[g]) {
+            const auto& t = plan.tensors[idx];
+            entries.push_back({ t.name, t.dtype, t.shape });
+        }
+        auto layout = planSafetensorsFile(entries, { { "format", "pt" } });
+        if (!layout)
+            return layout.error().withContext(file.name);
+        for (std::size_t k = 0; k < groups[g].size(); ++k) {
+            auto& t = plan.tensors[groups[g][k]];
+            t.file = g;
+            t.fileOffset = layout->dataOffsets[k];
+            weightMap.emplace_back(t.name, file.name);
+        }
+        file.header = layout->header;
+        file.size = layout->fileSize;
+        file.tensors = groups[g];
+        std::sort(file.tensors.begin(), file.tensors.end(), [&](std::size_t a, std::size_t b) {
+            return plan.tensors[a].fileOffset < plan.tensors[b].fileOffset;
+        });
+        plan.diskBytes += file.size;
+        plan.files.push_back(std::move(file));
+    }
+    if (plan.files.size() > 1) {
+        plan.indexJson = makeShardIndexJson(plan.totalBytes, weightMap);
+        plan.diskBytes += plan.indexJson.size();
+    }
+    for (const auto& name : plan.sideFiles) {
+        std::error_code ec;
+        plan.diskBytes += fs::file_size(fs::path(plan.configDir) / name, ec);
+    }
+    const bool converting = options.dtype.has_value();
+    plan.memoryBytes = plan.bufferBytes + std::max(1u, options.threads) * (converting ? kMergeChunkBytes : 0)
+        + kMergeChunkBytes;
+    return plan;
+}
+
+nlohmann::json mergePlanToJson(const MergePlan& plan, const CheckpointInfo& info)
+{
+    nlohmann::json j;
+    j["checkpoint"] = plan.checkpoint;
+    j["layout"] = plan.layout;
+    j["config_dir"] = plan.configDir;
+    j["copied_files"] = plan.sideFiles;
+    if (plan.configDtype)
+        j["config_torch_dtype"] = std::string(torchName(*plan.configDtype));
+    j["total_size"] = plan.totalBytes;
+    j["disk_bytes"] = plan.diskBytes;
+    j["memory_bytes"] = plan.memoryBytes;
+    j["largest_tensor_bytes"] = plan.largestTensorBytes;
+    j["dropped"] = plan.dropped;
+    j["warnings"] = plan.warnings;
+    auto files = nlohmann::json::array();
+    for (const auto& f : plan.files) {
+        nlohmann::json names = nlohmann::json::array();
+        for (auto t : f.tensors)
+            names.push_back(plan.tensors[t].name);
+        files.push_back({ { "name", f.name }, { "size", f.size }, { "header_bytes", f.header.size() },
+                          { "tensors", names } });
+    }
+    j["files"] = files;
+    auto tensors = nlohmann::json::array();
+    for (const auto& t : plan.tensors) {
+        const TensorInfo& src = info.tensors[t.source];
+        auto steps = nlohmann::json::array();
+        for (auto i : t.pieces) {
+            const Piece& p = src.pieces[i];
+            steps.push_back({ { "file", p.file }, { "rank", p.rank },
+                              { "role", p.role == PieceRole::PartialTerm ? "partial_term" : "primary" },
+                              { "box", boxText(p.offsets, p.shape) }, { "byte_offset", p.dataOffset },
+                              { "dtype", std::string(torchName(p.storedDtype)) } });
+        }
+        tensors.push_back({ { "name", t.name },
+                            { "shape", t.shape },
+                            { "source_dtype", std::string(torchName(t.sourceDtype)) },
+                            { "dtype", std::string(torchName(t.dtype)) },
+                            { "bytes", t.bytes },
+                            { "placement", src.placement },
+                            { "file", plan.files[t.file].name },
+                            { "file_offset", t.fileOffset },
+                            { "mode", modeName(t.mode) },
+                            { "buffer_bytes", t.bufferBytes },
+                            { "replicas", t.replicas.size() },
+                            { "steps", steps } });
+    }
+    j["tensors"] = tensors;
+    return j;
+}
+
+std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, bool listTensors)
+{
+    std::ostringstream out;
+    out << "Checkpoint  " << plan.checkpoint << " (" << plan.layout << ")\n";
+    std::size_t direct = 0, gather = 0, sum = 0, replicas = 0;
+    for (const auto& t : plan.tensors) {
+        (t.mode == CopyMode::Direct ? direct : t.mode == CopyMode::Gather ? gather : sum)++;
+        replicas += t.replicas.size();
+    }
+    out << "Tensors     " << plan.tensors.size() << " (" << formatBytes(plan.totalBytes) << "; " << dtypeList(plan.tensors)
+        << ")\n";
+    out << "Copy        " << direct << " streamed straight into place, " << gather << " gathered, " << sum
+        << " summed (Partial)";
+    if (replicas)
+        out << "; " << replicas << " replica pieces skipped";
+    out << "\n";
+    out << "Output      ";
+    for (std::size_t i = 0; i < plan.files.size(); ++i)
+        out << (i ? "\n            " : "") << plan.files[i].name << "  " << formatBytes(plan.files[i].size) << " ("
+            << plan.files[i].tensors.size() << " tensors)";
+    if (!plan.indexJson.empty())
+        out << "\n            model.safetensors.index.json";
+    out << "\n";
+    if (!plan.configDir.empty()) {
+        out << "Config      " << plan.configDir << "\n";
+        std::string names;
+        for (const auto& s : plan.sideFiles)
+            names += (names.empty() ? "" : ", ") + s;
+        out << "Copied      " << (names.empty() ? "(none)" : names) << "\n";
+        if (plan.configDtype)
+            out << "            config.json torch_dtype set to " << torchName(*plan.configDtype) << "\n";
+    }
+    for (const auto& d : plan.dropped)
+        out << "Not written " << d << "\n";
+    out << "Disk        " << formatBytes(plan.diskBytes) << "\n";
+    out << "Memory      about " << formatBytes(plan.memoryBytes) << " (largest tensor "
+        << formatBytes(plan.largestTensorBytes) << ")\n";
+    for (const auto& w : plan.warnings)
+        out << "Warning     " << w << "\n";
+    if (listTensors)
+        for (const auto& t : plan.tensors) {
+            const TensorInfo& src = info.tensors[t.source];
+            out << "  " << t.name << "  " << torchName(t.dtype) << " " << formatShape(t.shape) << "  "
+                << modeName(t.mode) << ", " << t.pieces.size() << " piece(s)"
+                << (src.placement.empty() ? "" : ", " + src.placement) << " → " << plan.files[t.file].name << "@"
+                << t.fileOffset << "\n";
+        }
+    return out.str();
+}
+
+} // namespace tessera

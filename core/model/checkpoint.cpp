@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/checkpoint.h"
+
+namespace tessera {
+
+std::string shapeToString(const Shape& shape)
+{
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+std::uint64_t TensorInfo::numel() const
+{
+    std::uint64_t n = 1;
+    for (auto d : shape)
+        n *= static_cast<std::uint64_t>(d < 0 ? 0 : d);
+    return n;
+}
+
+std::string Problem::text() const
+{
+    std::string out = file;
+    if (!tensor.empty())
+        out += (out.empty() ? "" : ": ") + tensor;
+    out += (out.empty() ? "" : ": ") + message;
+    return out;
+}
+
+const TensorInfo* CheckpointInfo::find(const std::string& name) const
+{
+    for (const auto& t : tensors)
+        if (t.name == name)
+            return &t;
+    return nullptr;
+}
+
+std::uint64_t CheckpointInfo::totalBytes() const
+{
+    std::uint64_t total = 0;
+    for (const auto& t : tensors)
+        total += t.nbytes();
+    return total;
+}
+
+} // namespace tessera

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "model/dtype.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+using Shape = std::vector<std::int64_t>;
+
+/// "[512, 64]", for messages and reports.
+std::string shapeToString(const Shape& shape);
+
+/// How a piece contributes to its tensor.
+enum class PieceRole {
+    Primary,     ///< the piece provides these elements
+    Replica,     ///< an identical copy of a Primary piece with the same box (Replicate placement)
+    PartialTerm, ///< one addend of a Partial placement: the elements are the sum of all terms with the same box
+};
+
+/// One box of a logical tensor stored somewhere on disk.
+///
+/// The box is `shape` elements starting at `offsets` in the global tensor. Its bytes are in `file`:
+/// element (i0, i1, …) of the box is at byte `dataOffset + Σ i_k·strides_k·dtypeSize(storedDtype)`.
+/// `storageBegin`/`storageBytes` is the storage record the data must stay inside (checked by readers).
+struct Piece {
+    std::string file;                ///< absolute path of the file holding the bytes
+    int rank = -1;                   ///< global rank that wrote it, -1 when unknown
+    PieceRole role = PieceRole::Primary;
+    Shape offsets;                   ///< position of the box in the global tensor
+    Shape shape;                     ///< box shape
+    Shape strides;                   ///< element strides in the stored data
+    DType storedDtype = DType::Unknown;
+    std::uint64_t dataOffset = 0;    ///< absolute byte offset in `file` of the box's first element
+    std::uint64_t storageBegin = 0;  ///< absolute byte offset of the storage record holding the data
+    std::uint64_t storageBytes = 0;  ///< its length
+};
+
+/// One logical tensor of the checkpoint, as its owner would see it after gathering.
+struct TensorInfo {
+    std::string name;                 ///< the checkpoint's own key
+    DType dtype = DType::Unknown;
+    Shape shape;                      ///< global shape
+    std::string placement;            ///< human description, e.g. "Shard(0) on fsdp=4"; empty for plain tensors
+    int meshIndex = -1;               ///< index into ParallelConfig::meshes, -1 when not a DTensor
+    std::vector<Piece> pieces;
+
+    std::uint64_t numel() const;
+    std::uint64_t nbytes() const { return numel() * dtypeSize(dtype); }
+};
+
+/// A device mesh as recorded in a DTensor.
+struct DeviceMesh {
+    Shape shape;                       ///< size per mesh dim
+    std::vector<std::string> dimNames; ///< may be empty
+    std::vector<std::int64_t> ranks;   ///< row-major global ranks of the mesh (product of shape entries)
+    bool operator==(const DeviceMesh& other) const
+    {
+        return shape == other.shape && dimNames == other.dimNames && ranks == other.ranks;
+    }
+};
+
+/// The parallel configuration the checkpoint was written with, as far as it says.
+struct ParallelConfig {
+    int worldSize = 0;                 ///< number of ranks whose files we read (0 = unknown)
+    std::vector<DeviceMesh> meshes;    ///< distinct DTensor meshes
+    int tensorParallel = 0;            ///< 0 = unknown / not applicable
+    int pipelineParallel = 0;
+    int virtualPipeline = 0;
+    int expertParallel = 0;
+    int dataParallel = 0;
+};
+
+/// Something wrong with the checkpoint; `file` names where (may be the folder).
+struct Problem {
+    std::string file;
+    std::string tensor;                ///< empty when not about one tensor
+    std::string message;
+    std::string text() const;          ///< "file: tensor: message"
+};
+
+/// Everything Tessera knows about a checkpoint folder after scanning its headers and pickles.
+/// Shared by the merge engine, the command line and the workbench. An immutable value once built.
+struct CheckpointInfo {
+    std::string layout;                ///< "verl-fsdp", "dcp", "megatron-legacy", "megatron-lm", "megatron-dist", "hf-safetensors"
+    std::string root;                  ///< the folder the tensors were read from
+    std::string hfConfigDir;           ///< config.json/tokenizer folder, empty if none was found
+    ParallelConfig parallel;
+    std::vector<std::string> files;    ///< the data files read, absolute
+    std::vector<TensorInfo> tensors;   ///< in the checkpoint's own key order
+    std::vector<Problem> problems;
+    std::map<std::string, std::string> notes; ///< extra facts for display ("fsdp_version" → "2", …)
+
+    const TensorInfo* find(const std::string& name) const;
+    std::uint64_t totalBytes() const;
+};
+
+} // namespace tessera

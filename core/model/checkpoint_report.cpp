@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/checkpoint_report.h"
+
+#include "io/byte_size.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+namespace tessera {
+
+namespace {
+const char* roleName(PieceRole role)
+{
+    switch (role) {
+    case PieceRole::Primary: return "primary";
+    case PieceRole::Replica: return "replica";
+    case PieceRole::PartialTerm: return "partial";
+    }
+    return "primary";
+}
+
+/// Paths relative to the checkpoint root keep the JSON readable and portable.
+std::string relativeTo(const std::string& file, const std::string& root)
+{
+    std::error_code ec;
+    auto rel = std::filesystem::relative(file, root, ec);
+    if (ec || rel.empty() || rel.native().rfind("..", 0) == 0)
+        return file;
+    return rel.string();
+}
+
+nlohmann::json parallelToJson(const ParallelConfig& p)
+{
+    nlohmann::json j = nlohmann::json::object();
+    j["world_size"] = p.worldSize;
+    auto meshes = nlohmann::json::array();
+    for (const auto& m : p.meshes)
+        meshes.push_back({ { "shape", m.shape }, { "dim_names", m.dimNames }, { "ranks", m.ranks } });
+    j["meshes"] = meshes;
+    auto put = [&](const char* key, int value) {
+        if (value > 0)
+            j[key] = value;
+    };
+    put("tp", p.tensorParallel);
+    put("pp", p.pipelineParallel);
+    put("vpp", p.virtualPipeline);
+    put("ep", p.expertParallel);
+    put("dp", p.dataParallel);
+    return j;
+}
+} // namespace
+
+std::string dtypeLabel(DType dtype)
+{
+    auto code = safetensorsCode(dtype);
+    return code.empty() ? std::string(torchName(dtype)) : std::string(code);
+}
+
+nlohmann::json checkpointToJson(const CheckpointInfo& info)
+{
+    nlohmann::json j;
+    j["format"] = info.layout;
+    j["root"] = info.root;
+    j["hf_config_dir"] = info.hfConfigDir;
+    j["parallel"] = parallelToJson(info.parallel);
+    auto tensors = nlohmann::json::array();
+    for (const auto& t : info.tensors) {
+        nlohmann::json jt;
+        jt["name"] = t.name;
+        jt["dtype"] = dtypeLabel(t.dtype);
+        jt["shape"] = t.shape;
+        if (!t.placement.empty())
+            jt["placement"] = t.placement;
+        auto pieces = nlohmann::json::array();
+        for (const auto& p : t.pieces) {
+            const std::uint64_t bytes = [&] {
+                std::uint64_t n = dtypeSize(p.storedDtype);
+                for (auto d : p.shape)
+                    n *= static_cast<std::uint64_t>(d);
+                return n;
+            }();
+            pieces.push_back({ { "file", relativeTo(p.file, info.root) },
+                               { "rank", p.rank },
+                               { "role", roleName(p.role) },
+                               { "offsets", p.offsets },
+                               { "shape", p.shape },
+                               { "strides", p.strides },
+                               { "byte_offset", p.dataOffset },
+                               { "bytes", bytes } });
+        }
+        jt["pieces"] = pieces;
+        tensors.push_back(std::move(jt));
+    }
+    j["tensors"] = tensors;
+    auto problems = nlohmann::json::array();
+    for (const auto& p : info.problems)
+        problems.push_back(p.text());
+    j["problems"] = problems;
+    if (!info.notes.empty())
+        j["notes"] = info.notes;
+    return j;
+}
+
+std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
+{
+    std::ostringstream out;
+    out << "Checkpoint  " << info.root << "\n";
+    out << "Layout      " << info.layout << "\n";
+    const auto& p = info.parallel;
+    out << "Parallel    world size " << p.worldSize;
+    if (p.tensorParallel)
+        out << ", TP " << p.tensorParallel;
+    if (p.pipelineParallel)
+        out << ", PP " << p.pipelineParallel;
+    if (p.virtualPipeline)
+        out << ", VPP " << p.virtualPipeline;
+    if (p.expertParallel)
+        out << ", EP " << p.expertParallel;
+    out << "\n";
+    for (const auto& m : p.meshes) {
+        out << "Mesh        ";
+        for (std::size_t d = 0; d < m.shape.size(); ++d)
+            out << (d ? " × " : "") << (d < m.dimNames.size() && !m.dimNames[d].empty() ? m.dimNames[d] + "=" : "")
+                << m.shape[d];
+        out << "\n";
+    }
+    std::size_t pieces = 0;
+    for (const auto& t : info.tensors)
+        pieces += t.pieces.size();
+    out << "Tensors     " << info.tensors.size() << " (" << formatBytes(info.totalBytes()) << ", " << pieces
+        << " pieces in " << info.files.size() << " files)\n";
+    out << "HF config   " << (info.hfConfigDir.empty() ? "not found (use --hf_model_path)" : info.hfConfigDir) << "\n";
+    for (const auto& [key, value] : info.notes)
+        out << "Note        " << key << ": " << value << "\n";
+    if (listTensors) {
+        out << "\n";
+        for (const auto& t : info.tensors)
+            out << "  " << t.name << "  " << dtypeLabel(t.dtype) << " " << shapeToString(t.shape)
+                << (t.placement.empty() ? "" : "  " + t.placement) << "\n";
+    }
+    if (info.problems.empty()) {
+        out << "Problems    none\n";
+    } else {
+        out << "Problems    " << info.problems.size() << "\n";
+        for (const auto& problem : info.problems)
+            out << "  - " << problem.text() << "\n";
+    }
+    return out.str();
+}
+
+} // namespace tessera
