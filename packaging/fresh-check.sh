@@ -123,7 +123,7 @@ run_command() {
   else
     local status=$?
     say "$label FAILED (exit $status); the last lines of its output (whole log: $log):"
-    tail -n 60 "$log" | sed 's/^/    /' >&2
+    tail -n 60 "$log" | sed 's/^/    /'
     exit 1
   fi
 }
