@@ -45,6 +45,9 @@ stage_end() {
 [ "$(id -u)" -eq 0 ] || fail "must run as root (debootstrap and chroot need it)"
 [ -d "$shared" ] || fail "no shared folder at $shared (the tests read its fixtures)"
 git -C "$repo" rev-parse --verify -q HEAD >/dev/null || fail "$repo is not a git checkout with a commit"
+if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
+  say "note: uncommitted changes are not part of the check (it copies the committed tree, HEAD)"
+fi
 
 # The two commands: the ```sh blocks of the README's "## Set-up" section, in order (demo first, then tests).
 mapfile -t commands < <(awk '
