@@ -5,6 +5,43 @@
 
 namespace tessera {
 
+namespace {
+
+/// Moves the children of `v` onto `pending`, leaving `v` without links.
+void detachChildren(PyValue& v, std::vector<PyRef>& pending)
+{
+    for (auto& item : v.items)
+        pending.push_back(std::move(item));
+    for (auto& [key, value] : v.entries) {
+        pending.push_back(std::move(key));
+        pending.push_back(std::move(value));
+    }
+    if (v.args)
+        pending.push_back(std::move(v.args));
+    if (v.state)
+        pending.push_back(std::move(v.state));
+    v.items.clear();
+    v.entries.clear();
+}
+
+} // namespace
+
+PyValue::~PyValue()
+{
+    if (items.empty() && entries.empty() && !args && !state)
+        return;
+    std::vector<PyRef> pending;
+    detachChildren(*this, pending);
+    while (!pending.empty()) {
+        PyRef v = std::move(pending.back());
+        pending.pop_back();
+        // A child someone else still holds is theirs to free; one held only here is emptied first, so that its
+        // own destructor (at the end of this iteration) finds nothing to recurse into.
+        if (v && v.use_count() == 1)
+            detachChildren(*v, pending);
+    }
+}
+
 std::string PyValue::shortName() const
 {
     const auto dot = name.rfind('.');

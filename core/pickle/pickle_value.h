@@ -52,6 +52,15 @@ struct PyValue {
         Tensor,
     };
 
+    PyValue() = default;
+    /// Frees the values only this one owns link by link: a hostile pickle can nest 200,000 lists, and the
+    /// implicit destructor would recurse once per level and overflow the stack.
+    ~PyValue();
+    PyValue(const PyValue&) = default;
+    PyValue(PyValue&&) = default;
+    PyValue& operator=(const PyValue&) = default;
+    PyValue& operator=(PyValue&&) = default;
+
     Kind kind = Kind::None;
     bool boolean = false;
     std::int64_t integer = 0;

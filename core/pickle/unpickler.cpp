@@ -971,14 +971,20 @@ bool hasChildren(const PyValue& v)
     return !v.items.empty() || !v.entries.empty() || v.args || v.state;
 }
 
-/// True when the values reachable from `roots` contain a cycle (a list appended to itself, say). Checkpoints
-/// never do; a hostile pickle could, and shared ownership would then never free it. Iterative, linear.
-bool hasCycle(const std::vector<PyRef>& roots)
+/// What a walk over everything a pickle built found wrong with its shape.
+enum class StructureFault { None, Cycle, TooDeep };
+
+/// Checks the values reachable from `roots` for cycles (a list appended to itself, say: checkpoints never have
+/// one, and shared ownership would never free it) and measures their true nesting depth. The depth recorded
+/// while unpickling sees a child's depth only when the child is attached, so a pickle that appends empty lists
+/// first and fills them later builds a chain of any depth; only the finished structure can be measured, and
+/// without recursion, because it may already be 200,000 levels deep. Iterative and linear in the values.
+StructureFault checkStructure(const std::vector<PyRef>& roots, int maxDepth)
 {
     enum : std::uint8_t { Unseen = 0, Open = 1, Done = 2 };
     std::vector<PyValue*> touched;
     std::vector<std::pair<PyValue*, std::vector<PyValue*>>> stack;
-    bool cycle = false;
+    StructureFault fault = StructureFault::None;
     auto childrenOf = [](PyValue* v) {
         std::vector<PyValue*> children;
         forEachChild(*v, [&](const PyRef& c) {
@@ -988,33 +994,46 @@ bool hasCycle(const std::vector<PyRef>& roots)
         return children;
     };
     for (const auto& root : roots) {
-        if (!root || !hasChildren(*root) || root->visitState != Unseen || cycle)
+        if (!root || !hasChildren(*root) || root->visitState != Unseen || fault != StructureFault::None)
             continue;
         root->visitState = Open;
+        root->depth = 1;
         touched.push_back(root.get());
         stack.emplace_back(root.get(), childrenOf(root.get()));
-        while (!stack.empty() && !cycle) {
+        while (!stack.empty() && fault == StructureFault::None) {
+            if (stack.size() > static_cast<std::size_t>(maxDepth)) {
+                fault = StructureFault::TooDeep;
+                break;
+            }
             auto& [node, pending] = stack.back();
             if (pending.empty()) {
                 node->visitState = Done;
+                const int depth = node->depth;
                 stack.pop_back();
+                if (!stack.empty())
+                    stack.back().first->depth = std::max(stack.back().first->depth, depth + 1);
                 continue;
             }
             PyValue* child = pending.back();
             pending.pop_back();
             if (child->visitState == Open) {
-                cycle = true;
+                fault = StructureFault::Cycle;
             } else if (child->visitState == Unseen) {
                 child->visitState = Open;
+                child->depth = 1;
                 touched.push_back(child);
                 stack.emplace_back(child, childrenOf(child));
+            } else {
+                node->depth = std::max(node->depth, child->depth + 1);
+                if (node->depth > maxDepth)
+                    fault = StructureFault::TooDeep;
             }
         }
         stack.clear();
     }
     for (PyValue* v : touched)
         v->visitState = Unseen;
-    return cycle;
+    return fault;
 }
 
 /// Drops every link between the values reachable from `roots`, so that cycles among them are freed.
@@ -1041,9 +1060,16 @@ Result<PyRef> Machine::run()
     roots.insert(roots.end(), m_memo.begin(), m_memo.end());
     for (const auto& [index, value] : m_sparseMemo)
         roots.push_back(value);
-    if (hasCycle(roots)) {
+    switch (checkStructure(roots, m_limits.maxDepth)) {
+    case StructureFault::None:
+        return result;
+    case StructureFault::Cycle:
         breakLinks(roots);
         return malformed("the pickle builds a self-referencing structure, which checkpoints never contain");
+    case StructureFault::TooDeep:
+        // Freed link by link: the default destructors would recurse once per level and overflow the stack.
+        breakLinks(roots);
+        return malformed("objects nested more than " + std::to_string(m_limits.maxDepth) + " levels deep");
     }
     return result;
 }
