@@ -116,7 +116,8 @@ stage_end
 # Runs one README command as root in the bare system with a login-like environment and nothing inherited.
 run_command() {
   local label="$1" command="$2" log="$scratch/$1.log"
-  stage "$label: $command"
+  stage "$label (README set-up command)"
+  say "  \$ $command"
   if chroot "$run" /usr/bin/env -i HOME=/root TERM=dumb \
        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
        /bin/bash -c "cd /root/work/tessera && $command" >"$log" 2>&1; then
