@@ -51,6 +51,11 @@ int runMerge(const std::vector<std::string>& args)
     }
     setup.options.maxShardSize = *maxShard;
     const bool json = parser.isSet("json");
+    const std::string target = parser.value("target_dir");
+    if (target.empty()) {
+        std::cerr << "tessera merge: --target_dir: needs a folder name (it is empty)\n";
+        return ExitUsage;
+    }
 
     auto plan = planMerge(*setup.info, setup.options);
     if (!plan) {
@@ -60,6 +65,13 @@ int runMerge(const std::vector<std::string>& args)
         return ExitProblems;
     }
     if (parser.isSet("dry_run")) {
+        // A plan that the real merge would refuse is not OK: check the target as the merge does.
+        if (const Status usable = checkMergeTarget(*plan, target); !usable) {
+            if (json)
+                std::cout << nlohmann::json { { "error", usable.error().message } }.dump(2) << "\n";
+            std::cerr << "tessera merge: " << usable.error().message << "\n";
+            return ExitProblems;
+        }
         if (json)
             std::cout << mergePlanToJson(*plan, *setup.info).dump(2) << "\n";
         else
@@ -76,7 +88,10 @@ int runMerge(const std::vector<std::string>& args)
     run.verifyReplicas = parser.isSet("verify_replicas");
     TerminalProgress progress("Merging", TerminalProgress::Unit::Bytes, quiet);
     run.progress = &progress;
-    const std::string target = parser.value("target_dir");
+    run.onNote = [quiet](const std::string& note) {
+        if (!quiet)
+            std::cerr << "tessera merge: note: " << note << "\n";
+    };
     auto outcome = mergeCheckpoint(*setup.info, *plan, target, run);
     progress.finish();
     if (!outcome) {
@@ -93,7 +108,7 @@ int runMerge(const std::vector<std::string>& args)
         nlohmann::json j { { "output_dir", outcome->outputDir }, { "files", outcome->files },
                            { "total_size", outcome->bytesWritten }, { "seconds", outcome->seconds },
                            { "tensors", plan->tensors.size() }, { "dropped", plan->dropped },
-                           { "warnings", outcome->warnings } };
+                           { "warnings", outcome->warnings }, { "notes", outcome->notes } };
         std::cout << j.dump(2) << "\n";
     } else if (!parser.isSet("quiet")) {
         const double rate = outcome->seconds > 0 ? static_cast<double>(outcome->bytesWritten) / outcome->seconds : 0;

@@ -6,6 +6,7 @@
 #include "gui_main.h"
 #include "terminal_progress.h"
 
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -32,6 +33,9 @@ Run 'tessera COMMAND --help' for the options of a command.
 
 int main(int argc, char** argv)
 {
+    // Past a file size limit (ulimit -f) a write then fails with EFBIG, which the merge reports and cleans up
+    // after, instead of the process dying from SIGXFSZ with its temporary folder left behind.
+    std::signal(SIGXFSZ, SIG_IGN);
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "gui")
         return tessera::app::runGui(argc, argv);

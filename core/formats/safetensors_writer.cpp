@@ -374,6 +374,9 @@ Status writeSafetensorsFile(const std::string& path, const std::vector<Safetenso
     } catch (const std::exception& ex) { // bad_alloc, or a callback that throws
         status = makeError(path + ": " + ex.what());
     }
+    // On disk before the rename gives it its final name: otherwise a crash could leave an empty file there.
+    if (status && ::fdatasync(fd) != 0)
+        status = makeError(path + ": cannot be flushed to disk: " + std::strerror(errno));
     if (::close(fd) != 0 && status)
         status = makeError(path + ": cannot write: " + std::strerror(errno));
     if (status && ::rename(tmp.c_str(), path.c_str()) != 0)

@@ -60,8 +60,8 @@ std::string makeShardIndexJson(
 using SafetensorsFill = std::function<Status(std::size_t index, std::uint8_t* dst, std::uint64_t bytes)>;
 
 /// Writes a complete safetensors file: plans it, then calls `fill` once per tensor in file order and writes the
-/// bytes. The file is written under a temporary name next to `path` and renamed at the end, so a failure never
-/// leaves a half-written `path`. Meant for tests and small outputs (each tensor is buffered once in memory).
+/// bytes. The file is written under a temporary name next to `path`, flushed to disk and renamed at the end, so a
+/// failure or a crash never leaves a half-written `path`. Meant for tests and small outputs (each tensor is buffered once in memory).
 Status writeSafetensorsFile(const std::string& path, const std::vector<SafetensorsEntry>& entries,
     const std::map<std::string, std::string>& metadata, const SafetensorsFill& fill);
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/zip_archive.h"
 
+#include "io/crc32.h"
+
 #include <algorithm>
+#include <cstdio>
 
 namespace tessera {
 
@@ -128,6 +131,7 @@ Result<ZipArchive> ZipArchive::open(const ByteView& bytes, const std::string& di
         if (pos + kCentralHeaderSize > stop || bytes.u32(pos) != kCentralSig)
             return fail("ZIP central directory entry " + std::to_string(i) + " is damaged");
         const std::uint16_t method = bytes.u16(pos + 10);
+        const std::uint32_t crc = bytes.u32(pos + 16);
         std::uint64_t compressed = bytes.u32(pos + 20);
         std::uint64_t uncompressed = bytes.u32(pos + 24);
         const std::uint16_t nameLen = bytes.u16(pos + 28);
@@ -154,6 +158,7 @@ Result<ZipArchive> ZipArchive::open(const ByteView& bytes, const std::string& di
         entry.offset = dataOffset;
         entry.size = method == 0 ? uncompressed : compressed;
         entry.method = method;
+        entry.crc32 = crc;
         if (!archive.m_index.emplace(entry.name, archive.m_entries.size()).second)
             return fail("record '" + entry.name + "' appears twice");
         archive.m_entries.push_back(std::move(entry));
@@ -181,13 +186,31 @@ const ZipArchive::Entry* ZipArchive::findRecord(const std::string& record) const
 Result<ByteView> ZipArchive::read(const Entry& entry) const
 {
     if (entry.method != 0)
-        return makeError(m_displayName + ": record '" + entry.name
-                         + "' is compressed; torch.save archives store records uncompressed, so the file was "
-                           "re-zipped by another tool");
+        return compressedRecord(m_displayName, entry.name, entry.method);
     auto view = m_bytes.slice(entry.offset, entry.size);
     if (!view)
         return view.error().withContext(m_displayName + ": record '" + entry.name + "'");
+    const std::uint32_t computed = crc32Update(0, view->data(), static_cast<std::size_t>(view->size()));
+    if (computed != entry.crc32)
+        return crcMismatch(m_displayName, entry.name, entry.crc32, computed);
     return view;
+}
+
+Error ZipArchive::crcMismatch(const std::string& displayName, const std::string& record, std::uint32_t stored,
+                              std::uint32_t computed)
+{
+    char numbers[64];
+    std::snprintf(numbers, sizeof numbers, "the archive records %08x, the bytes give %08x", stored, computed);
+    return makeError(displayName + ": CRC-32 mismatch in record '" + record + "' (" + numbers
+                     + "): the file is corrupt; copy it again from where it was written");
+}
+
+Error ZipArchive::compressedRecord(const std::string& displayName, const std::string& record, std::uint16_t method)
+{
+    return makeError(displayName + ": record '" + record + "' is compressed (ZIP method " + std::to_string(method)
+                     + (method == 8 ? ", deflate" : "")
+                     + "); torch.save stores every record uncompressed, so the file was re-zipped by another tool: "
+                       "load and save it again with torch.save");
 }
 
 } // namespace tessera

@@ -21,6 +21,7 @@ public:
         std::uint64_t offset = 0;    ///< payload offset relative to the archive start
         std::uint64_t size = 0;      ///< payload size (stored: compressed == uncompressed)
         std::uint16_t method = 0;    ///< 0 = stored
+        std::uint32_t crc32 = 0;     ///< CRC-32 of the payload, from the central directory
     };
 
     /// Parses the central directory of `bytes`. `displayName` names the file in errors.
@@ -31,8 +32,14 @@ public:
     const std::vector<Entry>& entries() const { return m_entries; }
     /// The entry named `prefix()/record`, or nullptr.
     const Entry* findRecord(const std::string& record) const;
-    /// The bytes of a stored entry (bounds-checked, zero copy).
+    /// The bytes of a stored entry (bounds-checked, zero copy), checked against the entry's CRC-32. For the small
+    /// records read whole (data.pkl, byteorder); tensor storages are checked while a merge streams them.
     Result<ByteView> read(const Entry& entry) const;
+    /// The error for a record whose bytes do not match its CRC-32.
+    static Error crcMismatch(const std::string& displayName, const std::string& record, std::uint32_t stored,
+                             std::uint32_t computed);
+    /// The error for a record that is not stored uncompressed (torch.save never compresses).
+    static Error compressedRecord(const std::string& displayName, const std::string& record, std::uint16_t method);
     const std::string& displayName() const { return m_displayName; }
 
 private:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/hf_output.h"
+#include "io/durable_file.h"
 #include "io/text_file.h"
 
 #include <nlohmann/json.hpp>
@@ -7,10 +8,7 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
-#include <fstream>
 #include <filesystem>
-#include <random>
-#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -26,32 +24,11 @@ Result<std::string> readText(const fs::path& path)
     return std::move(*text);
 }
 
-Status writeText(const fs::path& path, const std::string& text)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out)
-        return makeError(path.string() + ": cannot be written (disk full or no permission?)");
-    return Status::success();
-}
-
 bool endsWith(const std::string& s, const std::string& suffix)
 {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
-std::string randomSuffix()
-{
-    static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    std::random_device rd;
-    std::mt19937 gen(rd());
-    std::string s(6, 'x');
-    for (auto& c : s)
-        c = chars[gen() % (sizeof(chars) - 1)];
-    return s;
-}
 
 } // namespace
 
@@ -201,113 +178,11 @@ Status copyHfSideFiles(const std::string& configDir, const std::string& destDir,
             auto rewritten = rewriteConfigDtype(*text, *newDtype);
             if (!rewritten)
                 return rewritten.error().withContext(from.string());
-            TESSERA_TRY(writeText(to, *rewritten));
+            TESSERA_TRY(writeFileSynced(to.string(), *rewritten));
             continue;
         }
-        std::error_code ec;
-        fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-        if (ec)
-            return makeError("cannot copy " + from.string() + " to " + to.string() + ": " + ec.message());
+        TESSERA_TRY(copyFileSynced(from.string(), to.string()));
     }
-    return Status::success();
-}
-
-Result<OutputStaging> OutputStaging::create(const std::string& target)
-{
-    OutputStaging staging;
-    std::error_code ec;
-    fs::path targetPath = fs::absolute(target, ec).lexically_normal();
-    if (targetPath.has_filename() == false)
-        targetPath = targetPath.parent_path();
-    if (fs::exists(targetPath, ec) && !fs::is_directory(targetPath, ec))
-        return makeError(targetPath.string() + ": exists and is not a folder");
-    const fs::path parent = targetPath.parent_path();
-    // Create missing parents, remembering them so a failure can remove them again.
-    std::vector<fs::path> missing;
-    for (fs::path p = parent; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
-        missing.push_back(p);
-        if (p == p.parent_path())
-            break;
-    }
-    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-        if (!fs::create_directory(*it, ec) && ec) {
-            for (auto undo = missing.rbegin(); undo != it; ++undo)
-                fs::remove(*undo, ec);
-            return makeError("cannot create folder " + it->string() + ": " + ec.message());
-        }
-        staging.m_createdParents.push_back(it->string());
-    }
-    for (int attempt = 0; attempt < 16; ++attempt) {
-        const fs::path temp = parent / ("." + targetPath.filename().string() + ".tessera-" + randomSuffix());
-        if (fs::create_directory(temp, ec)) {
-            staging.m_target = targetPath.string();
-            staging.m_temp = temp.string();
-            staging.m_active = true;
-            return staging;
-        }
-        if (ec)
-            break;
-    }
-    const std::string reason = ec ? ec.message() : "name collision";
-    staging.discard();
-    return makeError("cannot create a temporary folder in " + parent.string() + ": " + reason);
-}
-
-OutputStaging::OutputStaging(OutputStaging&& other) noexcept
-    : m_target(std::move(other.m_target)),
-      m_temp(std::move(other.m_temp)),
-      m_createdParents(std::move(other.m_createdParents)),
-      m_active(other.m_active)
-{
-    other.m_active = false;
-    other.m_createdParents.clear();
-}
-
-OutputStaging::~OutputStaging() { discard(); }
-
-void OutputStaging::discard()
-{
-    std::error_code ec;
-    if (m_active && !m_temp.empty())
-        fs::remove_all(m_temp, ec);
-    m_active = false;
-    for (auto it = m_createdParents.rbegin(); it != m_createdParents.rend(); ++it)
-        fs::remove(*it, ec); // only succeeds while empty: never removes anything someone else put there
-    m_createdParents.clear();
-}
-
-Status OutputStaging::publish(const std::vector<std::string>& moveLast)
-{
-    if (!m_active)
-        return makeError("internal: output already published or discarded");
-    std::error_code ec;
-    if (!fs::exists(m_target, ec)) {
-        fs::rename(m_temp, m_target, ec);
-        if (ec)
-            return makeError("cannot move " + m_temp + " to " + m_target + ": " + ec.message());
-    } else {
-        std::vector<std::string> names;
-        for (const auto& entry : fs::directory_iterator(m_temp, ec))
-            names.push_back(entry.path().filename().string());
-        std::stable_partition(names.begin(), names.end(), [&](const std::string& n) {
-            return std::find(moveLast.begin(), moveLast.end(), n) == moveLast.end();
-        });
-        std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
-            auto rank = [&](const std::string& n) {
-                auto it = std::find(moveLast.begin(), moveLast.end(), n);
-                return it == moveLast.end() ? -1 : static_cast<int>(it - moveLast.begin());
-            };
-            return rank(a) < rank(b);
-        });
-        for (const auto& name : names) {
-            fs::rename(fs::path(m_temp) / name, fs::path(m_target) / name, ec);
-            if (ec)
-                return makeError("cannot move " + name + " into " + m_target + ": " + ec.message());
-        }
-        fs::remove(m_temp, ec);
-    }
-    m_active = false;
-    m_createdParents.clear();
     return Status::success();
 }
 

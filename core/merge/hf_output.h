@@ -37,40 +37,9 @@ std::vector<std::string> listHfSideFiles(const std::string& configDir);
 /// `"torch_dtype"` is added as the last top-level key.
 Result<std::string> rewriteConfigDtype(const std::string& configText, DType dtype);
 
-/// Copies every side file of `configDir` into `destDir` byte for byte; with `newDtype`, config.json gets
-/// its dtype rewritten. Errors name the file.
+/// Copies every side file of `configDir` into `destDir` byte for byte, each flushed to disk; with `newDtype`,
+/// config.json gets its dtype rewritten. Errors name the file.
 Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype);
-
-/// A temporary folder next to a target folder that becomes the target atomically.
-///
-/// The output is written into `<parent>/.<name>.tessera-XXXXXX`; publish() renames it to the target when
-/// the target does not exist, or moves its files into the existing target (replacing files of the same
-/// name, never deleting others). Until publish() succeeds, destroying the object removes the temporary
-/// folder and any parent folders it had to create, so an error or a cancel leaves nothing behind.
-class OutputStaging {
-public:
-    /// Creates the temporary folder. Fails when `target` exists and is not a folder.
-    static Result<OutputStaging> create(const std::string& target);
-    OutputStaging(OutputStaging&& other) noexcept;
-    OutputStaging& operator=(OutputStaging&&) = delete;
-    OutputStaging(const OutputStaging&) = delete;
-    ~OutputStaging();
-
-    const std::string& path() const { return m_temp; }     ///< where to write
-    const std::string& target() const { return m_target; } ///< where it ends up
-    /// Moves the written files into place. `order` lists file names to move last, in that order (the index
-    /// and config go last so a reader never sees an index pointing at missing shards).
-    Status publish(const std::vector<std::string>& moveLast = {});
-    /// Removes the temporary folder now (also done by the destructor).
-    void discard();
-
-private:
-    OutputStaging() = default;
-    std::string m_target;
-    std::string m_temp;
-    std::vector<std::string> m_createdParents; ///< innermost last
-    bool m_active = false;
-};
 
 /// Weight files in `targetDir` that a merged model writing `newFiles` would not replace and that a loader
 /// could mistake for part of the new model (*.safetensors, *.safetensors.index.json, pytorch_model*.bin…).

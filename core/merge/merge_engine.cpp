@@ -4,6 +4,8 @@
 #include "merge/box_copy.h"
 #include "model/convert.h"
 #include "merge/hf_output.h"
+#include "merge/output_staging.h"
+#include "io/durable_file.h"
 #include "parallel.h"
 #include "model/placement.h"
 
@@ -15,7 +17,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 namespace fs = std::filesystem;
 
@@ -150,6 +151,9 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
     const std::uint64_t count = volume(p.shape);
     const std::uint64_t outOffset = planned.fileOffset + elementOffset(p.offsets, globalStrides(t.shape)) * outSize;
     const std::string what = out.path + ": " + t.name;
+    // The bytes may go in-kernel (copy_file_range) and a piece may be only part of its record, so the record is
+    // checked whole, once, before the copy.
+    TESSERA_TRY(files.verifyStorage(p, canceled));
     if (p.storedDtype == planned.dtype) {
         const std::uint64_t length = count * outSize;
         std::uint64_t done = 0;
@@ -315,34 +319,6 @@ PageBuffer::~PageBuffer()
         ::munmap(m_data, m_size);
 }
 
-Result<std::shared_ptr<MappedFile>> SourceFiles::map(const std::string& path)
-{
-    std::lock_guard<std::mutex> lock(m_mutex);
-    if (auto it = m_maps.find(path); it != m_maps.end())
-        return it->second;
-    auto file = MappedFile::open(path);
-    TESSERA_TRY(file);
-    m_maps[path] = *file;
-    return *file;
-}
-
-int SourceFiles::descriptor(const std::string& path)
-{
-    std::lock_guard<std::mutex> lock(m_mutex);
-    if (auto it = m_fds.find(path); it != m_fds.end())
-        return it->second;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    m_fds[path] = fd;
-    return fd;
-}
-
-SourceFiles::~SourceFiles()
-{
-    for (auto& [path, fd] : m_fds)
-        if (fd >= 0)
-            ::close(fd);
-}
-
 Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedTensor& planned, std::uint8_t* dst,
                          const std::function<bool()>& canceled)
 {
@@ -358,6 +334,7 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedT
     }
     for (std::size_t index : planned.pieces) {
         const Piece& p = t.pieces[index];
+        TESSERA_TRY(files.verifyStorage(p, canceled));
         auto map = files.map(p.file);
         TESSERA_TRY(map);
         TESSERA_TRY(checkBounds(**map, p, t.name));
@@ -410,8 +387,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         out->fd = ::open(out->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (out->fd < 0)
             return makeError(out->path + ": cannot be created: " + std::strerror(errno));
-        TESSERA_TRY(pwriteAll(out->fd, reinterpret_cast<const std::uint8_t*>(f.header.data()), f.header.size(), 0,
-                              out->path));
+        // The header is written last (below): a file cut short by a crash or a kill has none, so it can never
+        // pass for a complete model.
         if (::ftruncate(out->fd, static_cast<off_t>(f.size)) != 0)
             return makeError(out->path + ": cannot be sized to " + std::to_string(f.size) + " bytes: "
                              + std::strerror(errno));
@@ -519,7 +496,11 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         if (!warning->empty())
             outcome.warnings.push_back(*warning);
     }
-    for (auto& out : outputs) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        auto& out = outputs[i];
+        const std::string& header = plan.files[i].header;
+        TESSERA_TRY(pwriteAll(out->fd, reinterpret_cast<const std::uint8_t*>(header.data()), header.size(), 0,
+                              out->path));
         if (options.sync && ::fdatasync(out->fd) != 0)
             return makeError(out->path + ": cannot be flushed to disk: " + std::strerror(errno));
         const int fd = out->fd;
@@ -527,14 +508,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         if (::close(fd) != 0)
             return makeError(out->path + ": cannot be closed: " + std::strerror(errno));
     }
-    if (!plan.indexJson.empty()) {
-        const std::string path = (fs::path(dir) / "model.safetensors.index.json").string();
-        std::ofstream index(path, std::ios::binary | std::ios::trunc);
-        index << plan.indexJson;
-        index.flush();
-        if (!index)
-            return makeError(path + ": cannot be written");
-    }
+    if (!plan.indexJson.empty())
+        TESSERA_TRY(writeFileSynced((fs::path(dir) / "model.safetensors.index.json").string(), plan.indexJson));
     if (!plan.configDir.empty())
         TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configDtype));
     if (canceled())
@@ -544,9 +519,9 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     return outcome;
 }
 
-Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan& plan, const std::string& targetDir,
-                                     const MergeRunOptions& options)
+Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir)
 {
+    TESSERA_TRY(OutputStaging::checkTarget(targetDir, plan.outputFileNames()));
     const auto conflicts = conflictingWeightFiles(targetDir, plan.outputFileNames());
     if (!conflicts.empty()) {
         std::string names;
@@ -555,20 +530,38 @@ Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan
         return makeError(targetDir + " already holds weight files this merge would not replace (" + names
                          + "); a loader could mix them with the merged model. Remove them or choose another --target_dir");
     }
-    const std::string parent = fs::absolute(targetDir).lexically_normal().parent_path().string();
-    if (auto free = freeDiskBytes(parent); free && *free < plan.diskBytes)
+    // The temporary folder is inside the target when it exists, else beside it: the same disk either way.
+    if (auto free = freeDiskBytes(targetDir); free && *free < plan.diskBytes)
         return makeError("the merge writes " + std::to_string(plan.diskBytes) + " bytes but only "
-                         + std::to_string(*free) + " are free on the disk holding " + parent);
+                         + std::to_string(*free) + " are free on the disk holding "
+                         + fs::absolute(targetDir).lexically_normal().string());
+    return Status::success();
+}
+
+Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan& plan, const std::string& targetDir,
+                                     const MergeRunOptions& options)
+{
+    TESSERA_TRY(OutputStaging::checkTarget(targetDir, plan.outputFileNames()));
+    // Folders of dead runs go first: they hold disk space the check below counts.
+    const auto notes = OutputStaging::removeStale(targetDir);
+    if (options.onNote)
+        for (const auto& note : notes)
+            options.onNote(note);
+    TESSERA_TRY(checkMergeTarget(plan, targetDir));
     auto staging = OutputStaging::create(targetDir);
     TESSERA_TRY(staging);
     auto outcome = writeMergedFiles(info, plan, staging->path(), options);
     TESSERA_TRY(outcome);
-    std::vector<std::string> last;
+    // What makes the folder a loadable model goes in last: the index (or the single file), then config.json.
+    std::vector<std::string> keystones;
     if (!plan.indexJson.empty())
-        last.push_back("model.safetensors.index.json");
-    last.push_back("config.json");
-    TESSERA_TRY(staging->publish(last));
+        keystones.push_back("model.safetensors.index.json");
+    else if (!plan.files.empty())
+        keystones.push_back(plan.files.front().name);
+    keystones.push_back("config.json");
+    TESSERA_TRY(staging->publish(keystones));
     outcome->outputDir = staging->target();
+    outcome->notes = notes;
     return outcome;
 }
 

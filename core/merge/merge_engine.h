@@ -4,6 +4,7 @@
 #include "model/checkpoint.h"
 #include "io/mapped_file.h"
 #include "merge/merge_plan.h"
+#include "merge/source_files.h"
 #include "progress.h"
 #include "result.h"
 
@@ -39,6 +40,8 @@ struct MergeRunOptions {
     std::function<void(const MergeProgress&)> onProgress;
     /// A cancel flag the workbench sets from another thread; checked between pieces.
     const std::atomic<bool>* cancel = nullptr;
+    /// Told about things done besides the merge (a dead run's temporary folder removed), as they happen.
+    std::function<void(const std::string&)> onNote;
 };
 
 /// What a finished merge did.
@@ -48,20 +51,7 @@ struct MergeOutcome {
     std::uint64_t bytesWritten = 0;     ///< tensor bytes
     double seconds = 0;
     std::vector<std::string> warnings;  ///< e.g. a tied lm_head that differs from the embedding
-};
-
-/// The source files of a checkpoint, mapped once and shared by every worker.
-class SourceFiles {
-public:
-    Result<std::shared_ptr<MappedFile>> map(const std::string& path);
-    /// A read-only descriptor for copy_file_range; -1 when it cannot be opened (callers fall back to the mapping).
-    int descriptor(const std::string& path);
-    ~SourceFiles();
-
-private:
-    std::mutex m_mutex;
-    std::map<std::string, std::shared_ptr<MappedFile>> m_maps;
-    std::map<std::string, int> m_fds;
+    std::vector<std::string> notes;     ///< e.g. a dead run's temporary folder removed (also sent to onNote)
 };
 
 /// Assembles one tensor into `dst` (`planned.bytes` bytes, contiguous, in `planned.dtype`), whatever its mode:
@@ -70,14 +60,19 @@ private:
 Status materializeTensor(SourceFiles& files, const TensorInfo& tensor, const PlannedTensor& planned, std::uint8_t* dst,
                          const std::function<bool()>& canceled = {});
 
-/// Writes the plan's files into an existing folder `dir`: each safetensors file, the index, the copied config
-/// and tokenizer files. Not atomic by itself: use mergeCheckpoint() for user-facing output.
+/// Writes the plan's files into an existing folder `dir`: each safetensors file (its header last, so a file cut
+/// short never looks complete), the index, the copied config and tokenizer files, all flushed to disk. Not atomic
+/// by itself: use mergeCheckpoint() for user-facing output.
 Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePlan& plan, const std::string& dir,
                                       const MergeRunOptions& options);
 
-/// The whole merge: checks the target (weights from another model there would be mixed with ours), the free
-/// disk space, writes everything into a temporary folder next to `targetDir` and moves it into place. On any
-/// error or cancel nothing is left behind and files already in `targetDir` are untouched.
+/// Refuses, before anything is written, a target the merge cannot complete: not a folder, not writable, a final
+/// name taken by a folder, weight files of another model there, or too little free disk. --dry-run uses it too.
+Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir);
+
+/// The whole merge: checks the target (checkMergeTarget()), removes temporary folders dead runs left for it,
+/// writes everything into a hidden temporary folder (see OutputStaging) and publishes it when complete. On any
+/// error, cancel or kill the target is left as it was; files of other names in it are never touched.
 Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan& plan, const std::string& targetDir,
                                      const MergeRunOptions& options);
 

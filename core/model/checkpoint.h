@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct Piece {
     std::uint64_t dataOffset = 0;    ///< absolute byte offset in `file` of the box's first element
     std::uint64_t storageBegin = 0;  ///< absolute byte offset of the storage record holding the data
     std::uint64_t storageBytes = 0;  ///< its length
+    /// The CRC-32 a ZIP archive (torch.save, DCP items) stores for that record, checked before its bytes are used;
+    /// none for formats without one (safetensors).
+    std::optional<std::uint32_t> storageCrc32;
+    std::string storageRecord;       ///< the record's name in its archive ("data/3"), for messages
 };
 
 /// One logical tensor of the checkpoint, as its owner would see it after gathering.

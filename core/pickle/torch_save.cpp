@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "pickle/torch_save.h"
 
+#include "io/crc32.h"
 #include "pickle/unpickler.h"
 
 #include <cstring>
@@ -60,6 +61,8 @@ Result<StorageSpan> TorchSaveFile::storageSpan(const StorageRef& storage) const
     const auto* entry = m_zip.findRecord("data/" + storage.key);
     if (!entry)
         return makeError(m_displayName + ": storage record 'data/" + storage.key + "' is missing from the archive");
+    if (entry->method != 0)
+        return ZipArchive::compressedRecord(m_displayName, entry->name, entry->method);
     const std::uint64_t need = storage.numel * dtypeSize(storage.dtype);
     if (need / std::max<std::size_t>(dtypeSize(storage.dtype), 1) != storage.numel || entry->size < need)
         return makeError(m_displayName + ": storage record 'data/" + storage.key + "' holds " + std::to_string(entry->size)
@@ -67,7 +70,7 @@ Result<StorageSpan> TorchSaveFile::storageSpan(const StorageRef& storage) const
     if (m_bigEndian && dtypeSize(storage.dtype) > 1)
         return makeError(m_displayName + ": the archive was written on a big-endian machine; Tessera reads "
                                          "little-endian checkpoints only");
-    return StorageSpan { m_baseOffset + entry->offset, entry->size };
+    return StorageSpan { m_baseOffset + entry->offset, entry->size, entry->crc32 };
 }
 
 Result<Piece> TorchSaveFile::piece(const TensorRef& tensor, const Shape& offsets, const Shape& localOffsets,
@@ -88,6 +91,8 @@ Result<Piece> TorchSaveFile::piece(const TensorRef& tensor, const Shape& offsets
     p.storedDtype = tensor.dtype;
     p.storageBegin = span->begin;
     p.storageBytes = span->bytes;
+    p.storageCrc32 = span->crc32;
+    p.storageRecord = "data/" + tensor.storage->key;
     if (p.shape.size() != tensor.shape.size() || (!localOffsets.empty() && localOffsets.size() != tensor.shape.size()))
         return makeError(m_displayName + ": piece rank does not match the tensor");
     // First and last element (in items) of the box; every element lies between them as strides are >= 0.
@@ -134,9 +139,13 @@ Result<std::vector<std::int64_t>> TorchSaveFile::readIntTensor(const TensorRef& 
         numel *= static_cast<std::uint64_t>(d);
     if (numel > 1'000'000)
         return makeError(m_displayName + ": integer tensor too large for metadata");
+    // The values steer how every piece is placed, so their record is checked like data.pkl (it is small).
+    const auto* base = m_file->view().data();
+    const std::uint32_t crc = crc32Update(0, base + p->storageBegin, static_cast<std::size_t>(p->storageBytes));
+    if (p->storageCrc32 && crc != *p->storageCrc32)
+        return ZipArchive::crcMismatch(m_displayName, p->storageRecord, *p->storageCrc32, crc);
     std::vector<std::int64_t> values;
     values.reserve(static_cast<std::size_t>(numel));
-    const auto* base = m_file->view().data();
     const std::size_t item = dtypeSize(tensor.dtype);
     std::vector<std::int64_t> index(tensor.shape.size(), 0);
     for (std::uint64_t n = 0; n < numel; ++n) {

@@ -16,6 +16,7 @@ namespace tessera {
 struct StorageSpan {
     std::uint64_t begin = 0;
     std::uint64_t bytes = 0;
+    std::uint32_t crc32 = 0; ///< what the archive stores for the record; checked when its bytes are used
 };
 
 /// A torch.save archive: its unpickled `data.pkl` and its storage records, read in place from an mmap.
@@ -35,7 +36,8 @@ public:
     const std::string& displayName() const { return m_displayName; }
     const std::shared_ptr<MappedFile>& file() const { return m_file; }
 
-    /// The storage record `data/<key>`, checked to hold at least the storage's declared size.
+    /// The storage record `data/<key>`, checked to be stored uncompressed and to hold at least the storage's
+    /// declared size. Its bytes are not read here (inspect stays fast); the CRC is checked by their consumers.
     Result<StorageSpan> storageSpan(const StorageRef& storage) const;
     /// A Piece for `tensor` placed at `offsets` in its global tensor; checks every element lies in its storage.
     /// `localOffsets` selects a sub-box of the tensor starting there (empty = the whole tensor), `boxShape` its shape.

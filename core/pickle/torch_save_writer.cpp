@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "pickle/torch_save_writer.h"
 
+#include "io/crc32.h"
+
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -12,24 +14,6 @@ namespace tessera {
 namespace {
 
 constexpr std::uint64_t kChunk = 16u << 20;
-
-std::uint32_t crc32Update(std::uint32_t crc, const std::uint8_t* data, std::uint64_t length)
-{
-    static const auto table = [] {
-        std::array<std::uint32_t, 256> t {};
-        for (std::uint32_t i = 0; i < 256; ++i) {
-            std::uint32_t c = i;
-            for (int k = 0; k < 8; ++k)
-                c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            t[i] = c;
-        }
-        return t;
-    }();
-    crc = ~crc;
-    for (std::uint64_t i = 0; i < length; ++i)
-        crc = table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8);
-    return ~crc;
-}
 
 const char* storageClass(DType dtype)
 {
@@ -204,7 +188,7 @@ public:
     }
     bool data(const void* bytes, std::uint64_t n)
     {
-        m_crc = crc32Update(m_crc, static_cast<const std::uint8_t*>(bytes), n);
+        m_crc = crc32Update(m_crc, static_cast<const std::uint8_t*>(bytes), static_cast<std::size_t>(n));
         return write(bytes, n);
     }
     bool end()

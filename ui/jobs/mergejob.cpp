@@ -70,6 +70,8 @@ void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::Me
                                      .arg(QString::fromStdString(outcome->outputDir));
                 for (const auto& w : outcome->warnings)
                     result.warnings << QString::fromStdString(w);
+                for (const auto& n : outcome->notes)
+                    result.warnings << QString::fromStdString("note: " + n);
             } else {
                 result.canceled = cancelFlag->load();
                 result.message = QString::fromStdString(outcome.error().message);

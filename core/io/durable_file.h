@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "result.h"
+
+#include <string>
+
+namespace tessera {
+
+/// Small-file writes that are on disk when they return: the output of a merge is published by renames, and a
+/// rename must never make a name point at data still only in the page cache (a crash would leave an empty or
+/// partial file under a final name). Errors name the file and say why (e.g. "No space left on device").
+
+/// Creates or truncates `path`, writes `bytes` and flushes them to disk.
+Status writeFileSynced(const std::string& path, const std::string& bytes);
+/// Copies `from` to `to` byte for byte (replacing `to`) and flushes the copy to disk.
+Status copyFileSynced(const std::string& from, const std::string& to);
+/// Flushes a folder's entries (created, renamed or removed names) to disk.
+Status syncFolder(const std::string& dir);
+
+} // namespace tessera
