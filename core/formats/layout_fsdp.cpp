@@ -3,6 +3,7 @@
 
 #include "model/coverage.h"
 #include "formats/layouts.h"
+#include "io/text_file.h"
 #include "parallel.h"
 #include "pickle/saved_tensor.h"
 
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -149,6 +151,18 @@ void markReplicasAcrossSubmeshes(TensorInfo& tensor, std::size_t firstNew, const
     }
 }
 
+/// Largest world size Tessera accepts from a file: far beyond any training run, small enough for int arithmetic.
+constexpr std::int64_t kMaxWorldSize = 1 << 20;
+
+/// A world size or rank from a file name; nullopt when it does not fit (model_world_size_99999999999_rank_0.pt).
+std::optional<std::int64_t> parseRankNumber(const std::string& digits)
+{
+    if (digits.empty() || digits.size() > 9)
+        return std::nullopt;
+    const std::int64_t n = std::strtoll(digits.c_str(), nullptr, 10);
+    return n <= kMaxWorldSize ? std::optional<std::int64_t>(n) : std::nullopt;
+}
+
 } // namespace
 
 Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progress& progress)
@@ -159,40 +173,64 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
 
     // Which world size: fsdp_config.json when present (verl ≥ mid-2025), else the file names.
     static const std::regex pattern(R"(model_world_size_(\d+)_rank_(\d+)\.pt)");
-    std::map<int, std::map<int, std::string>> byWorld;
+    std::map<std::int64_t, std::map<std::int64_t, std::string>> byWorld;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
         std::smatch m;
         const std::string name = entry.path().filename().string();
-        if (std::regex_match(name, m, pattern))
-            byWorld[std::stoi(m[1])][std::stoi(m[2])] = entry.path().string();
+        if (!std::regex_match(name, m, pattern))
+            continue;
+        const auto world = parseRankNumber(m[1].str());
+        const auto rank = parseRankNumber(m[2].str());
+        if (!world || !rank || *world < 1 || *rank >= *world) {
+            info.problems.push_back({ entry.path().string(), "", "the world size or rank in this file name is out of "
+                                                                 "range; the file is left out" });
+            continue;
+        }
+        byWorld[*world][*rank] = entry.path().string();
     }
     if (byWorld.empty())
         return makeError(dir + ": no model_world_size_W_rank_R.pt files");
-    int world = byWorld.rbegin()->first;
+    std::int64_t world = byWorld.rbegin()->first;
     const fs::path configPath = fs::path(dir) / "fsdp_config.json";
-    if (fs::exists(configPath)) {
-        std::ifstream in(configPath);
-        auto config = nlohmann::json::parse(in, nullptr, false);
-        if (config.is_discarded() || !config.is_object()) {
+    if (fs::exists(configPath, ec)) {
+        const auto text = readTextFile(configPath.string());
+        const auto config = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+        if (!text) {
+            info.problems.push_back({ configPath.string(), "", text.error().message
+                                                                   + "; the world size is taken from the file names" });
+        } else if (config.is_discarded() || !config.is_object()) {
             info.problems.push_back({ configPath.string(), "", "not valid JSON; the world size is taken from the file names" });
         } else {
-            if (config.contains("world_size") && config["world_size"].is_number_integer())
-                world = config["world_size"].get<int>();
-            if (config.contains("FSDP_version"))
-                info.notes["fsdp_version"] = config["FSDP_version"].dump();
+            if (auto it = config.find("world_size"); it != config.end() && it->is_number_integer()) {
+                // Read as the JSON number it is: get<int> would turn 4294967300 into 4.
+                const bool inRange = it->is_number_unsigned()
+                    ? it->get<std::uint64_t>() >= 1 && it->get<std::uint64_t>() <= kMaxWorldSize
+                    : it->get<std::int64_t>() >= 1 && it->get<std::int64_t>() <= kMaxWorldSize;
+                if (!inRange)
+                    return makeError(configPath.string() + ": world_size is " + it->dump()
+                                     + ", which is not a world size (1 to " + std::to_string(kMaxWorldSize) + ")");
+                world = it->get<std::int64_t>();
+            }
+            if (auto it = config.find("FSDP_version"); it != config.end())
+                info.notes["fsdp_version"] = it->dump();
         }
     }
     if (byWorld.size() > 1)
         info.problems.push_back({ info.root, "", "files of several world sizes are present; reading world size "
                                                     + std::to_string(world) });
-    if (world <= 0 || !byWorld.count(world))
-        return makeError(dir + ": fsdp_config.json says world_size " + std::to_string(world)
+    if (!byWorld.count(world))
+        return makeError(configPath.string() + ": says world_size " + std::to_string(world)
                          + " but there are no model_world_size_" + std::to_string(world) + "_rank_*.pt files");
+    // Every rank gets a slot below; a world size far beyond the files present is a damaged name, not a run whose
+    // ranks are nearly all missing, and must not size that allocation.
+    if (static_cast<std::uint64_t>(world) > 16 * static_cast<std::uint64_t>(byWorld[world].size()) + 64)
+        return makeError(dir + ": the file names claim world size " + std::to_string(world) + " but only "
+                         + std::to_string(byWorld[world].size()) + " of its rank files are present");
     const auto& files = byWorld[world];
 
     std::vector<RankFile> ranks(static_cast<std::size_t>(world));
-    for (int r = 0; r < world; ++r) {
+    for (int r = 0; r < static_cast<int>(world); ++r) {
         ranks[static_cast<std::size_t>(r)].rank = r;
         auto it = files.find(r);
         if (it == files.end()) {
@@ -281,12 +319,12 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
             markReplicasAcrossSubmeshes(tensor, before, *saved, primaryMeshes);
             firstHolder = false;
         }
-        if (readableRanks == world)
+        if (readableRanks == static_cast<int>(world))
             for (const auto& message : checkCoverage(tensor))
                 info.problems.push_back({ info.root, tensor.name, message });
         info.tensors.push_back(std::move(tensor));
     }
-    info.parallel.worldSize = world;
+    info.parallel.worldSize = static_cast<int>(world);
     if (info.parallel.meshes.size() == 1) {
         const auto& mesh = info.parallel.meshes.front();
         for (std::size_t d = 0; d < mesh.shape.size(); ++d) {

@@ -7,6 +7,7 @@
 #include "formats/layouts.h"
 #include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
+#include "io/text_file.h"
 #include "pickle/torch_save.h"
 
 #include <nlohmann/json.hpp>
@@ -56,9 +57,11 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
     // metadata.json names the backend; only torch_dist is a DCP folder.
     const fs::path metaJson = fs::path(info.root) / "metadata.json";
     {
-        std::ifstream in(metaJson);
-        auto json = nlohmann::json::parse(in, nullptr, false);
-        if (json.is_discarded() || !json.is_object()) {
+        const auto text = readTextFile(metaJson.string());
+        const auto json = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+        if (!text) {
+            info.problems.push_back({ metaJson.string(), "", text.error().message });
+        } else if (json.is_discarded() || !json.is_object()) {
             info.problems.push_back({ metaJson.string(), "", "not a JSON object (dist_checkpointing writes it last, "
                                                              "so the save may not have finished)" });
         } else if (auto it = json.find("sharded_backend"); it != json.end() && it->is_string()) {

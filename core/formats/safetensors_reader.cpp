@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/safetensors_reader.h"
+#include "io/regular_file.h"
 #include "io/text_file.h"
 
 #include <nlohmann/json.hpp>
@@ -660,7 +661,7 @@ Result<WeightMap> readWeightMap(const fs::path& indexPath)
     const std::string path = indexPath.string();
     const auto text = readTextFile(path);
     if (!text)
-        return makeError(path + ": cannot open the index file");
+        return makeError(text.error().message + " (the index file)");
     const Json json = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded())
         return makeError(path + ": the index is not valid JSON");
@@ -722,8 +723,11 @@ Result<CheckpointInfo> scanIndexed(const fs::path& folder, const fs::path& index
             continue;
         }
         if (!isFile(folder / fileName)) {
+            const std::string kind = describeFileKind(path);
             info.problems.push_back({ path, "",
-                "listed in " + indexName + " for " + std::to_string(count) + " tensors, but the file does not exist" });
+                "listed in " + indexName + " for " + std::to_string(count) + " tensors, but "
+                    + (kind == "missing" ? std::string("the file does not exist") : "it is " + kind
+                                                                                       + ", not a regular file") });
             continue;
         }
         auto header = readSafetensorsFile(path);

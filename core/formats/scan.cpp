@@ -2,12 +2,15 @@
 // Layout detection: from whatever folder the user points at to the reader that understands it.
 
 #include "formats/scan.h"
+#include "io/printable.h"
 #include "io/text_file.h"
 
 #include "formats/layouts.h"
 #include "formats/safetensors_reader.h"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -17,6 +20,19 @@ namespace fs = std::filesystem;
 namespace tessera {
 
 namespace {
+
+// A symlink loop or an unreadable folder makes the throwing overloads throw; here it only means "not there".
+bool existsNoThrow(const fs::path& p)
+{
+    std::error_code ec;
+    return fs::exists(p, ec);
+}
+
+bool isDirectoryNoThrow(const fs::path& p)
+{
+    std::error_code ec;
+    return fs::is_directory(p, ec);
+}
 
 bool hasFileMatching(const fs::path& dir, const std::regex& pattern)
 {
@@ -36,31 +52,53 @@ bool hasSubdirMatching(const fs::path& dir, const std::regex& pattern)
     return false;
 }
 
-std::string readTrimmed(const fs::path& file)
+/// The tracker names one step; a few bytes. A bigger file (or /dev/zero behind a symlink) is not a tracker.
+constexpr std::uint64_t kMaxTrackerBytes = 4096;
+
+Result<std::string> readTrimmed(const fs::path& file)
 {
-    const std::string text = readTextFile(file.string()).value_or(std::string());
-    const auto first = text.find_first_not_of(" \t\r\n");
-    const auto last = text.find_last_not_of(" \t\r\n");
-    return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+    auto text = readTextFile(file.string(), kMaxTrackerBytes);
+    TESSERA_TRY(text);
+    const auto first = text->find_first_not_of(" \t\r\n");
+    const auto last = text->find_last_not_of(" \t\r\n");
+    return first == std::string::npos ? std::string() : text->substr(first, last - first + 1);
+}
+
+/// A step number from a tracker or folder name; nullopt when it is not digits or does not fit (a step number
+/// of 20 digits is not a step anyone trained to).
+std::optional<long long> parseStep(const std::string& digits)
+{
+    if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+        return std::nullopt;
+    return std::strtoll(digits.c_str(), nullptr, 10);
 }
 
 /// The step folder a run root's tracker file points to (verl's global_step_N, Megatron's iter_NNNNNNN).
 Result<fs::path> followTracker(const fs::path& root)
 {
     const fs::path tracker = root / "latest_checkpointed_iteration.txt";
-    const std::string step = readTrimmed(tracker);
+    auto read = readTrimmed(tracker);
+    TESSERA_TRY(read);
+    const std::string& step = *read;
     if (step.empty())
         return makeError(tracker.string() + ": empty; cannot tell which step to read");
+    const bool plainName = std::all_of(step.begin(), step.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    });
+    if (!plainName || step == "." || step == ".." || step.size() > 255)
+        return makeError(tracker.string() + ": holds '" + printableText(step.substr(0, 80))
+                         + "', which is not a step number or folder name");
     std::vector<fs::path> candidates { root / ("global_step_" + step), root / step };
     if (step == "release") {
         candidates.push_back(root / "release");
-    } else if (std::all_of(step.begin(), step.end(), ::isdigit)) {
+    } else if (const auto number = parseStep(step)) {
         char iter[32];
-        std::snprintf(iter, sizeof iter, "iter_%07lld", std::stoll(step));
+        std::snprintf(iter, sizeof iter, "iter_%07lld", *number);
         candidates.push_back(root / iter);
     }
+    std::error_code ec;
     for (const auto& c : candidates)
-        if (fs::is_directory(c))
+        if (fs::is_directory(c, ec))
             return c;
     return makeError(tracker.string() + ": names step '" + step + "' but neither global_step_" + step
                      + " nor iter_" + step + " exists beside it");
@@ -76,8 +114,10 @@ fs::path newestStep(const fs::path& root)
     for (const auto& entry : fs::directory_iterator(root, ec)) {
         std::smatch m;
         const std::string name = entry.path().filename().string();
-        if (entry.is_directory(ec) && std::regex_match(name, m, stepPattern) && std::stoll(m[2]) > bestStep) {
-            bestStep = std::stoll(m[2]);
+        if (!entry.is_directory(ec) || !std::regex_match(name, m, stepPattern))
+            continue;
+        if (const auto step = parseStep(m[2].str()); step && *step > bestStep) {
+            bestStep = *step;
             best = entry.path();
         }
     }
@@ -90,7 +130,8 @@ std::string findHfConfig(const std::vector<fs::path>& visited)
     for (auto it = visited.rbegin(); it != visited.rend(); ++it)
         for (const char* sub : { "huggingface", "model/huggingface", "hf_config_and_tokenizer", "hf_config", "" }) {
             const fs::path dir = *sub ? *it / sub : *it;
-            if (fs::exists(dir / "config.json"))
+            std::error_code ec;
+            if (fs::exists(dir / "config.json", ec))
                 return fs::absolute(dir).lexically_normal().string();
         }
     return {};
@@ -103,7 +144,7 @@ Result<CheckpointInfo> dispatch(const fs::path& path, const ScanOptions& options
         return makeError(path.string() + ": the folder structure nests too deeply to detect a layout");
     std::error_code ec;
     if (!fs::exists(path, ec))
-        return makeError(path.string() + ": no such file or folder");
+        return makeError(path.string() + (ec ? ": " + ec.message() : std::string(": no such file or folder")));
     if (fs::is_regular_file(path, ec)) {
         const std::string ext = path.extension().string();
         if (ext == ".safetensors")
@@ -123,24 +164,24 @@ Result<CheckpointInfo> dispatch(const fs::path& path, const ScanOptions& options
 
     if (hasFileMatching(path, fsdpFile))
         return scanVerlFsdp(path.string(), threads, progress);
-    if (fs::exists(path / ".metadata")) {
-        if (fs::exists(path / "metadata.json"))
+    if (existsNoThrow(path / ".metadata")) {
+        if (existsNoThrow(path / "metadata.json"))
             return scanMegatronDist(path.string(), threads, progress);
         return scanDcp(path.string(), threads, progress);
     }
     if (hasSubdirMatching(path, mpRank))
         return scanMegatronPerRank(path.string(), threads, progress);
     for (const char* sub : { "model/dist_ckpt", "dist_ckpt", "model" })
-        if (fs::is_directory(path / sub)
-            && (fs::exists(path / sub / ".metadata") || hasSubdirMatching(path / sub, mpRank)))
+        if (isDirectoryNoThrow(path / sub)
+            && (existsNoThrow(path / sub / ".metadata") || hasSubdirMatching(path / sub, mpRank)))
             return dispatch(path / sub, options, progress, visited, hops + 1);
-    if (fs::exists(path / "latest_checkpointed_iteration.txt")) {
+    if (existsNoThrow(path / "latest_checkpointed_iteration.txt")) {
         auto step = followTracker(path);
         TESSERA_TRY(step);
         return dispatch(*step, options, progress, visited, hops + 1);
     }
     for (const char* role : { "actor", "critic" })
-        if (fs::is_directory(path / role))
+        if (isDirectoryNoThrow(path / role))
             return dispatch(path / role, options, progress, visited, hops + 1);
     if (hasFileMatching(path, safetensorsFile))
         return scanSafetensorsFolder(path.string());
@@ -160,7 +201,7 @@ Result<CheckpointInfo> scanCheckpoint(const std::string& path, const ScanOptions
     auto info = dispatch(fs::path(path), options, progress, visited, 0);
     TESSERA_TRY(info);
     if (!options.hfModelPath.empty()) {
-        if (!fs::exists(fs::path(options.hfModelPath) / "config.json"))
+        if (!existsNoThrow(fs::path(options.hfModelPath) / "config.json"))
             info->problems.push_back({ options.hfModelPath, "", "no config.json in the --hf_model_path folder" });
         info->hfConfigDir = fs::absolute(options.hfModelPath).lexically_normal().string();
     } else if (info->hfConfigDir.empty()) {

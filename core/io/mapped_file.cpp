@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/mapped_file.h"
+#include "io/regular_file.h"
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tessera {
@@ -35,33 +34,18 @@ std::uint64_t ByteView::u64(std::uint64_t offset) const { return readLe<std::uin
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path)
 {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return makeError(path + ": cannot open: " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        return makeError(path + ": cannot stat: " + std::strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return makeError(path + ": not a regular file");
-    }
+    auto regular = RegularFile::open(path);
+    TESSERA_TRY(regular);
     std::shared_ptr<MappedFile> file(new MappedFile);
     file->m_path = path;
-    file->m_size = static_cast<std::uint64_t>(st.st_size);
+    file->m_size = regular->size();
     if (file->m_size > 0) {
-        void* addr = ::mmap(nullptr, file->m_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (addr == MAP_FAILED) {
-            const int err = errno;
-            ::close(fd);
-            return makeError(path + ": cannot map into memory: " + std::strerror(err));
-        }
+        void* addr = ::mmap(nullptr, file->m_size, PROT_READ, MAP_PRIVATE, regular->fd(), 0);
+        if (addr == MAP_FAILED)
+            return makeError(path + ": cannot map into memory: " + std::strerror(errno));
         file->m_addr = addr;
     }
-    ::close(fd); // the mapping stays valid after close
-    file->m_self = file;
+    file->m_self = file; // the mapping stays valid after the descriptor is closed
     return file;
 }
 

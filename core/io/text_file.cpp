@@ -1,21 +1,37 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/text_file.h"
 
-#include <fstream>
-#include <sstream>
+#include "io/byte_size.h"
+#include "io/regular_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
 
 namespace tessera {
 
-std::optional<std::string> readTextFile(const std::string& path)
+Result<std::string> readTextFile(const std::string& path, std::uint64_t maxBytes)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return std::nullopt;
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad())
-        return std::nullopt;
-    return text.str();
+    auto file = RegularFile::open(path);
+    TESSERA_TRY(file);
+    if (file->size() > maxBytes)
+        return makeError(path + ": is " + formatBytes(file->size()) + ", more than the "
+                         + formatBytes(maxBytes) + " a file of this kind can hold; it is not one");
+    std::string text(static_cast<std::size_t>(file->size()), '\0');
+    std::size_t got = 0;
+    // Read what stat promised and no more: a file that grows meanwhile cannot make this unbounded.
+    while (got < text.size()) {
+        const ssize_t n = ::read(file->fd(), text.data() + got, text.size() - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return makeError(path + ": cannot read: " + std::strerror(errno));
+        if (n == 0)
+            break;
+        got += static_cast<std::size_t>(n);
+    }
+    text.resize(got);
+    return text;
 }
 
 } // namespace tessera

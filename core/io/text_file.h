@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include <optional>
+#include "result.h"
+
+#include <cstdint>
 #include <string>
 
 namespace tessera {
 
-/// The whole content of a small text file (a config, an index, a tracker); nullopt when it cannot be read.
-/// Callers say what the file is in their own error message. Never used for tensor data.
-std::optional<std::string> readTextFile(const std::string& path);
+/// Configs, indexes and rules files are kilobytes to a few megabytes; anything larger is not one of them.
+constexpr std::uint64_t kMaxTextFileBytes = 64ull << 20;
+
+/// The whole content of a small text file (a config, an index, a tracker). Refuses what is not a regular file
+/// (a FIFO would block, /dev/zero never ends) and files over `maxBytes`; the error names the path and why.
+/// Never used for tensor data.
+Result<std::string> readTextFile(const std::string& path, std::uint64_t maxBytes = kMaxTextFileBytes);
 
 } // namespace tessera

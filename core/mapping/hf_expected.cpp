@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mapping/hf_expected.h"
+#include "io/text_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -184,18 +185,19 @@ Result<HfModelConfig> readHfModelConfig(const std::string& configDir)
                          "holds the model's config.json (the mapping takes every size from it)");
     HfModelConfig config;
     config.path = (fs::path(configDir) / "config.json").string();
-    std::ifstream in(config.path, std::ios::binary);
-    if (!in)
-        return makeError(config.path + ": cannot read it; pass --hf_model_path with the folder that holds the "
-                                       "model's config.json");
-    auto j = nlohmann::json::parse(in, nullptr, false);
+    const auto text = readTextFile(config.path);
+    if (!text)
+        return makeError(text.error().message + "; pass --hf_model_path with the folder that holds the model's "
+                                                "config.json");
+    auto j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_discarded() || !j.is_object())
         return makeError(config.path + ": not a JSON object");
     if (auto it = j.find("architectures"); it != j.end() && it->is_array())
         for (const auto& a : *it)
             if (a.is_string())
                 config.architectures.push_back(a.get<std::string>());
-    config.modelType = j.value("model_type", std::string());
+    if (auto it = j.find("model_type"); it != j.end() && it->is_string())
+        config.modelType = it->get<std::string>();
     for (auto& [key, value] : j.items()) {
         if (value.is_boolean())
             config.values[key] = value.get<bool>() ? 1 : 0;
@@ -266,6 +268,20 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
             experts = *n;
         }
     }
+
+    // The list is sized by numbers config.json claims (num_hidden_layers = 1e9 asked for 100 GB); real models
+    // have at most a few hundred layers and experts and well under a million parameters.
+    constexpr std::int64_t kMaxCount = 1'000'000;
+    if (layers < 0 || layers > kMaxCount || experts < 0 || experts > kMaxCount)
+        return makeError("config.json gives " + std::to_string(layers) + " layers and " + std::to_string(experts)
+                         + " experts; that is not a real model");
+    std::int64_t total = 0;
+    for (const auto& a : active)
+        total += (a.layer ? std::max<std::int64_t>(layers, 1) : 1) * (a.expert ? std::max<std::int64_t>(experts, 1) : 1);
+    if (total > kMaxCount)
+        return makeError("config.json's sizes (" + std::to_string(layers) + " layers, " + std::to_string(experts)
+                         + " experts) make " + std::to_string(total) + " parameters, more than the "
+                         + std::to_string(kMaxCount) + " any real model has");
 
     std::vector<ExpectedParameter> out;
     std::string error;

@@ -319,7 +319,7 @@ Result<MappingRuleSet> applyUserMappingRules(const MappingRuleSet& base, const s
 {
     const auto contents = readTextFile(path);
     if (!contents)
-        return makeError(path + ": cannot read the mapping rules file");
+        return makeError(contents.error().message + " (the mapping rules file)");
     const std::string& text = *contents;
     auto j = json::parse(text, nullptr, false);
     if (!j.is_discarded() && j.is_object())

@@ -3,6 +3,7 @@
 
 #include "merge/box_copy.h"
 #include "io/byte_size.h"
+#include "io/regular_file.h"
 #include "model/convert.h"
 #include "merge/hf_output.h"
 #include "model/placement.h"
@@ -21,6 +22,28 @@ namespace fs = std::filesystem;
 namespace tessera {
 
 namespace {
+
+/// Side files are copied into the output, so a symbolic link among them must not reach outside the checkpoint
+/// (huggingface/tokenizer_extra.json → /etc/shadow). Links inside the folder are fine, and so are a Hugging Face
+/// hub cache's links from snapshots/<rev>/ into its blobs/ folder.
+bool staysInConfigFolder(const fs::path& configDir, const std::string& name)
+{
+    std::error_code ec;
+    const fs::path file = configDir / name;
+    if (!fs::is_symlink(fs::symlink_status(file, ec)))
+        return true;
+    const fs::path target = fs::weakly_canonical(file, ec);
+    const fs::path folder = fs::weakly_canonical(configDir, ec);
+    if (ec)
+        return false;
+    auto inside = [&](const fs::path& dir) {
+        const auto rel = target.lexically_relative(dir);
+        return !rel.empty() && *rel.begin() != "..";
+    };
+    if (inside(folder))
+        return true;
+    return folder.parent_path().filename() == "snapshots" && inside(folder.parent_path().parent_path() / "blobs");
+}
 
 const char* modeName(CopyMode mode)
 {
@@ -190,7 +213,18 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         std::error_code ec;
         if (!fs::is_directory(plan.configDir, ec))
             return makeError(plan.configDir + ": the config folder does not exist");
-        plan.sideFiles = listHfSideFiles(plan.configDir);
+        // A config.json that is a FIFO or a device must fail here, not count as "no config.json".
+        const fs::path configJson = fs::path(plan.configDir) / "config.json";
+        if (fs::exists(configJson, ec) && !fs::is_regular_file(configJson, ec))
+            return makeError(configJson.string() + ": is " + describeFileKind(configJson.string())
+                             + ", not a regular file");
+        for (auto& name : listHfSideFiles(plan.configDir)) {
+            if (staysInConfigFolder(fs::path(plan.configDir), name))
+                plan.sideFiles.push_back(std::move(name));
+            else
+                plan.warnings.push_back((fs::path(plan.configDir) / name).string()
+                                        + ": a symbolic link that leads out of the config folder; not copied");
+        }
     }
     auto config = readHfConfig(plan.configDir);
     TESSERA_TRY(config);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/checkpoint.h"
+#include "io/printable.h"
 
 namespace tessera {
 
@@ -21,10 +22,11 @@ std::uint64_t TensorInfo::numel() const
 
 std::string Problem::text() const
 {
-    std::string out = file;
+    // Names and messages quote other people's files; escaped so that they cannot drive the terminal.
+    std::string out = printableText(file);
     if (!tensor.empty())
-        out += (out.empty() ? "" : ": ") + tensor;
-    out += (out.empty() ? "" : ": ") + message;
+        out += (out.empty() ? "" : ": ") + printableText(tensor);
+    out += (out.empty() ? "" : ": ") + printableText(message);
     return out;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/checkpoint_report.h"
+#include "io/printable.h"
 
 #include "io/byte_size.h"
 
@@ -137,7 +138,7 @@ std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
     if (listTensors) {
         out << "\n";
         for (const auto& t : info.tensors)
-            out << "  " << t.name << "  " << dtypeLabel(t.dtype) << " " << shapeToString(t.shape)
+            out << "  " << printableText(t.name) << "  " << dtypeLabel(t.dtype) << " " << shapeToString(t.shape)
                 << (t.placement.empty() ? "" : "  " + t.placement) << "\n";
     }
     if (info.problems.empty()) {
