@@ -8,6 +8,7 @@
 #include "formats/layouts.h"
 #include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
+#include "io/printable.h"
 #include "parallel.h"
 #include "pickle/saved_tensor.h"
 
@@ -18,6 +19,7 @@
 #include <regex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace fs = std::filesystem;
 
@@ -47,22 +49,55 @@ struct RankFolder {
     int skippedExtraState = 0;
 };
 
+/// Longest flattened parameter name accepted; real ones are under 200 characters.
+constexpr std::size_t kMaxFlatNameLength = 64 * 1024;
+
 /// Megatron-LM nests nothing in mcore state dicts, but older models did (`language_model.encoder…`): flatten.
-void flatten(const PyRef& dict, const std::string& prefix, std::vector<std::pair<std::string, PyRef>>& out)
+/// Each nested dict is entered once: a pickle can refer to one dict from many places ("billion laughs": 30
+/// levels of two references each name 2^30 tensors in 2 KB), which no state dict does. Iterative, so the work is
+/// bounded by the values actually in the file.
+Status flatten(const PyRef& root, std::vector<std::pair<std::string, PyRef>>& out)
 {
-    for (auto& [name, value] : stateDictItems(dict)) {
-        if (value && value->kind == K::Dict && !isMegatronExtraState(name))
-            flatten(value, prefix + name + ".", out);
-        else
-            out.emplace_back(prefix + name, value);
+    struct Frame {
+        std::vector<std::pair<std::string, PyRef>> items;
+        std::size_t next = 0;
+        std::string prefix;
+    };
+    std::unordered_set<const PyValue*> entered { root.get() };
+    std::vector<Frame> stack;
+    stack.push_back({ stateDictItems(root), 0, std::string() });
+    while (!stack.empty()) {
+        Frame& frame = stack.back();
+        if (frame.next == frame.items.size()) {
+            stack.pop_back();
+            continue;
+        }
+        auto& [name, value] = frame.items[frame.next++];
+        if (frame.prefix.size() + name.size() > kMaxFlatNameLength)
+            return makeError("a parameter name is longer than " + std::to_string(kMaxFlatNameLength)
+                             + " characters; this is not a state dict");
+        std::string full = frame.prefix + name;
+        if (value && value->kind == K::Dict && !isMegatronExtraState(name)) {
+            if (!entered.insert(value.get()).second)
+                return makeError("the state dict refers to the same nested dict ('" + printableText(full)
+                                 + "') more than once; a saved model never does");
+            PyRef nested = value; // `frame` may move when the stack grows
+            stack.push_back({ stateDictItems(nested), 0, full + "." });
+        } else {
+            out.emplace_back(std::move(full), value);
+        }
     }
+    return Status::success();
 }
 
 void readChunk(RankFolder& rank, const PyRef& dict)
 {
     std::vector<LocalTensor> tensors;
     std::vector<std::pair<std::string, PyRef>> items;
-    flatten(dict, "", items);
+    if (auto flat = flatten(dict, items); !flat) {
+        rank.problems.push_back({ rank.path, "", flat.error().message });
+        return;
+    }
     for (const auto& [name, value] : items) {
         // Transformer Engine's FP8 metadata: uint8 tensors, BytesIO objects or None, never model weights.
         if (isMegatronExtraState(name)) {
@@ -244,9 +279,18 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
         RankFolder f;
         f.folderName = name;
         f.dir = entry.path().string();
+        bool inRange = true;
         for (std::size_t i = 1; i < m.size(); ++i)
-            if (m[i].matched)
-                f.numbers.push_back(std::stoll(m[i].str()));
+            if (m[i].matched) {
+                // Six digits is a million ranks; longer numbers are damage and would not fit an int.
+                inRange &= m[i].length() <= 6;
+                f.numbers.push_back(inRange ? std::strtoll(m[i].str().c_str(), nullptr, 10) : 0);
+            }
+        if (!inRange) {
+            info.problems.push_back({ f.dir, "", "the rank numbers in this folder name are out of range; the folder "
+                                                 "is left out" });
+            continue;
+        }
         folders.push_back(std::move(f));
     }
     if (folders.empty())
@@ -307,10 +351,22 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
         info.problems.push_back({ info.root, "", grid.error().message });
         return info;
     }
+    // Every cell of the grid gets a slot below, so its size must come from the folders present, not from what a
+    // config claims (TP=65536 × PP=65537 in 724 bytes of args overflows an int and any allocation).
+    const std::uint64_t gridCells = std::uint64_t(grid->tp) * std::uint64_t(grid->pp) * std::uint64_t(grid->ep);
+    if (gridCells > 8 * folders.size() + 64) {
+        info.problems.push_back({ info.root, "", "the parallel sizes (" + config.tensorParallel.describe("tensor_model_parallel_size")
+                                                     + ", " + config.pipelineParallel.describe("pipeline_model_parallel_size")
+                                                     + ", " + config.expertParallel.describe("expert_model_parallel_size")
+                                                     + ") make " + std::to_string(gridCells) + " ranks, but only "
+                                                     + std::to_string(folders.size())
+                                                     + " mp_rank_* folders are present; the sizes cannot be right" });
+        return info;
+    }
     info.parallel.tensorParallel = grid->tp;
     info.parallel.pipelineParallel = grid->pp;
     info.parallel.expertParallel = grid->ep;
-    info.parallel.worldSize = grid->tp * grid->pp * grid->ep;
+    info.parallel.worldSize = static_cast<int>(gridCells);
 
     // Place folders in the (tp, pp, ep) grid; folders outside the configured sizes are reported and left out.
     auto cell = [&](int tp, int pp, int ep) { return (static_cast<std::size_t>(pp) * grid->ep + ep) * grid->tp + tp; };

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/megatron_config.h"
+#include "io/text_file.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -44,6 +46,28 @@ void normalise(MegatronConfig& config)
         config.virtualPipeline.value.reset();
 }
 
+/// Parallel sizes beyond a million ranks, or model sizes beyond 2^40, are damaged files; refusing them here keeps
+/// every product and offset computed from them far inside 64 bits.
+constexpr std::int64_t kMaxParallelSize = 1 << 20;
+constexpr std::int64_t kMaxModelSize = std::int64_t(1) << 40;
+
+bool isParallelSize(const MegatronSetting MegatronConfig::*member)
+{
+    return member == &MegatronConfig::tensorParallel || member == &MegatronConfig::pipelineParallel
+        || member == &MegatronConfig::virtualPipeline || member == &MegatronConfig::expertParallel
+        || member == &MegatronConfig::expertTensorParallel;
+}
+
+/// Empty when `value` is a sane value for the field, else why not.
+std::string checkRange(const FieldSpec& field, std::int64_t value)
+{
+    const std::int64_t limit = isParallelSize(field.member) ? kMaxParallelSize : kMaxModelSize;
+    if (value >= 0 && value <= limit)
+        return {};
+    return std::string(field.configKey) + " is " + std::to_string(value) + ", outside 0 to " + std::to_string(limit)
+           + "; it is ignored";
+}
+
 std::int64_t orOne(const MegatronSetting& s) { return s && *s > 0 ? *s : 1; }
 
 } // namespace
@@ -72,6 +96,8 @@ std::vector<std::string> MegatronConfig::mergeFrom(const MegatronConfig& other)
     }
     for (const auto& s : other.sources)
         sources.push_back(s);
+    for (const auto& p : other.problems)
+        conflicts.push_back(p);
     return conflicts;
 }
 
@@ -92,10 +118,9 @@ std::string findTransformerConfig(const std::string& dir)
 
 Result<MegatronConfig> readTransformerConfig(const std::string& path)
 {
-    std::ifstream in(path);
-    if (!in)
-        return makeError(path + ": cannot be opened");
-    auto json = nlohmann::json::parse(in, nullptr, false);
+    const auto text = readTextFile(path);
+    TESSERA_TRY(text);
+    auto json = nlohmann::json::parse(*text, nullptr, false);
     if (json.is_discarded() || !json.is_object())
         return makeError(path + ": not a JSON object; the parallel sizes cannot be read from it");
     MegatronConfig config;
@@ -107,12 +132,17 @@ Result<MegatronConfig> readTransformerConfig(const std::string& path)
         MegatronSetting& s = config.*field.member;
         if (it->is_boolean())
             s.value = it->get<bool>() ? 1 : 0;
+        else if (it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t(kMaxModelSize))
+            return makeError(path + ": '" + field.configKey + "' is " + it->dump() + ", far beyond any model");
         else if (it->is_number_integer())
             s.value = it->get<std::int64_t>();
         else if (!it->is_null())
             return makeError(path + ": '" + field.configKey + "' is " + it->dump() + ", expected an integer or null");
-        if (s)
+        if (s) {
+            if (const auto why = checkRange(field, *s); !why.empty())
+                return makeError(path + ": " + why.substr(0, why.rfind(';')));
             s.source = source;
+        }
     }
     config.sources.push_back(path);
     normalise(config);
@@ -138,8 +168,14 @@ MegatronConfig megatronConfigFromArgs(const PyRef& args, const std::string& sour
             s.value = value->boolean ? 1 : 0;
         else if (value->isInt())
             s.value = value->integer;
-        if (s)
+        if (s) {
+            if (auto why = checkRange(field, *s); !why.empty()) {
+                config.problems.push_back(field.argsKey + why.substr(std::strlen(field.configKey)) + " (" + source + ")");
+                s.value.reset();
+                continue;
+            }
             s.source = source;
+        }
     }
     config.sources.push_back(source);
     normalise(config);

@@ -43,6 +43,7 @@ struct MegatronConfig {
     MegatronSetting numQueryGroups;        ///< num_query_groups (null → num_attention_heads)
     MegatronSetting kvChannels;            ///< kv_channels (head dim)
     std::vector<std::string> sources;      ///< the files the settings were read from
+    std::vector<std::string> problems;     ///< settings refused as out of range (args), for the reader to report
 
     /// Fills every unset field from `other`; returns one message per field both set to different values.
     std::vector<std::string> mergeFrom(const MegatronConfig& other);

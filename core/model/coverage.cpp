@@ -89,10 +89,15 @@ public:
             ++m_dropped;
     }
     bool empty() const { return m_messages.empty(); }
+    bool full() const { return m_messages.size() >= kMaxMessagesPerKind; }
+    /// Says that the search stopped early, so the count of the rest is unknown.
+    void stopCounting() { m_uncounted = true; }
     void appendTo(std::vector<std::string>& out) const
     {
         out.insert(out.end(), m_messages.begin(), m_messages.end());
-        if (m_dropped)
+        if (m_uncounted)
+            out.push_back("… and more " + m_kind);
+        else if (m_dropped)
             out.push_back("… and " + std::to_string(m_dropped) + " more " + m_kind);
     }
 
@@ -100,6 +105,7 @@ private:
     std::string m_kind;
     std::vector<std::string> m_messages;
     size_t m_dropped = 0;
+    bool m_uncounted = false;
 };
 
 /// One box that provides elements: a Primary piece, or a whole Partial-term group.
@@ -149,6 +155,12 @@ void findOverlaps(const std::vector<Cover>& covers, size_t ndim, MessageList& me
         for (size_t a : active) {
             if (!intersects(covers[a].box, box))
                 continue;
+            // One shard listed 10,000 times overlaps itself 50 million times; a full list of examples is enough.
+            if (messages.full()) {
+                messages.stopCounting();
+                anyOverlap = true;
+                return;
+            }
             anyOverlap = true;
             const Box common = intersection(covers[a].box, box);
             messages.add(covers[a].who + " " + text(covers[a].box) + " and " + covers[i].who + " " + text(box)

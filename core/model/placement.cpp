@@ -8,6 +8,11 @@ namespace tessera {
 
 namespace {
 
+/// Largest _StridedShard split factor accepted (a product of mesh sizes in torch).
+constexpr std::int64_t kMaxSplitFactor = 1 << 20;
+/// Pieces one rank's shard may fall into; torch layouts give a handful, hostile split factors billions.
+constexpr std::uint64_t kMaxLocalBoxes = 1 << 20;
+
 /// A contiguous run of global indices along one tensor dim. A rank's indices along a dim are a list of runs
 /// in local order; the local tensor is the Cartesian product of its dims' run lists.
 struct Run {
@@ -156,7 +161,24 @@ Status validate(const Shape& globalShape, const Shape& meshShape, const Shape& c
             if (p.kind == Placement::Kind::StridedShard && p.splitFactor < 1)
                 return makeError(p.text() + " on mesh dim " + std::to_string(i)
                                  + " has a split factor below 1");
+            // The split loops once per factor; torch's factors are products of mesh sizes, and a file claiming
+            // 2^62 must not set the work.
+            if (p.kind == Placement::Kind::StridedShard && p.splitFactor > kMaxSplitFactor)
+                return makeError(p.text() + " on mesh dim " + std::to_string(i) + " has a split factor above "
+                                 + std::to_string(kMaxSplitFactor) + "; torch's are products of mesh sizes");
         }
+    }
+    return Status::success();
+}
+
+Status checkBoxCount(const std::vector<Runs>& runs)
+{
+    std::uint64_t boxes = 1;
+    for (const auto& dimRuns : runs) {
+        boxes *= std::max<std::uint64_t>(dimRuns.size(), 1);
+        if (boxes > kMaxLocalBoxes)
+            return makeError("the placements cut one rank's shard into more than " + std::to_string(kMaxLocalBoxes)
+                             + " separate pieces; no torch layout does that");
     }
     return Status::success();
 }
@@ -222,6 +244,11 @@ Result<LocalLayout> computeLocalLayout(const Shape& globalShape, const Shape& me
     for (const Step& step : *steps) {
         const auto md = static_cast<size_t>(step.meshDim);
         Runs& dimRuns = runs[static_cast<size_t>(step.dim)];
+        // A strided split walks every run once per factor: bounded, so stacked splits cannot multiply the work.
+        if (step.stridedSplit && static_cast<std::uint64_t>(step.splitFactor) * std::max<std::size_t>(dimRuns.size(), 1)
+                > kMaxLocalBoxes * 16)
+            return makeError("the _StridedShard placements of dim " + std::to_string(step.dim)
+                             + " split it into too many pieces; no torch layout does that");
         dimRuns = step.stridedSplit ? applyStridedSplit(dimRuns, step.splitFactor, meshShape[md], coordinate[md])
                                     : applyChunk(dimRuns, meshShape[md], coordinate[md]);
     }
@@ -243,6 +270,7 @@ Result<LocalLayout> computeLocalLayout(const Shape& globalShape, const Shape& me
     }
     if (empty)
         return layout;
+    TESSERA_TRY(checkBoxCount(runs));
 
     // Cartesian product of the per-dim runs, last dim fastest, so boxes follow the local row-major order.
     std::vector<size_t> index(ndim, 0);

@@ -26,6 +26,9 @@ Result<Placement> readPlacement(const PyRef& v, const TorchSaveFile& file)
     if (kind == "Shard" || kind == "_StridedShard") {
         if (!toInt(v->attr("dim"), dim))
             return bad(file, kind + " placement without a dim");
+        // Checked before narrowing: Shard(dim=2^40) must not become Shard(0).
+        if (dim < 0 || dim > 1024)
+            return bad(file, kind + " placement on dim " + std::to_string(dim) + ", which no tensor has");
         if (kind == "Shard")
             return Placement::shard(static_cast<int>(dim));
         std::int64_t splitFactor = 0;
@@ -182,7 +185,7 @@ Result<SavedTensor> readShardedTensor(const PyRef& v, const TorchSaveFile& file)
             }
         auto props = metadata->attr("tensor_properties");
         if (props && props->state && props->state->kind == K::Tuple && !props->state->items.empty()
-            && props->state->items[0]->kind == K::Dtype)
+            && props->state->items[0] && props->state->items[0]->kind == K::Dtype)
             t.dtype = props->state->items[0]->dtype;
     }
     if (t.dtype == DType::Unknown && !t.shards.empty())
