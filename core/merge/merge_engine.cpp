@@ -551,6 +551,9 @@ Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan
     auto staging = OutputStaging::create(targetDir);
     TESSERA_TRY(staging);
     auto outcome = writeMergedFiles(info, plan, staging->path(), options);
+    if (!outcome && outcome.error().message != "canceled")
+        return makeError(outcome.error().message + " (nothing was written to " + staging->target()
+                         + "; the temporary folder is removed)");
     TESSERA_TRY(outcome);
     // What makes the folder a loadable model goes in last: the index (or the single file), then config.json.
     std::vector<std::string> keystones;
