@@ -124,6 +124,7 @@ private Q_SLOTS:
                                                        { "config.json", "{\"old\": true}\n" },
                                                        { "README.md", "kept as it is\n" } };
         int interrupted = 0;
+        int killedWhileWriting = 0;
         for (int round = 0; round < 20; ++round) {
             const bool existing = round % 2 == 1;
             fs::remove_all(target);
@@ -135,7 +136,18 @@ private Q_SLOTS:
             QProcess merge;
             merge.start(q(test::tesseraBinary()), mergeArgs(m_checkpoint, target));
             QVERIFY(merge.waitForStarted());
-            QThread::msleep(static_cast<unsigned long>(random->bounded(static_cast<int>(m_mergeMs * 11 / 10) + 1)));
+            // Half the kills land anywhere in the run (start-up and scanning take most of it); the other half
+            // once the temporary folder exists, while the files are written, flushed and published.
+            if (round % 4 >= 2) {
+                QElapsedTimer waited;
+                waited.start();
+                while (hiddenFolders(parent).empty() && hiddenFolders(target).empty() && waited.elapsed() < 5000
+                       && merge.state() != QProcess::NotRunning)
+                    QThread::usleep(500);
+                QThread::msleep(static_cast<unsigned long>(random->bounded(static_cast<int>(m_mergeMs / 3) + 1)));
+            } else {
+                QThread::msleep(static_cast<unsigned long>(random->bounded(static_cast<int>(m_mergeMs * 11 / 10) + 1)));
+            }
             if (merge.state() != QProcess::NotRunning) {
                 ::kill(static_cast<pid_t>(merge.processId()), SIGKILL);
                 ++interrupted;
@@ -158,6 +170,7 @@ private Q_SLOTS:
             for (const auto& where : { parent, target })
                 for (const auto& temp : hiddenFolders(where)) {
                     const std::string file = temp + "/model.safetensors";
+                    killedWhileWriting += fs::exists(file) ? 1 : 0;
                     if (fs::exists(file) && readSafetensorsFile(file))
                         QVERIFY2(test::readFile(file) == m_reference.at("model.safetensors"),
                                  qPrintable(q("a complete-looking wrong model in " + temp)));
@@ -169,7 +182,8 @@ private Q_SLOTS:
             QCOMPARE(folderFiles(target), expectedNew);
             QVERIFY(hiddenFolders(parent).empty() && hiddenFolders(target).empty());
         }
-        qInfo("%d of 20 merges were killed before they finished", interrupted);
+        qInfo("%d of 20 merges were killed before they finished, %d of them while writing the model file", interrupted,
+              killedWhileWriting);
         QVERIFY(interrupted >= 10);
     }
 
