@@ -165,7 +165,7 @@ int runDiff(const std::vector<std::string>& args)
     const bool quiet = parser.isSet("quiet") || json;
     auto fail = [&](const std::string& message) {
         if (json)
-            std::cout << nlohmann::json { { "error", message } }.dump(2) << "\n";
+            std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         std::cerr << "tessera diff: " << message << "\n";
         return ExitProblems;
     };
@@ -216,7 +216,7 @@ int runDiff(const std::vector<std::string>& args)
                                       { "ok", report->ok() },       { "failures", report->failures() },
                                       { "counts", counts },         { "warnings", warnings },
                                       { "summary", report->summary() }, { "tensors", tensors } }
-                         .dump(2)
+                         .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                   << "\n";
     } else {
         std::cout << table(*report, parser.isSet("failures_only"));

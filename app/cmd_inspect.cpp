@@ -7,6 +7,7 @@
 
 #include "model/checkpoint_report.h"
 #include "mapping/megatron_mapping.h"
+#include "mapping/user_regex.h"
 #include "mapping/megatron_mapping_report.h"
 #include "formats/scan.h"
 
@@ -33,6 +34,11 @@ int runInspect(const std::vector<std::string>& args)
     parser.addSwitch("is_value_model", "Megatron: map output_layer to score.weight");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
+    if (parser.isSet("ignore_missing_params"))
+        if (auto re = compileUserRegex(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re) {
+            std::cerr << "tessera inspect: " << re.error().message << "\n";
+            return ExitUsage;
+        }
     ScanOptions options;
     options.hfModelPath = parser.value("hf_model_path");
     if (parser.isSet("threads"))
@@ -42,7 +48,8 @@ int runInspect(const std::vector<std::string>& args)
     progress.finish();
     if (!info) {
         if (parser.isSet("json"))
-            std::cout << nlohmann::json { { "error", info.error().message } }.dump(2) << "\n";
+            std::cout << nlohmann::json { { "error", info.error().message } }.dump(
+                2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         std::cerr << "tessera inspect: " << info.error().message << "\n";
         return ExitProblems;
     }
@@ -63,7 +70,8 @@ int runInspect(const std::vector<std::string>& args)
         if (mapping)
             j["mapping"] = mapping->ok() ? mappingToJson(mapping->value())
                                          : nlohmann::json { { "error", mapping->error().message } };
-        std::cout << j.dump(2) << "\n";
+        // Tensor names need not be UTF-8; nlohmann throws on such strings unless told to replace them.
+        std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         std::cout << checkpointSummary(*info, parser.isSet("tensors"));
         if (mapping && mapping->ok())

@@ -201,7 +201,7 @@ Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& pr
             const std::string itemName = path + " @" + std::to_string(where.offset);
             auto archive = TorchSaveFile::open(*file, where.offset, where.length, itemName);
             if (!archive) {
-                fail(path, archive.error().message);
+                fail(path, archive.error().message + " (the byte range " + metaPath + " gives for this chunk)");
                 continue;
             }
             const auto& root = archive->root();
@@ -230,8 +230,9 @@ Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& pr
                 piece->rank = std::atoi(base.c_str() + 2);
             tensor.pieces.push_back(std::move(*piece));
         }
+        // The global shape and the chunks both come from .metadata, so a gap or overlap is its description's.
         for (const auto& message : checkCoverage(tensor))
-            problems[i].push_back({ info.root, entry.name, message });
+            problems[i].push_back({ metaPath, entry.name, message });
         std::lock_guard<std::mutex> lock(progressMutex);
         progress.report(++done, entries->size(), entry.name);
     });

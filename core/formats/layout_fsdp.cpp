@@ -212,8 +212,9 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
                                      + ", which is not a world size (1 to " + std::to_string(kMaxWorldSize) + ")");
                 world = it->get<std::int64_t>();
             }
-            if (auto it = config.find("FSDP_version"); it != config.end())
-                info.notes["fsdp_version"] = it->dump();
+            if (auto it = config.find("FSDP_version"); it != config.end() && it->is_primitive())
+                // Never a nested value (dump() recurses per level); bytes that are not UTF-8 are replaced, not thrown on.
+                info.notes["fsdp_version"] = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         }
     }
     if (byWorld.size() > 1)

@@ -8,6 +8,7 @@
 #include "formats/layouts.h"
 #include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
+#include "io/regular_file.h"
 #include "io/printable.h"
 #include "parallel.h"
 #include "pickle/saved_tensor.h"
@@ -102,6 +103,10 @@ void readChunk(RankFolder& rank, const PyRef& dict)
         // Transformer Engine's FP8 metadata: uint8 tensors, BytesIO objects or None, never model weights.
         if (isMegatronExtraState(name)) {
             ++rank.skippedExtraState;
+            continue;
+        }
+        if (const std::string why = megatronIndexProblem(name); !why.empty()) {
+            rank.problems.push_back({ rank.path, name, why });
             continue;
         }
         auto saved = interpretSavedTensor(value, *rank.archive);
@@ -309,8 +314,18 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
                 break;
             }
         }
-        if (f.path.empty())
-            info.problems.push_back({ f.dir, "", "no model.pt or model_optim_rng.pt in this folder" });
+        if (f.path.empty()) {
+            // A FIFO, device or folder under the rank file's name is named for what it is, not taken as absent.
+            std::string present;
+            for (const char* file : { "model.pt", "model_optim_rng.pt" })
+                if (const fs::path p = fs::path(f.dir) / file; present.empty() && fs::exists(fs::symlink_status(p, ec)))
+                    present = p.string();
+            if (!present.empty())
+                info.problems.push_back({ present, "", "is " + describeFileKind(present)
+                                                           + ", not a regular file; it cannot be read as a rank file" });
+            else
+                info.problems.push_back({ f.dir, "", "no model.pt or model_optim_rng.pt in this folder" });
+        }
     }
     info.layout = legacyFiles >= lmFiles ? "megatron-legacy" : "megatron-lm";
     if (legacyFiles && lmFiles)

@@ -130,6 +130,10 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
 
     const std::string configFile = config.sources.empty() ? info.root : config.sources.front();
     for (const auto& t : info.tensors) {
+        if (const std::string why = megatronIndexProblem(t.name); !why.empty()) {
+            info.problems.push_back({ (fs::path(dir) / ".metadata").string(), t.name, why });
+            continue;
+        }
         if (!isStackedLayerKey(t.name))
             if (auto m = checkShapeAgainstConfig(t.name, t.shape, 0, config))
                 info.problems.push_back({ configFile, t.name,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/megatron_config.h"
+#include "io/printable.h"
 #include "io/text_file.h"
 
 #include <nlohmann/json.hpp>
@@ -137,7 +138,9 @@ Result<MegatronConfig> readTransformerConfig(const std::string& path)
         else if (it->is_number_integer())
             s.value = it->get<std::int64_t>();
         else if (!it->is_null())
-            return makeError(path + ": '" + field.configKey + "' is " + it->dump() + ", expected an integer or null");
+            return makeError(path + ": '" + field.configKey + "' is "
+                             + (it->is_primitive() ? printableText(it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) : "a " + std::string(it->type_name()))
+                             + ", expected an integer or null");
         if (s) {
             if (const auto why = checkRange(field, *s); !why.empty())
                 return makeError(path + ": " + why.substr(0, why.rfind(';')));

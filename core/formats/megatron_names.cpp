@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/megatron_names.h"
 
+#include <charconv>
 #include <regex>
 
 namespace tessera {
@@ -57,6 +58,30 @@ MegatronTpSplit megatronTpSplit(const std::string& name, bool gated)
     return MegatronTpSplit::Rows;
 }
 
+namespace {
+
+/// The decimal number `digits` if it is at most kMaxMegatronIndex.
+std::optional<std::int64_t> smallIndex(const std::string& digits)
+{
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc() || end != digits.data() + digits.size() || value > kMaxMegatronIndex)
+        return std::nullopt;
+    return value;
+}
+
+} // namespace
+
+std::string megatronIndexProblem(const std::string& name)
+{
+    static const std::regex number(R"((?:\blayers\.|\blocal_experts\.|\blinear_fc[12]\.(?:weight|bias))(\d+))");
+    for (auto it = std::sregex_iterator(name.begin(), name.end(), number); it != std::sregex_iterator(); ++it)
+        if (!smallIndex((*it)[1].str()))
+            return "the layer or expert number " + (*it)[1].str().substr(0, 24) + " in this name is out of range (at most "
+                + std::to_string(kMaxMegatronIndex) + ")";
+    return {};
+}
+
 std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name)
 {
     static const std::regex pattern(R"(^(.*?\blayers\.)(\d+)\.(.+)$)");
@@ -66,9 +91,12 @@ std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name)
     // Only the decoder's stack is split over pipeline stages; MTP or vision towers keep their numbers.
     if (m[1].str() != "decoder.layers.")
         return std::nullopt;
+    const auto layer = smallIndex(m[2].str());
+    if (!layer)
+        return std::nullopt;
     MegatronLayerName out;
     out.prefix = m[1].str();
-    out.layer = std::stoll(m[2].str());
+    out.layer = *layer;
     out.rest = m[3].str();
     return out;
 }
@@ -79,9 +107,12 @@ std::optional<MegatronExpertName> parseMegatronExpertName(const std::string& res
     static const std::regex grouped(R"(^(.*\bmlp\.experts\.linear_fc[12]\.(?:weight|bias))(\d+)$)");
     std::smatch m;
     if (std::regex_match(rest, m, sequential) || std::regex_match(rest, m, grouped)) {
+        const auto expert = smallIndex(m[2].str());
+        if (!expert)
+            return std::nullopt;
         MegatronExpertName out;
         out.before = m[1].str();
-        out.expert = std::stoll(m[2].str());
+        out.expert = *expert;
         out.after = m[3].str();
         return out;
     }

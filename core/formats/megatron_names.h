@@ -31,7 +31,16 @@ struct MegatronLayerName {
     std::string rest;       ///< the part after "<n>." ("self_attention.linear_qkv.weight")
 };
 
-/// Splits a `decoder.layers.<n>.…` name; nullopt for names outside the layer stack.
+/// Largest layer or expert number accepted in a name: far beyond any model, small enough that offsets and counts
+/// computed from it never overflow.
+inline constexpr std::int64_t kMaxMegatronIndex = 1'000'000;
+
+/// Why a `…layers.<n>.…` or expert number in `name` is unusable (past kMaxMegatronIndex); empty when it is fine.
+/// The readers report such a tensor as a problem of its file instead of reading it.
+std::string megatronIndexProblem(const std::string& name);
+
+/// Splits a `decoder.layers.<n>.…` name; nullopt for names outside the layer stack (and for numbers past
+/// kMaxMegatronIndex, which megatronIndexProblem() reports).
 std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name);
 
 /// A routed expert's number inside a layer's `rest`: SequentialMLP `mlp.experts.local_experts.<j>.…` or

@@ -804,6 +804,12 @@ Result<CheckpointInfo> scanSafetensorsFolder(const std::string& dirOrFile)
     }
     if (isFile(given / kIndexName))
         return scanIndexed(given, given / kIndexName);
+    // The model file or the index under its name but a FIFO, device or folder: name it, do not call it absent.
+    for (const char* name : { kSingleName, kIndexName }) {
+        const fs::path p = given / name;
+        if (fs::exists(fs::symlink_status(p, ec)))
+            return makeError(p.string() + ": is " + describeFileKind(p.string()) + ", not a regular file");
+    }
 
     const auto files = safetensorsFilesIn(given);
     if (files.size() == 1)

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mapping/megatron_mapping.h"
 
+#include "formats/megatron_names.h"
 #include "mapping/hf_expected.h"
 #include "mapping/megatron_mapping_rules.h"
+#include "mapping/user_regex.h"
 #include "model/tensor_reindex.h"
 
 #include <algorithm>
@@ -50,7 +52,10 @@ Result<Pattern> compilePattern(const std::string& text, const std::string& where
             re += '\\';
         re += text[i++];
     }
-    p.regex = std::regex(re, std::regex::ECMAScript | std::regex::optimize);
+    auto compiled = compileUserRegex(re, where + ": the pattern '" + text + "' as the regex",
+                                     std::regex::ECMAScript | std::regex::optimize);
+    TESSERA_TRY(compiled);
+    p.regex = std::move(*compiled);
     return p;
 }
 
@@ -132,6 +137,10 @@ std::vector<Item> unstack(const TensorInfo& t, const std::vector<CompiledRule>& 
             const std::size_t axes = transform == MappingTransform::UnstackLayersExperts ? 2 : 1;
             if (t.shape.size() < axes)
                 break; // cannot be stacked: let the rules report it as it is
+            // Neither are axes past any real model's layer or expert count (a damaged .metadata can claim 2⁶²):
+            // unstacking makes one item per entry.
+            if (t.shape[0] > kMaxMegatronIndex || (axes == 2 && t.shape[1] > kMaxMegatronIndex / std::max<std::int64_t>(t.shape[0], 1)))
+                break;
             std::vector<Item> items;
             auto add = [&](TensorInfo tensor, Captures c, const std::string& index) {
                 Item item;
@@ -337,11 +346,9 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
     result.ruleSources = set.sources;
     std::optional<std::regex> ignore;
     if (!options.ignoreMissing.empty()) {
-        try {
-            ignore.emplace(options.ignoreMissing, std::regex::ECMAScript);
-        } catch (const std::regex_error& e) {
-            return makeError("--ignore_missing_params '" + options.ignoreMissing + "' is not a valid regex: " + e.what());
-        }
+        auto compiled = compileUserRegex(options.ignoreMissing, "--ignore_missing_params");
+        TESSERA_TRY(compiled);
+        ignore = std::move(*compiled);
     }
     auto ignored = [&](const std::string& name) { return ignore && std::regex_search(name, *ignore); };
 

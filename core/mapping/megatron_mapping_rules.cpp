@@ -32,6 +32,29 @@ constexpr TransformName kTransforms[] = {
     { MappingTransform::UnstackLayersExperts, "unstack_layers_experts" },
 };
 
+/// An optional boolean member; json::value() would throw on a member of another type.
+Result<bool> optionalBool(const json& object, const char* key, bool fallback, const std::string& where)
+{
+    auto it = object.find(key);
+    if (it == object.end())
+        return fallback;
+    if (!it->is_boolean())
+        return makeError(where + ": \"" + key + "\" must be true or false");
+    return it->get<bool>();
+}
+
+/// An optional string member; json::value() would throw on a member of another type.
+Result<std::string> optionalString(const json& object, const char* key, const std::string& fallback,
+                                   const std::string& where)
+{
+    auto it = object.find(key);
+    if (it == object.end())
+        return fallback;
+    if (!it->is_string())
+        return makeError(where + ": \"" + key + "\" must be a string");
+    return it->get<std::string>();
+}
+
 /// A string or a list of strings.
 Result<std::vector<std::string>> stringList(const json& value, const std::string& where)
 {
@@ -83,9 +106,10 @@ Status readRules(const json& array, const char* key, bool unstack, MappingRuleSe
         MappingRule rule;
         rule.id = r["id"].get<std::string>();
         rule.origin = origin;
-        const bool remove = r.value("remove", false);
+        const auto remove = optionalBool(r, "remove", false, where);
+        TESSERA_TRY(remove);
         std::vector<MappingRule>& list = unstack ? set.unstack : set.rules;
-        if (remove) {
+        if (*remove) {
             overlayById(list, rule, true, {});
             continue;
         }
@@ -100,7 +124,9 @@ Status readRules(const json& array, const char* key, bool unstack, MappingRuleSe
         auto targets = stringList(r[targetKey], where + "." + targetKey);
         TESSERA_TRY(targets);
         rule.hf = std::move(*targets);
-        const std::string transform = r.value("transform", std::string(unstack ? "" : "copy"));
+        const auto transformValue = optionalString(r, "transform", unstack ? "" : "copy", where);
+        TESSERA_TRY(transformValue);
+        const std::string& transform = *transformValue;
         auto t = mappingTransformFromName(transform);
         if (!t)
             return makeError(where + " (" + rule.id + "): unknown transform '" + transform
@@ -119,8 +145,12 @@ Status readRules(const json& array, const char* key, bool unstack, MappingRuleSe
             return makeError(where + " (" + rule.id + "): transform '" + transform + "' writes "
                              + std::to_string(parts) + " tensor(s) but " + std::to_string(rule.hf.size())
                              + " target name(s) are given");
-        rule.when = r.value("when", std::string());
-        overlayById(list, std::move(rule), false, r.value("after", std::string()));
+        auto when = optionalString(r, "when", "", where);
+        TESSERA_TRY(when);
+        auto after = optionalString(r, "after", "", where);
+        TESSERA_TRY(after);
+        rule.when = *when;
+        overlayById(list, std::move(rule), false, *after);
     }
     return Status::success();
 }
@@ -137,7 +167,9 @@ Status readExpected(const json& array, MappingRuleSet& set, const std::string& o
         ExpectedTemplate t;
         t.id = e["id"].get<std::string>();
         t.origin = origin;
-        if (e.value("remove", false)) {
+        const auto remove = optionalBool(e, "remove", false, where);
+        TESSERA_TRY(remove);
+        if (*remove) {
             overlayById(set.expected, t, true, {});
             continue;
         }
@@ -154,8 +186,12 @@ Status readExpected(const json& array, MappingRuleSet& set, const std::string& o
             else
                 return makeError(where + " (" + t.id + "): shape entries are numbers or expressions");
         }
-        t.when = e.value("when", std::string());
-        overlayById(set.expected, std::move(t), false, e.value("after", std::string()));
+        auto when = optionalString(e, "when", "", where);
+        TESSERA_TRY(when);
+        auto after = optionalString(e, "after", "", where);
+        TESSERA_TRY(after);
+        t.when = *when;
+        overlayById(set.expected, std::move(t), false, *after);
     }
     return Status::success();
 }
@@ -257,7 +293,9 @@ Result<MappingRuleSet> overlayMappingRules(const MappingRuleSet& base, const std
                 set.ranges[name] = expr;
                 continue;
             }
-            auto d = std::find_if(set.defaults.begin(), set.defaults.end(), [&](const auto& p) { return p.first == name; });
+            const std::string variable = name; // a lambda may not capture a structured binding in C++17
+            auto d = std::find_if(set.defaults.begin(), set.defaults.end(),
+                                  [&](const auto& p) { return p.first == variable; });
             if (d != set.defaults.end())
                 d->second = expr;
             else

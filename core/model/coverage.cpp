@@ -4,6 +4,7 @@
 #include "model/placement.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -20,11 +21,19 @@ struct Box {
     Shape hi;
 };
 
+constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
+
+/// Element count, saturated: a shape claimed by a hostile file ([2⁶², 64]) must not wrap to a small number (or
+/// to 0, which would hide every gap).
 std::uint64_t volume(const Box& box)
 {
     std::uint64_t v = 1;
-    for (size_t d = 0; d < box.lo.size(); ++d)
-        v *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, box.hi[d] - box.lo[d]));
+    for (size_t d = 0; d < box.lo.size(); ++d) {
+        const auto n = static_cast<std::uint64_t>(std::max<std::int64_t>(0, box.hi[d] - box.lo[d]));
+        if (n == 0)
+            return 0;
+        v = v > kSaturated / n ? kSaturated : v * n;
+    }
     return v;
 }
 
@@ -326,7 +335,8 @@ std::vector<std::string> checkCoverage(const TensorInfo& tensor)
     std::uint64_t coveredVolume = 0;
     std::vector<const Box*> boxes;
     for (const auto& c : covers) {
-        coveredVolume += volume(c.box);
+        const std::uint64_t v = volume(c.box);
+        coveredVolume = coveredVolume > kSaturated - v ? kSaturated : coveredVolume + v;
         boxes.push_back(&c.box);
     }
     const std::uint64_t numel = volume(whole);

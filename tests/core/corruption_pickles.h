@@ -186,7 +186,7 @@ inline std::string memoGetNeverStored()
 /// The first `keep` bytes of a pickle: it ends without STOP.
 inline std::string cut(const std::string& pickle, std::size_t keep) { return pickle.substr(0, keep); }
 
-// ---- editing the first tensor of a real torch.save pickle ------------------------------------------------------
+// ---- editing real torch.save and DCP pickles ------------------------------------------------------------------
 
 /// An integer operand's place in a pickle.
 struct IntSlot {
@@ -294,6 +294,59 @@ inline std::optional<FirstTensor> findFirstTensor(const std::string& p)
     if (want != Want::Done || t.sizes.empty())
         return std::nullopt;
     return t;
+}
+
+/// The opcode positions of a pickle, in order up to STOP (empty if an opcode is not one the test knows).
+inline std::vector<std::size_t> opcodePositions(const std::string& p)
+{
+    std::vector<std::size_t> positions;
+    std::size_t pos = 0;
+    while (pos < p.size()) {
+        const std::size_t len = opLength(p, pos);
+        if (len == 0 || pos + len > p.size())
+            return {};
+        positions.push_back(pos);
+        if (p[pos] == '.')
+            break;
+        pos += len;
+    }
+    return positions;
+}
+
+/// The first integer pushed after the string `key` (a dict key or attribute name, BINUNICODE or
+/// SHORT_BINUNICODE): the value stored under that key when it is a plain integer.
+inline std::optional<IntSlot> intAfterKey(const std::string& p, const std::string& key)
+{
+    const auto ops = opcodePositions(p);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const std::size_t pos = ops[i];
+        const auto code = std::uint8_t(p[pos]);
+        const std::size_t header = code == 'X' ? 5 : code == 0x8c ? 2 : 0;
+        if (!header || opLength(p, pos) != header + key.size() || p.compare(pos + header, key.size(), key) != 0)
+            continue;
+        for (std::size_t j = i + 1; j < ops.size() && j < i + 64; ++j)
+            if (isIntOp(std::uint8_t(p[ops[j]])))
+                return IntSlot { ops[j], opLength(p, ops[j]) };
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+/// `p` with the first BINUNICODE string that contains `needle` rewritten with `needle` replaced by `with`.
+inline std::string replaceInFirstText(const std::string& p, const std::string& needle, const std::string& with)
+{
+    for (std::size_t pos : opcodePositions(p)) {
+        if (p[pos] != 'X')
+            continue;
+        const std::size_t len = opLength(p, pos) - 5;
+        std::string text = p.substr(pos + 5, len);
+        const auto at = text.find(needle);
+        if (at == std::string::npos)
+            continue;
+        text.replace(at, needle.size(), with);
+        return p.substr(0, pos) + Writer().text(text).bytes().substr(2) + p.substr(pos + 5 + len);
+    }
+    return {};
 }
 
 /// `p` with the integer at `slot` replaced by the encoding `encoded` (lengths may differ; the memo is untouched).

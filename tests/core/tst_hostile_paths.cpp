@@ -109,6 +109,16 @@ private Q_SLOTS:
         QVERIFY(!info->tensors.empty());
     }
 
+    void deeplyNestedJsonValuesAreNotDumped()
+    {
+        const std::string dir = fsdpActorCopy();
+        writeFile(dir + "/fsdp_config.json", "{\"world_size\": 4, \"FSDP_version\": " + std::string(200000, '[')
+                                                 + std::string(200000, ']') + "}");
+        auto info = scanCheckpoint(dir);
+        QVERIFY_RESULT(info);
+        QVERIFY(!info->notes.count("fsdp_version"));
+    }
+
     void fifoDcpMetadataIsAnError()
     {
         const std::string dir = makeTempDir() + "/dcp";

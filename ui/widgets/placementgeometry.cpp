@@ -14,6 +14,9 @@ constexpr std::size_t kMaxCoverageCells = 4'000'000;
 
 using Interval = std::pair<std::int64_t, std::int64_t>;
 
+/// Tensors with more dims than this are not folded into rows (no model weight has more than a handful).
+constexpr std::size_t kMaxDrawnDims = 16;
+
 /// Folded row intervals of the box over dims [d, last] of the leading dims. Appends to `out`; returns false once
 /// the run limit is exceeded.
 bool foldRows(const tessera::Shape& global, const tessera::Shape& offsets, const tessera::Shape& shape, std::size_t d,
@@ -60,6 +63,12 @@ std::vector<FoldedRect> rectsOf(const tessera::Shape& global, const tessera::Pie
     const std::size_t n = global.size();
     if (n == 0)
         return { FoldedRect { 0, 0, 1, 1 } };
+    if (n > kMaxDrawnDims) {
+        // Folding recurses once per dim and multiplies the sizes of all but the last: a 10,000-dim tensor from a
+        // hostile file would overflow both. Such a tensor is drawn as one approximate block.
+        approximate = true;
+        return { FoldedRect { 0, 0, 1, 1 } };
+    }
     if (!validBox(global, piece))
         return {};
     tessera::Shape offsets = piece.offsets;
@@ -107,7 +116,7 @@ PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
     PlacementGeometry g;
     const auto& global = tensor.shape;
     g.dims = static_cast<int>(global.size());
-    if (global.empty()) {
+    if (global.empty() || global.size() > kMaxDrawnDims) {
         g.rows = g.cols = 1;
     } else {
         g.cols = std::max<std::int64_t>(0, global.back());
