@@ -8,6 +8,7 @@
 
 #include "io/byte_size.h"
 #include "merge/merge_engine.h"
+#include "merge/lora_plan.h"
 #include "merge/merge_plan.h"
 
 #include <nlohmann/json.hpp>
@@ -57,31 +58,53 @@ int runMerge(const std::vector<std::string>& args)
         return ExitUsage;
     }
 
-    auto plan = planMerge(*setup.info, setup.options);
-    if (!plan) {
+    auto planned = planSetup(setup);
+    if (!planned) {
         if (json)
-            std::cout << nlohmann::json { { "error", plan.error().message } }.dump(2) << "\n";
-        std::cerr << "tessera merge: " << plan.error().message << "\n";
+            std::cout << nlohmann::json { { "error", planned.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        std::cerr << "tessera merge: " << planned.error().message << "\n";
         return ExitProblems;
     }
+    const auto outputs = planned->outputs(setup);
+    // Each model's label in summaries: the sub-folder it goes into, or nothing for the target itself.
+    auto label = [](const MergeOutput& o) { return o.subfolder.empty() ? std::string() : o.subfolder + "/"; };
     if (parser.isSet("dry_run")) {
         // A plan that the real merge would refuse is not OK: check the target as the merge does.
-        if (const Status usable = checkMergeTarget(*plan, target); !usable) {
-            if (json)
-                std::cout << nlohmann::json { { "error", usable.error().message } }.dump(2) << "\n";
-            std::cerr << "tessera merge: " << usable.error().message << "\n";
-            return ExitProblems;
+        for (const auto& o : outputs) {
+            if (!o.subfolder.empty())
+                continue;
+            if (const Status usable = checkMergeTarget(*o.plan, target); !usable) {
+                if (json)
+                    std::cout << nlohmann::json { { "error", usable.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+                std::cerr << "tessera merge: " << usable.error().message << "\n";
+                return ExitProblems;
+            }
         }
-        if (json)
-            std::cout << mergePlanToJson(*plan, *setup.info).dump(2) << "\n";
-        else
-            std::cout << mergePlanSummary(*plan, *setup.info, parser.isSet("tensors"));
+        if (json) {
+            nlohmann::json j = mergePlanToJson(*outputs.front().plan, *outputs.front().info);
+            if (planned->lora) {
+                // A LoRA merge: the fused model's plan (if any) at the top level, the adapter's under "lora_adapter".
+                if (!planned->lora->fused)
+                    j = nlohmann::json::object();
+                if (planned->lora->adapter)
+                    j["lora_adapter"] = mergePlanToJson(*planned->lora->adapter, setup.lora->adapter);
+                j["lora_notes"] = planned->lora->notes;
+            }
+            std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        } else {
+            for (const auto& o : outputs) {
+                if (!o.subfolder.empty())
+                    std::cout << "\n" << o.subfolder << "/ (the LoRA adapter, as PEFT saves it)\n";
+                std::cout << mergePlanSummary(*o.plan, *o.info, parser.isSet("tensors"));
+            }
+        }
         return ExitOk;
     }
     const bool quiet = parser.isSet("quiet") || json;
     if (!quiet)
-        for (const auto& w : plan->warnings)
-            std::cerr << "tessera merge: warning: " << w << "\n";
+        for (const auto& o : outputs)
+            for (const auto& w : o.plan->warnings)
+                std::cerr << "tessera merge: warning: " << label(o) << (label(o).empty() ? "" : ": ") << w << "\n";
 
     MergeRunOptions run;
     run.threads = setup.threads;
@@ -92,30 +115,43 @@ int runMerge(const std::vector<std::string>& args)
         if (!quiet)
             std::cerr << "tessera merge: note: " << note << "\n";
     };
-    auto outcome = mergeCheckpoint(*setup.info, *plan, target, run);
+    auto outcome = mergeCheckpoints(outputs, target, run);
     progress.finish();
     if (!outcome) {
         const bool canceled = outcome.error().message == "canceled";
         const std::string message = canceled ? "canceled; nothing was written" : outcome.error().message;
         if (json)
-            std::cout << nlohmann::json { { "error", message } }.dump(2) << "\n";
+            std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         std::cerr << "tessera merge: " << message << "\n";
         return ExitProblems;
     }
     for (const auto& w : outcome->warnings)
         std::cerr << "tessera merge: warning: " << w << "\n";
+    std::size_t tensors = 0;
+    std::vector<std::string> dropped;
+    for (const auto& o : outputs) {
+        tensors += o.plan->tensors.size();
+        dropped.insert(dropped.end(), o.plan->dropped.begin(), o.plan->dropped.end());
+    }
     if (json) {
         nlohmann::json j { { "output_dir", outcome->outputDir }, { "files", outcome->files },
                            { "total_size", outcome->bytesWritten }, { "seconds", outcome->seconds },
-                           { "tensors", plan->tensors.size() }, { "dropped", plan->dropped },
+                           { "tensors", tensors }, { "dropped", dropped },
                            { "warnings", outcome->warnings }, { "notes", outcome->notes } };
-        std::cout << j.dump(2) << "\n";
+        if (planned->lora) {
+            j["lora_fused"] = planned->lora->fused ? planned->lora->fused->fusedTensors : 0;
+            j["lora_adapter"] = planned->lora->adapter ? planned->lora->adapterFolder : "";
+            j["lora_notes"] = planned->lora->notes;
+        }
+        std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else if (!parser.isSet("quiet")) {
         const double rate = outcome->seconds > 0 ? static_cast<double>(outcome->bytesWritten) / outcome->seconds : 0;
-        std::cout << "Merged " << plan->tensors.size() << " tensors (" << formatBytes(outcome->bytesWritten) << ") into "
+        std::cout << "Merged " << tensors << " tensors (" << formatBytes(outcome->bytesWritten) << ") into "
                   << outcome->outputDir << " in " << std::fixed << std::setprecision(outcome->seconds < 10 ? 2 : 1)
                   << outcome->seconds << " s ("
                   << formatBytes(static_cast<std::uint64_t>(rate)) << "/s)\n";
+        if (planned->lora && planned->lora->fused)
+            std::cout << "  " << planned->lora->fused->fusedTensors << " weights fused with their LoRA update\n";
         for (const auto& f : outcome->files)
             std::cout << "  " << f << "\n";
     }

@@ -51,19 +51,20 @@ int runTest(const std::vector<std::string>& args)
     if (parser.isSet("is_value_model") || parser.isSet("tie_word_embedding"))
         compare.ignore.insert("lm_head.weight"); // as verl's test does
     const bool json = parser.isSet("json");
-    auto plan = planMerge(*setup.info, setup.options);
-    if (!plan) {
+    auto planned = planSetup(setup);
+    if (!planned) {
         if (json)
-            std::cout << nlohmann::json { { "error", plan.error().message } }.dump(2) << "\n";
-        std::cerr << "tessera test: " << plan.error().message << "\n";
+            std::cout << nlohmann::json { { "error", planned.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        std::cerr << "tessera test: " << planned.error().message << "\n";
         return ExitProblems;
     }
     TerminalProgress progress("Comparing", TerminalProgress::Unit::Bytes, parser.isSet("quiet") || json);
-    auto report = compareWithReference(*setup.info, *plan, parser.value("test_hf_dir"), compare, progress);
+    auto report = compareWithReference(planned->primaryInfo(setup), planned->primary(), parser.value("test_hf_dir"),
+                                       compare, progress);
     progress.finish();
     if (!report) {
         if (json)
-            std::cout << nlohmann::json { { "error", report.error().message } }.dump(2) << "\n";
+            std::cout << nlohmann::json { { "error", report.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         std::cerr << "tessera test: " << report.error().message << "\n";
         return ExitProblems;
     }
@@ -72,10 +73,10 @@ int runTest(const std::vector<std::string>& args)
         for (const auto& t : report->tensors)
             tensors.push_back({ { "name", t.name }, { "equal", t.verdict == TensorComparison::Verdict::Equal },
                                 { "detail", t.detail }, { "mismatches", t.mismatches },
-                                { "max_abs_diff", t.maxAbsDiff } });
+                                { "max_abs_diff", t.maxAbsDiff }, { "note", t.note } });
         std::cout << nlohmann::json { { "reference", report->reference }, { "ok", report->ok() },
                                       { "failures", report->failures() }, { "tensors", tensors } }
-                         .dump(2)
+                         .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                   << "\n";
     } else {
         std::cout << report->text(parser.isSet("failures_only"));

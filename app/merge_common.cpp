@@ -4,6 +4,7 @@
 #include "terminal_progress.h"
 
 #include "mapping/megatron_mapping.h"
+#include "mapping/user_regex.h"
 #include "parallel.h"
 #include "formats/scan.h"
 
@@ -34,6 +35,12 @@ void addCommonMergeOptions(ArgParser& parser)
                                                        "be missing (or unmapped) without failing");
     parser.addSwitch("strict", "Megatron: fail on any unmapped source tensor or missing parameter (the default)");
     parser.addSwitch("no_strict", "Megatron: write what maps and only warn about unmapped or missing tensors");
+    parser.addOption("lora", "WHAT", "LoRA checkpoints: fused (the base model with W + B·A·alpha/r), adapter (a PEFT "
+                                     "adapter folder in TARGET/lora_adapter) or both", "both");
+    parser.addOption("lora_alpha", "A", "LoRA alpha, when the checkpoint does not record it (lora_train_meta.json)");
+    parser.addSwitch("use_rslora", "LoRA: scale by alpha/sqrt(r) (rank-stabilised LoRA) instead of alpha/r");
+    parser.addOption("base_model", "DIR", "LoRA: the base model (a Hugging Face folder or any checkpoint) for an "
+                                          "adapter-only (save_lora_only) checkpoint");
     parser.addSwitch("trust_remote_code", "accepted for compatibility with verl (no code is ever run)");
     parser.addSwitch("use_cpu_initialization", "accepted for compatibility with verl (has no effect)");
 }
@@ -43,7 +50,7 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     MergeSetup setup;
     auto fail = [&](int code, const std::string& message) {
         if (parser.isSet("json"))
-            std::cout << nlohmann::json { { "error", message } }.dump(2) << "\n";
+            std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         std::cerr << "tessera " << command << ": " << message << "\n";
         setup.exitCode = code;
         return setup;
@@ -66,6 +73,25 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
             return fail(ExitUsage, "--threads must be a positive number");
         setup.threads = static_cast<unsigned>(threads);
     }
+    // Checked for every backend before any reading: a bad pattern is a usage error even where it is not used.
+    if (parser.isSet("ignore_missing_params"))
+        if (auto re = compileUserRegex(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re)
+            return fail(ExitUsage, re.error().message);
+    auto loraOutput = loraOutputFromName(parser.value("lora"));
+    if (!loraOutput)
+        return fail(ExitUsage, loraOutput.error().message);
+    setup.loraOutput = *loraOutput;
+    LoraSettings lora;
+    if (parser.isSet("lora_alpha")) {
+        char* end = nullptr;
+        const std::string text = parser.value("lora_alpha");
+        const double alpha = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(alpha > 0) || alpha > 1e9)
+            return fail(ExitUsage, "--lora_alpha must be a positive number (got '" + text + "')");
+        lora.alpha = alpha;
+    }
+    if (parser.isSet("use_rslora"))
+        lora.useRslora = true;
     setup.options.threads = resolveThreads(static_cast<int>(setup.threads));
     setup.options.forceTieWordEmbeddings = parser.isSet("tie_word_embedding");
     setup.options.hfConfigDir = parser.value("hf_model_path");
@@ -102,8 +128,49 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
                 std::cerr << "tessera " << command << ": warning: " << w << "\n";
         info = std::move(mapped->mapped);
     }
+    if (hasLoraTensors(*info)) {
+        std::optional<CheckpointInfo> base;
+        if (parser.isSet("base_model")) {
+            auto scanned = scanCheckpoint(parser.value("base_model"), ScanOptions { "", scan.threads });
+            if (!scanned)
+                return fail(ExitProblems, "--base_model: " + scanned.error().message);
+            base = std::move(*scanned);
+        }
+        auto read = readLoraCheckpoint(*info, lora, base ? &*base : nullptr);
+        if (!read)
+            return fail(ExitProblems, read.error().message);
+        if (!parser.isSet("quiet") && !parser.isSet("json"))
+            for (const auto& note : read->notes)
+                std::cerr << "tessera " << command << ": note: " << note << "\n";
+        setup.lora = std::move(*read);
+    } else if (parser.isSet("base_model") || parser.isSet("lora_alpha")) {
+        return fail(ExitUsage, std::string(parser.isSet("base_model") ? "--base_model" : "--lora_alpha")
+                                   + " is for LoRA checkpoints, and " + localDir + " holds no LoRA tensors");
+    }
     setup.info = std::move(*info);
     return setup;
+}
+
+std::vector<MergeOutput> PlannedMerge::outputs(const MergeSetup& setup) const
+{
+    if (plan)
+        return { MergeOutput { &*setup.info, &*plan, "" } };
+    return lora->outputs(*setup.lora);
+}
+
+Result<PlannedMerge> planSetup(const MergeSetup& setup)
+{
+    PlannedMerge planned;
+    if (setup.lora) {
+        auto plans = planLoraMerge(*setup.lora, setup.options, setup.loraOutput);
+        TESSERA_TRY(plans);
+        planned.lora = std::move(*plans);
+    } else {
+        auto plan = planMerge(*setup.info, setup.options);
+        TESSERA_TRY(plan);
+        planned.plan = std::move(*plan);
+    }
+    return planned;
 }
 
 } // namespace tessera::cli

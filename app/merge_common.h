@@ -6,6 +6,8 @@
 #include "cli_args.h"
 
 #include "model/checkpoint.h"
+#include "mapping/lora.h"
+#include "merge/lora_plan.h"
 #include "merge/merge_plan.h"
 
 #include <optional>
@@ -22,7 +24,26 @@ struct MergeSetup {
     std::optional<CheckpointInfo> info;
     MergeOptions options;
     unsigned threads = 0;
+    std::optional<LoraCheckpoint> lora; ///< set for a LoRA checkpoint (info then holds its tensors as scanned)
+    LoraOutput loraOutput = LoraOutput::Both;
 };
+
+/// What a merge writes: one model, or a LoRA checkpoint's fused model and adapter.
+struct PlannedMerge {
+    std::optional<MergePlan> plan;      ///< an ordinary checkpoint
+    std::optional<LoraMergePlans> lora; ///< a LoRA checkpoint
+    /// The models and where they go, for mergeCheckpoints(); they point into `setup` and this object.
+    std::vector<MergeOutput> outputs(const MergeSetup& setup) const;
+    /// The model a test compares with the reference: the fused one when there is one, else the adapter.
+    const MergePlan& primary() const { return plan ? *plan : lora->primary(); }
+    const CheckpointInfo& primaryInfo(const MergeSetup& setup) const
+    {
+        return plan ? *setup.info : lora->primaryInfo(*setup.lora);
+    }
+};
+
+/// Plans the merge `setup` describes; the error is the user's to read.
+Result<PlannedMerge> planSetup(const MergeSetup& setup);
 
 /// Validates the shared flags and scans --local_dir; `command` prefixes messages.
 MergeSetup prepareMerge(const ArgParser& parser, const std::string& command);

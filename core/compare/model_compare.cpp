@@ -62,10 +62,27 @@ Status compareValues(const std::uint8_t* a, const std::uint8_t* b, DType dtype, 
     return Status::success();
 }
 
+/// The largest finite |value| of `count` elements of `dtype`, read in chunks.
+Result<double> largestMagnitude(const std::uint8_t* data, DType dtype, std::uint64_t count)
+{
+    std::vector<double> values;
+    double largest = 0;
+    for (std::uint64_t first = 0; first < count; first += kChunkElements) {
+        const std::uint64_t n = std::min(kChunkElements, count - first);
+        values.resize(n);
+        TESSERA_TRY(convertElements(data + first * dtypeSize(dtype), dtype, values.data(), DType::Float64, n));
+        for (double v : values)
+            if (std::isfinite(v))
+                largest = std::max(largest, std::fabs(v));
+    }
+    return largest;
+}
+
 TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, const PlannedTensor& planned,
-                            const TensorInfo& ref, const CompareOptions& options, MemoryBudget& budget,
+                            const TensorInfo& ref, const CompareOptions& givenOptions, MemoryBudget& budget,
                             const std::function<bool()>& canceled)
 {
+    CompareOptions options = givenOptions;
     TensorComparison c;
     c.name = planned.name;
     c.elements = ref.numel();
@@ -102,6 +119,19 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
         const std::uint8_t* refBase = (*refFile)->view().data() + rp.dataOffset;
         if (rp.dataOffset + planned.bytes > (*refFile)->size())
             status = makeError(rp.file + ": " + ref.name + " reaches past the end of the file");
+        if (status && planned.delta && isFloatingPoint(planned.dtype)) {
+            auto largest = largestMagnitude(refBase, planned.dtype, count);
+            if (!largest) {
+                status = largest.error();
+            } else {
+                const double tolerance = options.fusedTolerance * *largest;
+                options.atol = std::max(options.atol, tolerance);
+                std::ostringstream s;
+                s.precision(3);
+                s << "LoRA-fused: within " << options.fusedTolerance << " × max|w| = " << tolerance;
+                c.note = s.str();
+            }
+        }
         for (std::uint64_t first = 0; status && first < count; first += kChunkElements) {
             const std::uint64_t n = std::min(kChunkElements, count - first);
             status = compareValues(buffer->data() + first * es, refBase + first * es, planned.dtype, n, first, options,
@@ -168,6 +198,8 @@ std::string CompareReport::text(bool onlyFailures) const
         out << (t.verdict == TensorComparison::Verdict::Equal ? "  ok    " : "  FAIL  ") << t.name;
         if (t.verdict != TensorComparison::Verdict::Equal)
             out << ": " << verdictName(t.verdict) << (t.detail.empty() ? "" : ": " + t.detail);
+        if (!t.note.empty())
+            out << " (" << t.note << ")";
         out << "\n";
     }
     const std::size_t bad = failures();

@@ -19,6 +19,9 @@ struct CompareOptions {
     double rtol = 0;                 ///< relative tolerance: |a − b| ≤ atol + rtol·|b| (NaN equals NaN)
     unsigned threads = 0;            ///< 0 = one per core
     std::set<std::string> ignore;    ///< names not compared when absent on one side (verl's value-model lm_head)
+    /// LoRA-fused weights: the fp32 matmul's rounding depends on the order it sums in, so they match within this
+    /// fraction of the reference tensor's largest |value| (or atol + rtol·|b| when that is wider).
+    double fusedTolerance = 1e-5;
 };
 
 /// The verdict on one tensor.
@@ -30,6 +33,7 @@ struct TensorComparison {
     std::uint64_t mismatches = 0;    ///< elements outside the tolerance
     std::uint64_t elements = 0;
     double maxAbsDiff = 0;           ///< over mismatching floating-point elements
+    std::string note;                ///< how it was compared when not bit for bit ("LoRA-fused: within …")
 };
 
 /// The per-tensor report of `tessera test`.

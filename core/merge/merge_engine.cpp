@@ -4,6 +4,7 @@
 #include "merge/box_copy.h"
 #include "model/convert.h"
 #include "merge/hf_output.h"
+#include "merge/lora_fuse.h"
 #include "merge/output_staging.h"
 #include "io/durable_file.h"
 #include "parallel.h"
@@ -11,6 +12,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -322,6 +324,8 @@ PageBuffer::~PageBuffer()
 Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedTensor& planned, std::uint8_t* dst,
                          const std::function<bool()>& canceled)
 {
+    if (planned.delta)
+        return materializeFused(files, t, planned, dst, canceled);
     const Shape gstr = globalStrides(t.shape);
     const std::size_t outSize = dtypeSize(planned.dtype);
     PageBuffer accumulator;
@@ -410,7 +414,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     for (std::size_t i = 0; i < plan.tensors.size(); ++i) {
         const auto& t = plan.tensors[i];
         std::size_t n = 0;
-        if (t.mode == CopyMode::Direct) {
+        if (t.mode == CopyMode::Direct && !t.delta) {
             for (auto p : t.pieces)
                 items.push_back({ i, p, kNone }), ++n;
         } else if (!t.pieces.empty()) {
@@ -512,6 +516,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         TESSERA_TRY(writeFileSynced((fs::path(dir) / "model.safetensors.index.json").string(), plan.indexJson));
     if (!plan.configDir.empty())
         TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configDtype));
+    for (const auto& [name, content] : plan.generatedFiles)
+        TESSERA_TRY(writeFileSynced((fs::path(dir) / name).string(), content));
     if (canceled())
         return canceledError();
     outcome.bytesWritten = plan.totalBytes;
@@ -538,34 +544,97 @@ Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir)
     return Status::success();
 }
 
-Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan& plan, const std::string& targetDir,
-                                     const MergeRunOptions& options)
+namespace {
+
+/// Refuses a sub-folder of the target that holds anything the new output would not replace.
+Status checkSubfolder(const std::string& targetDir, const MergeOutput& output)
 {
-    TESSERA_TRY(OutputStaging::checkTarget(targetDir, plan.outputFileNames()));
-    // Folders of dead runs go first: they hold disk space the check below counts.
+    const fs::path dir = fs::path(targetDir) / output.subfolder;
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(dir, ec)))
+        return Status::success();
+    if (!fs::is_directory(fs::symlink_status(dir, ec)))
+        return makeError(dir.string() + " exists and is not a folder; move it away or choose another target folder");
+    const auto names = output.plan->outputFileNames();
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            return makeError(dir.string() + " holds " + name + ", which this merge would not write; the folder is "
+                             "replaced as a whole, so move it away or choose another target folder");
+    }
+    return Status::success();
+}
+
+} // namespace
+
+Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, const std::string& targetDir,
+                                      const MergeRunOptions& options)
+{
+    if (outputs.empty())
+        return makeError("internal: nothing to merge");
+    const MergeOutput* top = nullptr;
+    std::uint64_t diskBytes = 0;
+    for (const auto& o : outputs) {
+        if (o.subfolder.empty())
+            top = &o;
+        diskBytes += o.plan->diskBytes;
+    }
+    const std::vector<std::string> topNames = top ? top->plan->outputFileNames() : std::vector<std::string>();
+    TESSERA_TRY(OutputStaging::checkTarget(targetDir, topNames));
+    // Folders of dead runs go first: they hold disk space the checks below count.
     const auto notes = OutputStaging::removeStale(targetDir);
     if (options.onNote)
         for (const auto& note : notes)
             options.onNote(note);
-    TESSERA_TRY(checkMergeTarget(plan, targetDir));
+    if (top)
+        TESSERA_TRY(checkMergeTarget(*top->plan, targetDir));
+    for (const auto& o : outputs)
+        if (!o.subfolder.empty())
+            TESSERA_TRY(checkSubfolder(targetDir, o));
+    if (auto free = freeDiskBytes(targetDir); free && *free < diskBytes)
+        return makeError("the merge writes " + std::to_string(diskBytes) + " bytes but only " + std::to_string(*free)
+                         + " are free on the disk holding " + fs::absolute(targetDir).lexically_normal().string());
     auto staging = OutputStaging::create(targetDir);
     TESSERA_TRY(staging);
-    auto outcome = writeMergedFiles(info, plan, staging->path(), options);
-    if (!outcome && outcome.error().message != "canceled")
-        return makeError(outcome.error().message + " (nothing was written to " + staging->target()
-                         + "; the temporary folder is removed)");
-    TESSERA_TRY(outcome);
+    MergeOutcome total;
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& o : outputs) {
+        std::string dir = staging->path();
+        if (!o.subfolder.empty()) {
+            dir = (fs::path(dir) / o.subfolder).string();
+            if (::mkdir(dir.c_str(), 0755) != 0)
+                return makeError(dir + ": cannot be created: " + std::strerror(errno));
+        }
+        auto outcome = writeMergedFiles(*o.info, *o.plan, dir, options);
+        if (!outcome && outcome.error().message != "canceled")
+            return makeError(outcome.error().message + " (nothing was written to " + staging->target()
+                             + "; the temporary folder is removed)");
+        TESSERA_TRY(outcome);
+        for (const auto& f : outcome->files)
+            total.files.push_back(o.subfolder.empty() ? f : o.subfolder + "/" + f);
+        total.bytesWritten += outcome->bytesWritten;
+        total.warnings.insert(total.warnings.end(), outcome->warnings.begin(), outcome->warnings.end());
+        if (!o.subfolder.empty())
+            TESSERA_TRY(syncFolder(dir));
+    }
     // What makes the folder a loadable model goes in last: the index (or the single file), then config.json.
     std::vector<std::string> keystones;
-    if (!plan.indexJson.empty())
+    if (top && !top->plan->indexJson.empty())
         keystones.push_back("model.safetensors.index.json");
-    else if (!plan.files.empty())
-        keystones.push_back(plan.files.front().name);
+    else if (top && !top->plan->files.empty())
+        keystones.push_back(top->plan->files.front().name);
     keystones.push_back("config.json");
     TESSERA_TRY(staging->publish(keystones));
-    outcome->outputDir = staging->target();
-    outcome->notes = notes;
-    return outcome;
+    total.outputDir = staging->target();
+    total.notes = notes;
+    total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return total;
+}
+
+Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan& plan, const std::string& targetDir,
+                                     const MergeRunOptions& options)
+{
+    return mergeCheckpoints({ MergeOutput { &info, &plan, "" } }, targetDir, options);
 }
 
 } // namespace tessera

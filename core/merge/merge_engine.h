@@ -76,6 +76,19 @@ Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir);
 Result<MergeOutcome> mergeCheckpoint(const CheckpointInfo& info, const MergePlan& plan, const std::string& targetDir,
                                      const MergeRunOptions& options);
 
+/// One model a merge writes, and where: `subfolder` of the target ("" = the target itself), e.g. a LoRA merge's
+/// fused model in the target and its adapter in lora_adapter/.
+struct MergeOutput {
+    const CheckpointInfo* info = nullptr;
+    const MergePlan* plan = nullptr;
+    std::string subfolder;
+};
+
+/// mergeCheckpoint() for several models published together: all of them appear at once, or none. A sub-folder
+/// that already exists in the target is replaced only when it holds nothing but files of the same names.
+Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, const std::string& targetDir,
+                                      const MergeRunOptions& options);
+
 /// Limits the bytes of tensor buffers alive at once, so memory is bounded by the largest tensor, not by the
 /// number of threads. A request larger than the capacity is clamped to it (it then runs alone).
 class MemoryBudget {

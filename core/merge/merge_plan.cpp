@@ -6,6 +6,7 @@
 #include "io/regular_file.h"
 #include "model/convert.h"
 #include "merge/hf_output.h"
+#include "merge/lora_fuse.h"
 #include "model/placement.h"
 #include "formats/safetensors_reader.h"
 #include "formats/safetensors_writer.h"
@@ -174,6 +175,9 @@ std::vector<std::string> MergePlan::outputFileNames() const
         names.push_back("model.safetensors.index.json");
     for (const auto& s : sideFiles)
         names.push_back(s);
+    for (const auto& g : generatedFiles)
+        if (std::find(names.begin(), names.end(), g.first) == names.end())
+            names.push_back(g.first);
     return names;
 }
 
@@ -193,15 +197,43 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         return makeError(info.root + ": a Megatron checkpoint (" + info.layout
                          + ") needs its names and fused weights mapped to Hugging Face's; merging it is not supported "
                            "by this engine yet");
+    // LoRA factors consumed by a delta are read, not written; any other PEFT name would put the adapter-wrapped
+    // model under the wrong names.
+    std::map<std::string, std::size_t> byName;
+    for (std::size_t i = 0; i < info.tensors.size(); ++i)
+        byName.emplace(info.tensors[i].name, i);
+    std::vector<bool> skip(info.tensors.size(), false);
+    std::map<std::size_t, const LoraDelta*> deltaFor;
+    {
+        std::vector<std::string> errors;
+        for (const auto& d : options.loraDeltas) {
+            const auto w = byName.find(d.weight), a = byName.find(d.a), b = byName.find(d.b);
+            if (w == byName.end() || a == byName.end() || b == byName.end()) {
+                errors.push_back(d.weight + ": its LoRA update names a tensor the checkpoint does not have ("
+                                 + (w == byName.end() ? d.weight : a == byName.end() ? d.a : d.b) + ")");
+                continue;
+            }
+            if (!deltaFor.emplace(w->second, &d).second)
+                errors.push_back(d.weight + ": more than one LoRA update");
+            skip[a->second] = skip[b->second] = true;
+        }
+        if (!errors.empty()) {
+            std::string message = "cannot fuse the LoRA adapter:";
+            for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
+                message += "\n  " + errors[i];
+            return makeError(message);
+        }
+    }
     std::vector<std::string> peft;
-    for (const auto& t : info.tensors)
-        if (isPeftTensorName(t.name))
-            peft.push_back(t.name);
+    if (!options.keepPeftNames)
+        for (std::size_t i = 0; i < info.tensors.size(); ++i)
+            if (!skip[i] && isPeftTensorName(info.tensors[i].name))
+                peft.push_back(info.tensors[i].name);
     if (!peft.empty())
         return makeError(info.root + ": this is a LoRA/PEFT checkpoint (" + std::to_string(peft.size())
                          + " tensors like '" + peft.front()
                          + "'). Merging it as is would write the adapter-wrapped base model under the wrong names, "
-                           "so it is refused; LoRA merging (fusing or exporting the adapter) is not available yet");
+                           "so it is refused; merge it with its LoRA adapter read (tessera merge does so by default)");
     if (info.tensors.empty())
         return makeError(info.root + ": the checkpoint holds no tensors");
 
@@ -228,11 +260,12 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
     }
     auto config = readHfConfig(plan.configDir);
     TESSERA_TRY(config);
-    if (plan.configDir.empty() || !config->found)
+    if (options.expectConfig && (plan.configDir.empty() || !config->found))
         plan.warnings.push_back("no config.json found (pass --hf_model_path): the output holds only the weights");
 
+    plan.generatedFiles = options.generatedFiles;
+
     // Ties: transformers re-ties lm_head to the embedding on load, and v5 refuses both on disk.
-    std::vector<bool> skip(info.tensors.size(), false);
     const bool tied = options.forceTieWordEmbeddings || config->tieWordEmbeddings;
     if (tied) {
         const auto embed = findEmbedding(info);
@@ -258,6 +291,18 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         if (!planned) {
             errors.push_back(planned.error().message);
             continue;
+        }
+        if (auto d = deltaFor.find(i); d != deltaFor.end()) {
+            const std::size_t a = byName[d->second->a], b = byName[d->second->b];
+            auto delta = planLoraDelta(*planned, info.tensors[i], info.tensors[a], a, info.tensors[b], b,
+                                       d->second->scale, d->second->transposed);
+            if (!delta) {
+                errors.push_back(delta.error().message);
+                continue;
+            }
+            planned->delta = std::make_shared<const PlannedDelta>(std::move(*delta));
+            planned->bufferBytes = loraFuseBufferBytes(*planned);
+            ++plan.fusedTensors;
         }
         plan.tensors.push_back(std::move(*planned));
     }
@@ -286,11 +331,18 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
         plan.bufferBytes = std::max(plan.bufferBytes, t.bufferBytes);
     }
-    const auto groups = splitIntoShards(sizes, options.maxShardSize);
+    const auto groups = options.singleFileName.empty()
+        ? splitIntoShards(sizes, options.maxShardSize)
+        : std::vector<std::vector<std::size_t>> { [&] {
+              std::vector<std::size_t> all(plan.tensors.size());
+              for (std::size_t i = 0; i < all.size(); ++i)
+                  all[i] = i;
+              return all;
+          }() };
     std::vector<std::pair<std::string, std::string>> weightMap;
     for (std::size_t g = 0; g < groups.size(); ++g) {
         PlannedFile file;
-        file.name = shardFileName(g, groups.size());
+        file.name = options.singleFileName.empty() ? shardFileName(g, groups.size()) : options.singleFileName;
         std::vector<SafetensorsEntry> entries;
         for (std::size_t idx : groups[g]) {
             const auto& t = plan.tensors[idx];
@@ -322,6 +374,8 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         std::error_code ec;
         plan.diskBytes += fs::file_size(fs::path(plan.configDir) / name, ec);
     }
+    for (const auto& [name, content] : plan.generatedFiles)
+        plan.diskBytes += content.size();
     const bool converting = options.dtype.has_value();
     plan.memoryBytes = plan.bufferBytes + std::max(1u, options.threads) * (converting ? kMergeChunkBytes : 0)
         + kMergeChunkBytes;
@@ -342,6 +396,7 @@ nlohmann::json mergePlanToJson(const MergePlan& plan, const CheckpointInfo& info
     j["memory_bytes"] = plan.memoryBytes;
     j["largest_tensor_bytes"] = plan.largestTensorBytes;
     j["dropped"] = plan.dropped;
+    j["lora_fused"] = plan.fusedTensors;
     j["warnings"] = plan.warnings;
     auto files = nlohmann::json::array();
     for (const auto& f : plan.files) {
@@ -375,6 +430,10 @@ nlohmann::json mergePlanToJson(const MergePlan& plan, const CheckpointInfo& info
                             { "buffer_bytes", t.bufferBytes },
                             { "replicas", t.replicas.size() },
                             { "steps", steps } });
+        if (t.delta)
+            tensors.back()["lora"] = { { "a", t.delta->a.name }, { "b", t.delta->b.name }, { "scale", t.delta->scale },
+                                       { "rank", t.delta->a.shape.empty() ? 0 : t.delta->a.shape[0] },
+                                       { "transposed", t.delta->transposed } };
     }
     j["tensors"] = tensors;
     return j;
@@ -386,7 +445,7 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
     out << "Checkpoint  " << plan.checkpoint << " (" << plan.layout << ")\n";
     std::size_t direct = 0, gather = 0, sum = 0, replicas = 0;
     for (const auto& t : plan.tensors) {
-        (t.mode == CopyMode::Direct ? direct : t.mode == CopyMode::Gather ? gather : sum)++;
+        (t.delta || t.mode == CopyMode::Gather ? gather : t.mode == CopyMode::Direct ? direct : sum)++;
         replicas += t.replicas.size();
     }
     out << "Tensors     " << plan.tensors.size() << " (" << formatBytes(plan.totalBytes) << "; " << dtypeList(plan.tensors)
@@ -396,6 +455,8 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
     if (replicas)
         out << "; " << replicas << " replica pieces skipped";
     out << "\n";
+    if (plan.fusedTensors)
+        out << "LoRA        " << plan.fusedTensors << " weights fused with their update W + (B·A)·scale (fp32, rounded once)\n";
     out << "Output      ";
     for (std::size_t i = 0; i < plan.files.size(); ++i)
         out << (i ? "\n            " : "") << plan.files[i].name << "  " << formatBytes(plan.files[i].size) << " ("
@@ -423,7 +484,7 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
         for (const auto& t : plan.tensors) {
             const TensorInfo& src = info.tensors[t.source];
             out << "  " << t.name << "  " << torchName(t.dtype) << " " << formatShape(t.shape) << "  "
-                << modeName(t.mode) << ", " << t.pieces.size() << " piece(s)"
+                << modeName(t.mode) << (t.delta ? " + LoRA" : "") << ", " << t.pieces.size() << " piece(s)"
                 << (src.placement.empty() ? "" : ", " + src.placement) << " → " << plan.files[t.file].name << "@"
                 << t.fileOffset << "\n";
         }

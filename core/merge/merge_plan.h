@@ -3,11 +3,13 @@
 
 #include "model/checkpoint.h"
 #include "model/dtype.h"
+#include "model/lora_delta.h"
 #include "result.h"
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +23,17 @@ struct MergeOptions {
     bool forceTieWordEmbeddings = false;               ///< --tie-word-embedding: tie even if config.json does not say so
     std::string hfConfigDir;                           ///< --hf_model_path: overrides CheckpointInfo::hfConfigDir
     unsigned threads = 1;                              ///< only used for the memory estimate
+    /// LoRA updates fused into their weights while they stream; the factors they name are read, not written.
+    std::vector<LoraDelta> loraDeltas;
+    /// Writes PEFT names as they are (an adapter's own file); otherwise a PEFT name not consumed by a delta is
+    /// refused, since it would put the adapter-wrapped model under the wrong names.
+    bool keepPeftNames = false;
+    /// Warn when no config.json is found (a model without one cannot be loaded; an adapter folder has none).
+    bool expectConfig = true;
+    /// One file of this name (e.g. "adapter_model.safetensors"), never sharded; empty: Hugging Face's shards.
+    std::string singleFileName;
+    /// Files the merge writes from memory (name → content), e.g. an adapter_config.json.
+    std::vector<std::pair<std::string, std::string>> generatedFiles;
 };
 
 /// How a tensor's bytes get into the output file.
@@ -29,6 +42,8 @@ enum class CopyMode {
     Gather, ///< pieces are strided in the output: assembled in a tensor-sized buffer, then written once
     Sum,    ///< Partial placement: terms summed in fp32 in a buffer, converted back, then written
 };
+
+struct PlannedDelta;
 
 /// One output tensor: where it comes from and where it goes.
 struct PlannedTensor {
@@ -45,6 +60,16 @@ struct PlannedTensor {
     /// (Replica piece, Primary piece with the same box), for --verify-replicas.
     std::vector<std::pair<std::size_t, std::size_t>> replicas;
     std::uint64_t bufferBytes = 0;       ///< memory the copy needs (0 for Direct)
+    /// A LoRA update added to the assembled weight (the tensor is then built whole in memory, like a Gather).
+    std::shared_ptr<const PlannedDelta> delta;
+};
+
+/// The factors of a LoRA update and how they are read (each in fp32, whole: they are r rows or columns).
+struct PlannedDelta {
+    TensorInfo a, b;
+    PlannedTensor aCopy, bCopy;
+    double scale = 1;
+    bool transposed = false;
 };
 
 /// One output safetensors file.
@@ -67,6 +92,7 @@ struct MergePlan {
     std::string layout;
     std::string configDir;               ///< where config/tokenizer files come from, empty if none
     std::vector<std::string> sideFiles;  ///< file names copied from configDir
+    std::vector<std::pair<std::string, std::string>> generatedFiles; ///< written from memory (name → content)
     std::optional<DType> configDtype;    ///< set when config.json's torch_dtype is rewritten
     std::vector<PlannedTensor> tensors;  ///< in the checkpoint's order (the state dict order Hugging Face shards by)
     std::vector<PlannedFile> files;
@@ -78,6 +104,7 @@ struct MergePlan {
     std::uint64_t largestTensorBytes = 0;
     std::vector<TieCheck> tieChecks;
     std::vector<std::string> dropped;    ///< "lm_head.weight (tied to model.embed_tokens.weight)"
+    std::size_t fusedTensors = 0;        ///< weights with a LoRA update added
     std::vector<std::string> warnings;
 
     /// Names of every file the merge writes into the target folder, in publish order (weights first).

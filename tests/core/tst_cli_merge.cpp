@@ -99,17 +99,6 @@ private Q_SLOTS:
                  0);
     }
 
-    void refusesLoraClearly()
-    {
-        QString stdOut, stdErr;
-        const std::string out = test::makeTempDir() + "/lora";
-        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", q(actor("lora_llama_w2_fp32")), "--target_dir", q(out) }),
-                                  &stdOut, &stdErr),
-                 1);
-        QVERIFY(stdErr.contains(QStringLiteral("LoRA")));
-        QVERIFY(!fs::exists(out));
-    }
-
     void dryRunPrintsPlan()
     {
         QString stdOut, stdErr;

@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "mapping/lora.h"
+
+#include "io/printable.h"
+#include "io/text_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace tessera {
+
+namespace {
+
+constexpr const char* kPeftPrefix = "base_model.model.";
+
+/// What a PEFT state-dict key is.
+struct PeftName {
+    enum class Kind {
+        Plain,        ///< a weight PEFT does not wrap (embeddings, norms, …)
+        Base,         ///< module.base_layer.<param>: the frozen base weight of an adapted module
+        LoraA,
+        LoraB,
+        EmbeddingA,   ///< lora_embedding_A: a ParameterDict entry, no ".weight"
+        EmbeddingB,
+        SavedCopy,    ///< module.modules_to_save.<adapter>.<param>: a fully trained copy
+        OriginalCopy, ///< module.original_module.<param>: the frozen original of a SavedCopy
+        Unsupported,  ///< DoRA magnitudes, LoRA biases, …
+    };
+    Kind kind = Kind::Plain;
+    std::string module;  ///< without the base_model.model. prefix
+    std::string param;   ///< "weight", "bias"
+    std::string adapter; ///< PEFT's adapter name; empty in on-disk adapter files
+    std::string plainName() const { return module.empty() ? param : module + "." + param; }
+};
+
+/// "default.weight" → adapter "default"; "weight" → none. False for anything else (a bias, a nested name).
+bool splitAdapterAndWeight(const std::string& rest, std::string& adapter)
+{
+    if (rest == "weight") {
+        adapter.clear();
+        return true;
+    }
+    const auto dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0 || rest.substr(dot + 1) != "weight")
+        return false;
+    adapter = rest.substr(0, dot);
+    return true;
+}
+
+PeftName parsePeftName(const std::string& key)
+{
+    PeftName n;
+    std::string name = key.rfind(kPeftPrefix, 0) == 0 ? key.substr(std::string(kPeftPrefix).size()) : key;
+    auto splitAt = [&](const std::string& marker, std::string& before, std::string& after) {
+        const auto at = name.find(marker);
+        if (at == std::string::npos)
+            return false;
+        before = name.substr(0, at);
+        after = name.substr(at + marker.size());
+        return true;
+    };
+    std::string before, after;
+    if (name.find(".lora_magnitude_vector") != std::string::npos) {
+        n.kind = PeftName::Kind::Unsupported;
+        n.module = name;
+        n.param = "a DoRA magnitude vector (DoRA adapters are not supported)";
+        return n;
+    }
+    for (const auto& [marker, kind] : { std::pair { ".lora_A.", PeftName::Kind::LoraA },
+                                        std::pair { ".lora_B.", PeftName::Kind::LoraB } })
+        if (splitAt(marker, before, after)) {
+            n.module = before;
+            n.param = "weight";
+            n.kind = splitAdapterAndWeight(after, n.adapter) ? kind : PeftName::Kind::Unsupported;
+            if (n.kind == PeftName::Kind::Unsupported)
+                n.param = "a LoRA factor '" + after + "' (LoRA biases are not supported)";
+            return n;
+        }
+    for (const auto& [marker, kind] : { std::pair { ".lora_embedding_A", PeftName::Kind::EmbeddingA },
+                                        std::pair { ".lora_embedding_B", PeftName::Kind::EmbeddingB } })
+        if (splitAt(marker, before, after)) {
+            n.module = before;
+            n.param = "weight";
+            n.kind = kind;
+            if (!after.empty() && (after[0] != '.' || after.find('.', 1) != std::string::npos))
+                n.kind = PeftName::Kind::Unsupported;
+            else if (!after.empty())
+                n.adapter = after.substr(1);
+            return n;
+        }
+    if (splitAt(".base_layer.", before, after)) {
+        n.kind = PeftName::Kind::Base;
+        n.module = before;
+        n.param = after;
+        return n;
+    }
+    if (splitAt(".modules_to_save.", before, after)) {
+        const auto dot = after.find('.');
+        n.kind = dot == std::string::npos ? PeftName::Kind::Unsupported : PeftName::Kind::SavedCopy;
+        n.module = before;
+        n.adapter = after.substr(0, dot);
+        n.param = dot == std::string::npos ? after : after.substr(dot + 1);
+        return n;
+    }
+    if (splitAt(".original_module.", before, after)) {
+        n.kind = PeftName::Kind::OriginalCopy;
+        n.module = before;
+        n.param = after;
+        return n;
+    }
+    const auto dot = name.rfind('.');
+    n.module = dot == std::string::npos ? "" : name.substr(0, dot);
+    n.param = dot == std::string::npos ? name : name.substr(dot + 1);
+    return n;
+}
+
+bool isFactor(PeftName::Kind k)
+{
+    return k == PeftName::Kind::LoraA || k == PeftName::Kind::LoraB || k == PeftName::Kind::EmbeddingA
+        || k == PeftName::Kind::EmbeddingB;
+}
+
+/// A small JSON object file, or nothing when the file is absent. A file that is there but unreadable or not an
+/// object is an error: a wrong α would silently change every fused weight.
+Result<std::optional<json>> readJsonObject(const fs::path& path)
+{
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(path, ec)))
+        return std::optional<json>();
+    auto text = readTextFile(path.string(), 1u << 20);
+    TESSERA_TRY(text);
+    json j = json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return makeError(path.string() + ": not a JSON object");
+    return std::optional<json>(std::move(j));
+}
+
+/// A positive finite number member, or nothing when absent; an error when present but not such a number.
+Result<std::optional<double>> positiveNumber(const json& object, const char* key, const std::string& where)
+{
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null())
+        return std::optional<double>();
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0)
+        return makeError(where + ": \"" + key + "\" must be a positive number (got "
+                         + printableText(it->dump(-1, ' ', false, json::error_handler_t::replace)) + ")");
+    return std::optional<double>(it->get<double>());
+}
+
+/// Where the checkpoint's LoRA facts may be: verl writes lora_train_meta.json into the actor folder, older verl
+/// an adapter folder there too; a user may point at the folder above or below.
+std::vector<fs::path> metaFolders(const CheckpointInfo& info)
+{
+    std::vector<fs::path> folders;
+    const fs::path root(info.root);
+    std::error_code ec;
+    if (fs::is_directory(root, ec))
+        folders.push_back(root);
+    else
+        folders.push_back(root.parent_path());
+    folders.push_back(folders.front().parent_path());
+    return folders;
+}
+
+struct FoundConfig {
+    std::optional<double> alpha, r;
+    std::optional<bool> rslora;
+    std::string taskType;
+    std::string alphaSource, rSource;
+    std::string configText;
+};
+
+Result<FoundConfig> findLoraConfig(const CheckpointInfo& info)
+{
+    FoundConfig found;
+    for (const auto& folder : metaFolders(info)) {
+        for (const fs::path& file : { folder / "lora_train_meta.json", folder / "lora_adapter" / "adapter_config.json",
+                                      folder / "adapter_config.json" }) {
+            auto j = readJsonObject(file);
+            TESSERA_TRY(j);
+            if (!*j)
+                continue;
+            const json& o = **j;
+            auto alpha = positiveNumber(o, "lora_alpha", file.string());
+            TESSERA_TRY(alpha);
+            auto r = positiveNumber(o, "r", file.string());
+            TESSERA_TRY(r);
+            if (*alpha && !found.alpha) {
+                found.alpha = *alpha;
+                found.alphaSource = file.string();
+            }
+            if (*r && !found.r) {
+                found.r = *r;
+                found.rSource = file.string();
+            }
+            if (auto it = o.find("use_rslora"); it != o.end() && it->is_boolean() && !found.rslora)
+                found.rslora = it->get<bool>();
+            if (auto it = o.find("task_type"); it != o.end() && it->is_string() && found.taskType.empty())
+                found.taskType = it->get<std::string>();
+            if (file.filename() == "adapter_config.json" && found.configText.empty()) {
+                for (const char* key : { "rank_pattern", "alpha_pattern" })
+                    if (auto it = o.find(key); it != o.end() && !it->is_null() && !it->empty())
+                        return makeError(file.string() + ": \"" + key
+                                         + "\" gives some modules their own rank or alpha, which is not supported yet");
+                if (auto it = o.find("fan_in_fan_out"); it != o.end() && it->is_boolean() && it->get<bool>())
+                    return makeError(file.string() + ": fan_in_fan_out adapters (GPT-2 style Conv1D) are not supported");
+                found.configText = o.dump();
+            }
+        }
+    }
+    return found;
+}
+
+std::string shapeText(const TensorInfo& t) { return t.name + " " + shapeToString(t.shape); }
+
+} // namespace
+
+bool hasLoraTensors(const CheckpointInfo& info)
+{
+    return std::any_of(info.tensors.begin(), info.tensors.end(), [](const TensorInfo& t) {
+        const auto kind = parsePeftName(t.name).kind;
+        return isFactor(kind) || kind == PeftName::Kind::Base || kind == PeftName::Kind::Unsupported;
+    });
+}
+
+Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const LoraSettings& settings,
+                                          const CheckpointInfo* base)
+{
+    if (base && hasLoraTensors(*base))
+        return makeError(base->root + ": the base model holds LoRA tensors itself; give the plain base model (a "
+                                      "Hugging Face folder without base_layer/lora_ names)");
+    LoraCheckpoint lora;
+    std::set<std::string> adapterNames;
+    struct Factors {
+        const TensorInfo* a = nullptr;
+        const TensorInfo* b = nullptr;
+        bool embedding = false;
+    };
+    std::map<std::string, Factors> byModule; // module → factors
+    std::vector<std::string> moduleOrder;
+    std::vector<std::pair<const TensorInfo*, PeftName>> baseTensors; // the checkpoint's own base weights
+    std::vector<std::pair<const TensorInfo*, PeftName>> savedCopies;
+    std::vector<std::string> unsupported;
+    for (const auto& t : info.tensors) {
+        PeftName n = parsePeftName(t.name);
+        switch (n.kind) {
+        case PeftName::Kind::Unsupported:
+            unsupported.push_back(printableText(t.name) + ": " + n.param);
+            break;
+        case PeftName::Kind::LoraA:
+        case PeftName::Kind::LoraB:
+        case PeftName::Kind::EmbeddingA:
+        case PeftName::Kind::EmbeddingB: {
+            if (!n.adapter.empty())
+                adapterNames.insert(n.adapter);
+            auto [it, inserted] = byModule.try_emplace(n.module);
+            if (inserted)
+                moduleOrder.push_back(n.module);
+            const bool isA = n.kind == PeftName::Kind::LoraA || n.kind == PeftName::Kind::EmbeddingA;
+            const bool embedding = n.kind == PeftName::Kind::EmbeddingA || n.kind == PeftName::Kind::EmbeddingB;
+            const TensorInfo*& slot = isA ? it->second.a : it->second.b;
+            if (slot)
+                unsupported.push_back(printableText(t.name) + ": a second " + (isA ? "A" : "B") + " factor for "
+                                      + printableText(n.module) + " (several adapters in one checkpoint are not supported)");
+            slot = &t;
+            it->second.embedding = embedding;
+            break;
+        }
+        case PeftName::Kind::SavedCopy:
+            if (!n.adapter.empty())
+                adapterNames.insert(n.adapter);
+            savedCopies.emplace_back(&t, std::move(n));
+            break;
+        case PeftName::Kind::OriginalCopy:
+            break; // the frozen original of a module trained in full: the trained copy replaces it
+        case PeftName::Kind::Base:
+        case PeftName::Kind::Plain:
+            baseTensors.emplace_back(&t, std::move(n));
+            break;
+        }
+    }
+    if (!unsupported.empty()) {
+        std::string message = info.root + ": " + std::to_string(unsupported.size())
+            + " LoRA tensor(s) cannot be merged:";
+        for (std::size_t i = 0; i < unsupported.size() && i < 10; ++i)
+            message += "\n  " + unsupported[i];
+        return makeError(message);
+    }
+    if (byModule.empty())
+        return makeError(info.root + ": no LoRA factors (lora_A/lora_B) were found");
+    if (adapterNames.size() > 1) {
+        std::string names;
+        for (const auto& a : adapterNames)
+            names += (names.empty() ? "'" : ", '") + printableText(a) + "'";
+        return makeError(info.root + ": the checkpoint holds several adapters (" + names
+                         + "); only a checkpoint with one adapter can be merged");
+    }
+    lora.config.adapterName = adapterNames.empty() ? "default" : *adapterNames.begin();
+
+    // Hyper-parameters: the user, then the checkpoint's files; the rank is the shapes' (they are the truth).
+    auto found = findLoraConfig(info);
+    TESSERA_TRY(found);
+    if (settings.alpha) {
+        lora.config.alpha = *settings.alpha;
+        lora.config.alphaSource = "--lora_alpha";
+    } else if (found->alpha) {
+        lora.config.alpha = *found->alpha;
+        lora.config.alphaSource = found->alphaSource;
+    } else {
+        return makeError(info.root + ": the LoRA scale alpha is not recorded (no lora_train_meta.json or "
+                                     "adapter_config.json with \"lora_alpha\" beside the checkpoint); pass --lora_alpha "
+                                     "with the value used in training (fusing with a guessed alpha would silently "
+                                     "change every adapted weight)");
+    }
+    lora.config.useRslora = settings.useRslora.value_or(found->rslora.value_or(false));
+    lora.config.taskType = found->taskType.empty() ? "CAUSAL_LM" : found->taskType;
+    lora.config.configText = found->configText;
+
+    // The modules, checked pair by pair.
+    std::map<std::int64_t, int> ranks;
+    std::set<std::string> targets;
+    std::vector<std::string> errors;
+    for (const auto& module : moduleOrder) {
+        const Factors& f = byModule[module];
+        const std::string shown = printableText(module);
+        if (!f.a || !f.b) {
+            errors.push_back(shown + ": lora_" + std::string(f.a ? "B" : "A") + " is missing (only "
+                             + printableText((f.a ? f.a : f.b)->name) + " is in the checkpoint)");
+            continue;
+        }
+        if (f.a->shape.size() != 2 || f.b->shape.size() != 2 || f.a->shape[0] != f.b->shape[1] || f.a->shape[0] <= 0) {
+            errors.push_back(shown + ": the factors' shapes do not fit a rank-r update (" + shapeText(*f.a) + ", "
+                             + shapeText(*f.b) + ")");
+            continue;
+        }
+        if (!isFloatingPoint(f.a->dtype) || !isFloatingPoint(f.b->dtype) || dtypeSize(f.a->dtype) < 2
+            || dtypeSize(f.b->dtype) < 2) {
+            errors.push_back(shown + ": the factors are " + std::string(torchName(f.a->dtype)) + " and "
+                             + std::string(torchName(f.b->dtype)) + "; only float16, bfloat16, float32 and float64 "
+                             + "factors can be fused");
+            continue;
+        }
+        LoraModule m;
+        m.module = module;
+        m.weight = module + ".weight";
+        m.sourceA = f.a->name;
+        m.sourceB = f.b->name;
+        m.embedding = f.embedding;
+        m.adapterA = kPeftPrefix + module + (f.embedding ? ".lora_embedding_A" : ".lora_A.weight");
+        m.adapterB = kPeftPrefix + module + (f.embedding ? ".lora_embedding_B" : ".lora_B.weight");
+        m.rank = f.a->shape[0];
+        const double r = static_cast<double>(m.rank);
+        m.scale = lora.config.alpha / (lora.config.useRslora ? std::sqrt(r) : r);
+        ranks[m.rank]++;
+        const auto dot = module.rfind('.');
+        targets.insert(dot == std::string::npos ? module : module.substr(dot + 1));
+        lora.modules.push_back(std::move(m));
+    }
+    if (!errors.empty()) {
+        std::string message = info.root + ": " + std::to_string(errors.size()) + " LoRA module(s) are incomplete:";
+        for (std::size_t i = 0; i < errors.size() && i < 10; ++i)
+            message += "\n  " + errors[i];
+        return makeError(message);
+    }
+    lora.config.targetModules.assign(targets.begin(), targets.end());
+    lora.config.r = std::max_element(ranks.begin(), ranks.end(), [](const auto& x, const auto& y) {
+                        return x.second < y.second;
+                    })->first;
+    lora.config.rSource = "the shapes of the LoRA factors";
+    if (ranks.size() > 1)
+        return makeError(info.root + ": the LoRA modules have different ranks (" + std::to_string(ranks.size())
+                         + " distinct); adapters with a per-module rank are not supported yet");
+    if (found->r && static_cast<std::int64_t>(*found->r) != lora.config.r)
+        lora.notes.push_back(found->rSource + " says r = " + std::to_string(static_cast<std::int64_t>(*found->r))
+                             + " but the factors have rank " + std::to_string(lora.config.r)
+                             + "; the factors' rank is used");
+    lora.notes.push_back("LoRA: " + std::to_string(lora.modules.size()) + " modules (" + [&] {
+        std::string s;
+        for (const auto& t : lora.config.targetModules)
+            s += (s.empty() ? "" : ", ") + t;
+        return s;
+    }() + "), r = " + std::to_string(lora.config.r) + ", alpha = " + json(lora.config.alpha).dump() + " (from "
+                         + lora.config.alphaSource + ")" + (lora.config.useRslora ? ", rsLoRA" : ""));
+
+    // The adapter as PEFT saves it.
+    lora.adapter.layout = info.layout;
+    lora.adapter.root = info.root;
+    lora.adapter.parallel = info.parallel;
+    lora.adapter.files = info.files;
+    lora.adapter.notes = info.notes;
+    for (const auto& m : lora.modules) {
+        TensorInfo a = *info.find(m.sourceA);
+        a.name = m.adapterA;
+        TensorInfo b = *info.find(m.sourceB);
+        b.name = m.adapterB;
+        lora.adapter.tensors.push_back(std::move(a));
+        lora.adapter.tensors.push_back(std::move(b));
+    }
+    for (const auto& [t, n] : savedCopies) {
+        TensorInfo copy = *t;
+        copy.name = kPeftPrefix + n.plainName();
+        lora.adapter.tensors.push_back(std::move(copy));
+    }
+
+    // The base weights: the checkpoint's own, or --base_model's for an adapter-only checkpoint.
+    lora.adapterOnly = baseTensors.empty();
+    const CheckpointInfo* baseInfo = nullptr;
+    if (!lora.adapterOnly) {
+        lora.fused.layout = info.layout;
+        lora.fused.root = info.root;
+        lora.fused.hfConfigDir = info.hfConfigDir;
+        lora.fused.parallel = info.parallel;
+        lora.fused.files = info.files;
+        lora.fused.notes = info.notes;
+        for (const auto& [t, n] : baseTensors) {
+            TensorInfo renamed = *t;
+            renamed.name = n.plainName();
+            lora.fused.tensors.push_back(std::move(renamed));
+        }
+        baseInfo = &lora.fused;
+        if (base)
+            lora.notes.push_back("the checkpoint holds its base weights; --base_model is not used");
+    } else if (base) {
+        lora.fused = *base;
+        if (lora.fused.hfConfigDir.empty())
+            lora.fused.hfConfigDir = info.hfConfigDir;
+        baseInfo = &lora.fused;
+        lora.notes.push_back("adapter-only checkpoint: base weights from " + base->root);
+    } else {
+        lora.notes.push_back("adapter-only checkpoint (save_lora_only): it holds no base weights, so only the adapter "
+                             "is written; pass --base_model with the base model's Hugging Face folder (e.g. the "
+                             "checkpoint's huggingface/ folder or the model trained from) to also write the fused model");
+        return lora;
+    }
+    // Trained copies (modules_to_save) replace the frozen originals.
+    for (const auto& [t, n] : savedCopies) {
+        TensorInfo copy = *t;
+        copy.name = n.plainName();
+        auto it = std::find_if(lora.fused.tensors.begin(), lora.fused.tensors.end(),
+                               [&](const TensorInfo& x) { return x.name == copy.name; });
+        if (it != lora.fused.tensors.end())
+            *it = std::move(copy);
+        else
+            lora.fused.tensors.push_back(std::move(copy));
+    }
+    for (const auto& m : lora.modules) {
+        const TensorInfo* w = baseInfo->find(m.weight);
+        const TensorInfo& a = *info.find(m.sourceA);
+        const TensorInfo& b = *info.find(m.sourceB);
+        if (!w) {
+            errors.push_back(printableText(m.weight) + " (adapted by " + printableText(m.sourceA)
+                             + ") is not in the base model");
+            continue;
+        }
+        // W [out, in] = B [out, r] · A [r, in]; an embedding's W [num, dim] = (B [dim, r] · A [r, num])ᵀ.
+        const std::int64_t rows = m.embedding ? a.shape[1] : b.shape[0];
+        const std::int64_t cols = m.embedding ? b.shape[0] : a.shape[1];
+        if (w->shape != Shape { rows, cols }) {
+            errors.push_back(printableText(m.weight) + " is " + shapeToString(w->shape) + " but its LoRA factors ("
+                             + shapeText(a) + ", " + shapeText(b) + ") make an update of " + shapeToString({ rows, cols }));
+            continue;
+        }
+        TensorInfo fa = a;
+        fa.name = m.adapterA;
+        TensorInfo fb = b;
+        fb.name = m.adapterB;
+        lora.fused.tensors.push_back(std::move(fa));
+        lora.fused.tensors.push_back(std::move(fb));
+        lora.deltas.push_back({ m.weight, m.adapterA, m.adapterB, m.scale, m.embedding });
+    }
+    if (!errors.empty()) {
+        std::string message = "the LoRA adapter does not fit the base model (" + std::to_string(errors.size())
+            + " module(s)):";
+        for (std::size_t i = 0; i < errors.size() && i < 10; ++i)
+            message += "\n  " + errors[i];
+        return makeError(message);
+    }
+    lora.hasBase = true;
+    return lora;
+}
+
+std::string LoraCheckpoint::adapterConfigJson() const
+{
+    json j = config.configText.empty() ? json::object() : json::parse(config.configText, nullptr, false);
+    if (!j.is_object())
+        j = json::object();
+    // The fields PEFT's LoraConfig reads back; what an older adapter_config.json had beside them is kept.
+    const json defaults = { { "alpha_pattern", json::object() },
+                            { "auto_mapping", nullptr },
+                            { "base_model_name_or_path", nullptr },
+                            { "bias", "none" },
+                            { "fan_in_fan_out", false },
+                            { "inference_mode", true },
+                            { "init_lora_weights", true },
+                            { "layer_replication", nullptr },
+                            { "layers_pattern", nullptr },
+                            { "layers_to_transform", nullptr },
+                            { "lora_dropout", 0.0 },
+                            { "megatron_config", nullptr },
+                            { "megatron_core", "megatron.core" },
+                            { "modules_to_save", nullptr },
+                            { "rank_pattern", json::object() },
+                            { "revision", nullptr },
+                            { "use_dora", false } };
+    for (const auto& [key, value] : defaults.items())
+        if (!j.contains(key))
+            j[key] = value;
+    j["peft_type"] = "LORA";
+    j["r"] = config.r;
+    if (config.alpha == std::floor(config.alpha) && std::fabs(config.alpha) < 1e15)
+        j["lora_alpha"] = static_cast<std::int64_t>(config.alpha);
+    else
+        j["lora_alpha"] = config.alpha;
+    j["use_rslora"] = config.useRslora;
+    j["target_modules"] = config.targetModules;
+    j["task_type"] = config.taskType;
+    std::set<std::string> saved;
+    for (const auto& t : adapter.tensors) {
+        const std::string rest = t.name.substr(std::string(kPeftPrefix).size());
+        if (rest.find(".lora_") == std::string::npos) {
+            const auto dot = rest.rfind('.');
+            const std::string module = rest.substr(0, dot);
+            const auto last = module.rfind('.');
+            saved.insert(last == std::string::npos ? module : module.substr(last + 1));
+        }
+    }
+    if (!saved.empty())
+        j["modules_to_save"] = std::vector<std::string>(saved.begin(), saved.end());
+    return j.dump(2) + "\n";
+}
+
+} // namespace tessera

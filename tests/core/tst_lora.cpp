@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// LoRA checkpoints: the real verl FSDP2 LoRA fixture fused within 1e-5 of its reference and its adapter bit for
+// bit; adapter-only (save_lora_only) checkpoints with and without a base model; and PEFT checkpoints written here
+// in bf16 with an embedding adapter and rsLoRA, whose fused values are checked element by element.
+
+#include "testutil.h"
+
+#include "compare/model_compare.h"
+#include "formats/safetensors_reader.h"
+#include "formats/safetensors_writer.h"
+#include "formats/scan.h"
+#include "mapping/lora.h"
+#include "merge/lora_fuse.h"
+#include "merge/lora_plan.h"
+#include "merge/merge_engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <QTest>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+using namespace tessera;
+using namespace tessera::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string loraActor() { return fixture("lora_llama_w2_fp32/global_step_10/actor"); }
+
+float bf16ToFloat(std::uint16_t h)
+{
+    const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+std::uint16_t floatToBf16(float f) // round to nearest even, as torch does (finite values only here)
+{
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return static_cast<std::uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
+
+/// A deterministic value in about [-1, 1) for element `i` of tensor `salt`.
+float valueAt(int salt, std::size_t i)
+{
+    const std::uint32_t x = static_cast<std::uint32_t>(i) * 2654435761u + static_cast<std::uint32_t>(salt) * 40503u;
+    return static_cast<float>((x >> 8) % 2001) / 1000.0f - 1.0f;
+}
+
+struct Synthetic {
+    std::string name;
+    Shape shape;
+    std::vector<float> values; ///< as stored (already bf16-representable)
+};
+
+/// A PEFT-wrapped llama-ish state dict in bf16: q_proj with a LoRA pair, embed_tokens with an embedding adapter,
+/// a norm and an lm_head without adapters.
+std::vector<Synthetic> syntheticPeft()
+{
+    std::vector<Synthetic> t = {
+        { "base_model.model.model.embed_tokens.base_layer.weight", { 7, 5 }, {} },
+        { "base_model.model.model.embed_tokens.lora_embedding_A.default", { 2, 7 }, {} },
+        { "base_model.model.model.embed_tokens.lora_embedding_B.default", { 5, 2 }, {} },
+        { "base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight", { 6, 5 }, {} },
+        { "base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight", { 2, 5 }, {} },
+        { "base_model.model.model.layers.0.self_attn.q_proj.lora_B.default.weight", { 6, 2 }, {} },
+        { "base_model.model.model.norm.weight", { 5 }, {} },
+        { "base_model.model.lm_head.weight", { 7, 5 }, {} },
+    };
+    for (std::size_t k = 0; k < t.size(); ++k) {
+        std::size_t n = 1;
+        for (auto s : t[k].shape)
+            n *= static_cast<std::size_t>(s);
+        for (std::size_t i = 0; i < n; ++i)
+            t[k].values.push_back(bf16ToFloat(floatToBf16(valueAt(static_cast<int>(k), i))));
+    }
+    return t;
+}
+
+/// Writes `tensors` as one bf16 safetensors file in a fresh folder, with `meta` as lora_train_meta.json.
+std::string writeSyntheticCheckpoint(const std::vector<Synthetic>& tensors, const std::string& meta)
+{
+    const std::string dir = makeTempDir() + "/actor";
+    fs::create_directories(dir);
+    std::vector<SafetensorsEntry> entries;
+    for (const auto& t : tensors)
+        entries.push_back({ t.name, DType::BFloat16, t.shape });
+    auto status = writeSafetensorsFile(dir + "/model.safetensors", entries, { { "format", "pt" } },
+                                       [&](std::size_t i, std::uint8_t* dst, std::uint64_t) {
+                                           for (std::size_t e = 0; e < tensors[i].values.size(); ++e) {
+                                               const std::uint16_t h = floatToBf16(tensors[i].values[e]);
+                                               std::memcpy(dst + 2 * e, &h, 2);
+                                           }
+                                           return Status::success();
+                                       });
+    if (!status)
+        qFatal("%s", status.error().message.c_str());
+    if (!meta.empty())
+        writeFile(dir + "/lora_train_meta.json", meta);
+    return dir;
+}
+
+const Synthetic& byName(const std::vector<Synthetic>& t, const std::string& name)
+{
+    for (const auto& s : t)
+        if (s.name == name)
+            return s;
+    qFatal("no tensor %s", name.c_str());
+}
+
+/// W + (B·A)·scale in the order the fuse kernel promises: each dot product rounded once to fp32, scaled in fp32,
+/// added in fp32. `transposed` is an embedding's (B·A)ᵀ.
+std::vector<float> fusedExpectation(const Synthetic& w, const Synthetic& a, const Synthetic& b, double scale,
+                                    bool transposed)
+{
+    const std::int64_t rows = w.shape[0], cols = w.shape[1], r = a.shape[0];
+    std::vector<float> out(w.values);
+    for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < cols; ++j) {
+            double dot = 0;
+            for (std::int64_t k = 0; k < r; ++k)
+                dot += transposed ? static_cast<double>(b.values[j * r + k]) * a.values[k * rows + i]
+                                  : static_cast<double>(b.values[i * r + k]) * a.values[k * cols + j];
+            out[i * cols + j] = w.values[i * cols + j] + static_cast<float>(dot) * static_cast<float>(scale);
+        }
+    return out;
+}
+
+/// The values of tensor `name` in the safetensors folder `dir`, as floats.
+std::vector<float> readOutput(const std::string& dir, const std::string& name, DType* dtype = nullptr)
+{
+    auto info = scanSafetensorsFolder(dir);
+    if (!info)
+        qFatal("%s", info.error().message.c_str());
+    const TensorInfo* t = info->find(name);
+    if (!t)
+        qFatal("no %s in %s", name.c_str(), dir.c_str());
+    const std::string bytes = readFile(t->pieces.front().file);
+    std::vector<float> values(t->numel());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (t->dtype == DType::BFloat16) {
+            std::uint16_t h;
+            std::memcpy(&h, bytes.data() + t->pieces.front().dataOffset + 2 * i, 2);
+            values[i] = bf16ToFloat(h);
+        } else {
+            std::memcpy(&values[i], bytes.data() + t->pieces.front().dataOffset + 4 * i, 4);
+        }
+    }
+    if (dtype)
+        *dtype = t->dtype;
+    return values;
+}
+
+/// The fused view's base weights alone (its factors left out), written as a Hugging Face folder.
+std::string writeBaseModel(const LoraCheckpoint& lora)
+{
+    CheckpointInfo base = lora.fused;
+    base.tensors.erase(std::remove_if(base.tensors.begin(), base.tensors.end(),
+                                      [](const TensorInfo& t) { return t.name.find(".lora_") != std::string::npos; }),
+                       base.tensors.end());
+    auto plan = planMerge(base, {});
+    if (!plan)
+        qFatal("%s", plan.error().message.c_str());
+    const std::string dir = makeTempDir() + "/base";
+    MergeRunOptions run;
+    run.sync = false;
+    auto outcome = mergeCheckpoint(base, *plan, dir, run);
+    if (!outcome)
+        qFatal("%s", outcome.error().message.c_str());
+    return dir;
+}
+
+Result<MergeOutcome> mergeLora(const LoraCheckpoint& lora, const std::string& target, LoraOutput what,
+                               const MergeOptions& options = {})
+{
+    auto plans = planLoraMerge(lora, options, what);
+    TESSERA_TRY(plans);
+    MergeRunOptions run;
+    run.sync = false;
+    return mergeCheckpoints(plans->outputs(lora), target, run);
+}
+
+} // namespace
+
+class TestLora : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void fixtureFusesWithinToleranceAndExportsTheAdapterBitForBit()
+    {
+        auto info = scanCheckpoint(loraActor());
+        QVERIFY_RESULT(info);
+        QVERIFY(hasLoraTensors(*info));
+        auto lora = readLoraCheckpoint(*info, {});
+        QVERIFY_RESULT(lora);
+        QCOMPARE(lora->modules.size(), std::size_t(8));
+        QCOMPARE(lora->config.r, std::int64_t(8));
+        QCOMPARE(lora->config.alpha, 16.0);
+        QCOMPARE(lora->config.targetModules, (std::vector<std::string> { "q_proj", "v_proj" }));
+        QVERIFY(lora->hasBase && !lora->adapterOnly);
+        QCOMPARE(lora->modules.front().scale, 2.0);
+
+        const std::string target = makeTempDir() + "/merged";
+        auto outcome = mergeLora(*lora, target, LoraOutput::Both);
+        QVERIFY_RESULT(outcome);
+        // The adapter, bit for bit, and a config PEFT reads back with the same r, alpha and targets.
+        QCOMPARE(readFile(target + "/lora_adapter/adapter_model.safetensors"),
+                 readFile(fixture("lora_llama_w2_fp32/reference_adapter/adapter_model.safetensors")));
+        const auto config = nlohmann::json::parse(readFile(target + "/lora_adapter/adapter_config.json"));
+        const auto expected = nlohmann::json::parse(readFile(fixture("lora_llama_w2_fp32/reference_adapter/adapter_config.json")));
+        for (const char* key : { "peft_type", "r", "lora_alpha", "target_modules", "task_type", "bias" })
+            QVERIFY2(config[key] == expected[key], key);
+
+        // The fused model: untouched tensors bit for bit, fused ones within 1e-5 of the weights' scale.
+        auto plans = planLoraMerge(*lora, {}, LoraOutput::Fused);
+        QVERIFY_RESULT(plans);
+        QCOMPARE(plans->fused->fusedTensors, std::size_t(8));
+        auto report = compareWithReference(lora->fused, *plans->fused, fixture("lora_llama_w2_fp32/reference"), {});
+        QVERIFY_RESULT(report);
+        QVERIFY2(report->ok(), report->text(true).c_str());
+        std::size_t exact = 0;
+        for (const auto& t : report->tensors)
+            exact += t.note.empty() ? 1 : 0;
+        QCOMPARE(exact, report->tensors.size() - 8);
+        // …and the written file is that model: the same comparison against the merged folder itself.
+        auto written = compareWithReference(lora->fused, *plans->fused, target, {});
+        QVERIFY_RESULT(written);
+        QVERIFY2(written->ok(), written->text(true).c_str());
+    }
+
+    void fusedDiffersFromTheBaseWhereTheAdapterActs()
+    {
+        auto info = scanCheckpoint(loraActor());
+        QVERIFY_RESULT(info);
+        auto lora = readLoraCheckpoint(*info, {});
+        QVERIFY_RESULT(lora);
+        // Merged without its deltas, the checkpoint is the base: the fused q_proj must not be it (verl's bug).
+        const std::string baseDir = writeBaseModel(*lora);
+        const std::string fusedDir = makeTempDir() + "/fused";
+        QVERIFY_RESULT(mergeLora(*lora, fusedDir, LoraOutput::Fused));
+        QVERIFY(readOutput(baseDir, "model.layers.0.self_attn.q_proj.weight")
+                != readOutput(fusedDir, "model.layers.0.self_attn.q_proj.weight"));
+        QCOMPARE(readOutput(baseDir, "model.layers.0.self_attn.k_proj.weight"),
+                 readOutput(fusedDir, "model.layers.0.self_attn.k_proj.weight"));
+        QVERIFY(!fs::exists(fusedDir + "/lora_adapter"));
+    }
+
+    void adapterOnlyCheckpointNeedsABaseModel()
+    {
+        auto full = scanCheckpoint(loraActor());
+        QVERIFY_RESULT(full);
+        // verl's save_lora_only keeps only the lora_ keys of the same files.
+        CheckpointInfo adapterOnly = *full;
+        adapterOnly.tensors.clear();
+        for (const auto& t : full->tensors)
+            if (t.name.find("lora_") != std::string::npos)
+                adapterOnly.tensors.push_back(t);
+        auto lora = readLoraCheckpoint(adapterOnly, {});
+        QVERIFY_RESULT(lora);
+        QVERIFY(lora->adapterOnly && !lora->hasBase);
+        QVERIFY(std::any_of(lora->notes.begin(), lora->notes.end(),
+                            [](const std::string& n) { return n.find("--base_model") != std::string::npos; }));
+        auto fusedOnly = planLoraMerge(*lora, {}, LoraOutput::Fused);
+        QVERIFY(!fusedOnly);
+        QVERIFY(fusedOnly.error().message.find("--base_model") != std::string::npos);
+        // Both: the adapter alone, still bit for bit.
+        const std::string target = makeTempDir() + "/adapter";
+        QVERIFY_RESULT(mergeLora(*lora, target, LoraOutput::Both));
+        QVERIFY(!fs::exists(target + "/model.safetensors"));
+        QCOMPARE(readFile(target + "/lora_adapter/adapter_model.safetensors"),
+                 readFile(fixture("lora_llama_w2_fp32/reference_adapter/adapter_model.safetensors")));
+
+        // With the base model (here: the full checkpoint's base weights as a Hugging Face folder) the fused model
+        // is the same as from the full checkpoint.
+        auto fromFull = readLoraCheckpoint(*full, {});
+        QVERIFY_RESULT(fromFull);
+        auto base = scanCheckpoint(writeBaseModel(*fromFull));
+        QVERIFY_RESULT(base);
+        auto withBase = readLoraCheckpoint(adapterOnly, {}, &*base);
+        QVERIFY_RESULT(withBase);
+        QVERIFY(withBase->hasBase);
+        auto plans = planLoraMerge(*withBase, {}, LoraOutput::Fused);
+        QVERIFY_RESULT(plans);
+        auto report = compareWithReference(withBase->fused, *plans->fused, fixture("lora_llama_w2_fp32/reference"), {});
+        QVERIFY_RESULT(report);
+        QVERIFY2(report->ok(), report->text(true).c_str());
+
+        // A "base" that is itself a LoRA checkpoint is refused.
+        auto wrapped = readLoraCheckpoint(adapterOnly, {}, &*full);
+        QVERIFY(!wrapped);
+        QVERIFY2(wrapped.error().message.find("base model holds LoRA tensors") != std::string::npos,
+                 wrapped.error().message.c_str());
+    }
+
+    void unknownAlphaIsAnErrorNotAGuess()
+    {
+        const auto tensors = syntheticPeft();
+        const std::string dir = writeSyntheticCheckpoint(tensors, "");
+        auto info = scanCheckpoint(dir);
+        QVERIFY_RESULT(info);
+        auto lora = readLoraCheckpoint(*info, {});
+        QVERIFY(!lora);
+        QVERIFY2(lora.error().message.find("--lora_alpha") != std::string::npos, lora.error().message.c_str());
+        LoraSettings settings;
+        settings.alpha = 4;
+        auto given = readLoraCheckpoint(*info, settings);
+        QVERIFY_RESULT(given);
+        QCOMPARE(given->config.alphaSource, std::string("--lora_alpha"));
+        QCOMPARE(given->modules.front().scale, 2.0);
+    }
+
+    void bf16WithEmbeddingAdapterAndRsLora()
+    {
+        const auto tensors = syntheticPeft();
+        const std::string dir = writeSyntheticCheckpoint(tensors, R"({"r": 2, "lora_alpha": 3, "use_rslora": true})");
+        auto info = scanCheckpoint(dir);
+        QVERIFY_RESULT(info);
+        auto lora = readLoraCheckpoint(*info, {});
+        QVERIFY_RESULT(lora);
+        QVERIFY(lora->config.useRslora);
+        QCOMPARE(lora->modules.size(), std::size_t(2));
+        const double scale = 3 / std::sqrt(2.0);
+        for (const auto& m : lora->modules)
+            QCOMPARE(m.scale, scale);
+
+        const std::string target = makeTempDir() + "/out";
+        QVERIFY_RESULT(mergeLora(*lora, target, LoraOutput::Both));
+        const std::string p = "base_model.model.model.";
+        auto expectBf16 = [&](const std::string& module, bool embedding) {
+            const auto& w = byName(tensors, p + module + ".base_layer.weight");
+            const auto& a = byName(tensors, p + module + (embedding ? ".lora_embedding_A.default" : ".lora_A.default.weight"));
+            const auto& b = byName(tensors, p + module + (embedding ? ".lora_embedding_B.default" : ".lora_B.default.weight"));
+            std::vector<float> expected = fusedExpectation(w, a, b, scale, embedding);
+            for (auto& v : expected)
+                v = bf16ToFloat(floatToBf16(v));
+            DType dtype;
+            const auto got = readOutput(target, "model." + module + ".weight", &dtype);
+            QCOMPARE(dtype, DType::BFloat16);
+            QCOMPARE(got, expected);
+        };
+        expectBf16("embed_tokens", true);
+        expectBf16("layers.0.self_attn.q_proj", false);
+        QCOMPARE(readOutput(target, "model.norm.weight"), byName(tensors, p + "norm.weight").values);
+        QCOMPARE(readOutput(target, "lm_head.weight"), byName(tensors, "base_model.model.lm_head.weight").values);
+        // The adapter keeps PEFT's on-disk names (no adapter name) and the factors' own dtype.
+        auto adapter = scanSafetensorsFolder(target + "/lora_adapter");
+        QVERIFY_RESULT(adapter);
+        QVERIFY(adapter->find(p + "embed_tokens.lora_embedding_A"));
+        QVERIFY(adapter->find(p + "layers.0.self_attn.q_proj.lora_B.weight"));
+        QCOMPARE(adapter->find(p + "layers.0.self_attn.q_proj.lora_B.weight")->dtype, DType::BFloat16);
+        const auto config = nlohmann::json::parse(readFile(target + "/lora_adapter/adapter_config.json"));
+        QCOMPARE(config["use_rslora"].get<bool>(), true);
+        QCOMPARE(config["target_modules"].get<std::vector<std::string>>(),
+                 (std::vector<std::string> { "embed_tokens", "q_proj" }));
+
+        // --dtype fp32: the base converts exactly, so the fused value is the fp32 sum itself.
+        MergeOptions fp32;
+        fp32.dtype = DType::Float32;
+        const std::string wide = makeTempDir() + "/fp32";
+        QVERIFY_RESULT(mergeLora(*lora, wide, LoraOutput::Fused, fp32));
+        const auto& w = byName(tensors, p + "layers.0.self_attn.q_proj.base_layer.weight");
+        const auto& a = byName(tensors, p + "layers.0.self_attn.q_proj.lora_A.default.weight");
+        const auto& b = byName(tensors, p + "layers.0.self_attn.q_proj.lora_B.default.weight");
+        QCOMPARE(readOutput(wide, "model.layers.0.self_attn.q_proj.weight"), fusedExpectation(w, a, b, scale, false));
+    }
+
+    void adapterThatDoesNotFitTheBaseIsRefused()
+    {
+        auto tensors = syntheticPeft();
+        for (auto& t : tensors)
+            if (t.name.find("q_proj.lora_B") != std::string::npos) {
+                t.shape = { 4, 2 }; // the base q_proj has 6 rows
+                t.values.resize(8);
+            }
+        const std::string dir = writeSyntheticCheckpoint(tensors, R"({"r": 2, "lora_alpha": 2})");
+        auto info = scanCheckpoint(dir);
+        QVERIFY_RESULT(info);
+        auto lora = readLoraCheckpoint(*info, {});
+        QVERIFY(!lora);
+        QVERIFY2(lora.error().message.find("q_proj.weight is [6, 5]") != std::string::npos, lora.error().message.c_str());
+    }
+
+    void missingFactorAndDoraAreNamed()
+    {
+        auto tensors = syntheticPeft();
+        tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                                     [](const Synthetic& t) { return t.name.find("q_proj.lora_A") != std::string::npos; }),
+                      tensors.end());
+        auto info = scanCheckpoint(writeSyntheticCheckpoint(tensors, R"({"lora_alpha": 2})"));
+        QVERIFY_RESULT(info);
+        auto lora = readLoraCheckpoint(*info, {});
+        QVERIFY(!lora);
+        QVERIFY2(lora.error().message.find("lora_A is missing") != std::string::npos, lora.error().message.c_str());
+
+        tensors = syntheticPeft();
+        tensors.push_back({ "base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector.default.weight",
+                            { 6 }, std::vector<float>(6, 1.0f) });
+        auto dora = scanCheckpoint(writeSyntheticCheckpoint(tensors, R"({"lora_alpha": 2})"));
+        QVERIFY_RESULT(dora);
+        auto refused = readLoraCheckpoint(*dora, {});
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().message.find("DoRA") != std::string::npos, refused.error().message.c_str());
+    }
+
+    void lowRankProductMatchesLongDouble()
+    {
+        // Rows × cols large enough to spread over threads and blocks; every element within one fp32 rounding.
+        const std::int64_t rows = 97, cols = 131, r = 16;
+        std::vector<float> w(static_cast<std::size_t>(rows * cols)), c(static_cast<std::size_t>(rows * r)),
+            m(static_cast<std::size_t>(r * cols));
+        for (std::size_t i = 0; i < w.size(); ++i)
+            w[i] = valueAt(1, i);
+        for (std::size_t i = 0; i < c.size(); ++i)
+            c[i] = valueAt(2, i) * 0.1f;
+        for (std::size_t i = 0; i < m.size(); ++i)
+            m[i] = valueAt(3, i) * 0.1f;
+        std::vector<float> fused = w;
+        QVERIFY(addLowRankProduct(fused.data(), rows, cols, c.data(), m.data(), r, 0.5f, 4));
+        for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t j = 0; j < cols; ++j) {
+                long double dot = 0;
+                for (std::int64_t k = 0; k < r; ++k)
+                    dot += static_cast<long double>(c[i * r + k]) * m[k * cols + j];
+                const float expected = w[i * cols + j] + static_cast<float>(dot) * 0.5f;
+                QCOMPARE(fused[i * cols + j], expected);
+            }
+        QVERIFY(!addLowRankProduct(fused.data(), rows, cols, c.data(), m.data(), r, 0.5f, 2, [] { return true; }));
+    }
+
+    void cliMergesAndTestsTheFixture()
+    {
+        const std::string target = makeTempDir() + "/cli";
+        QString out, err;
+        QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), QString::fromStdString(loraActor()),
+                              QStringLiteral("--target_dir"), QString::fromStdString(target) },
+                            &out, &err),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("8 weights fused")), qPrintable(out + err));
+        QVERIFY(fs::exists(target + "/lora_adapter/adapter_config.json"));
+        QVERIFY(fs::exists(target + "/config.json"));
+        QCOMPARE(runTessera({ QStringLiteral("test"), QStringLiteral("--local_dir"), QString::fromStdString(loraActor()),
+                              QStringLiteral("--test_hf_dir"),
+                              QString::fromStdString(fixture("lora_llama_w2_fp32/reference")) },
+                            &out, &err),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("LoRA-fused: within 1e-05")), qPrintable(out));
+        // --lora adapter: only the adapter; test then compares it with the reference adapter.
+        const std::string adapterOnly = makeTempDir() + "/adapter";
+        QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), QString::fromStdString(loraActor()),
+                              QStringLiteral("--target_dir"), QString::fromStdString(adapterOnly), QStringLiteral("--lora"),
+                              QStringLiteral("adapter") },
+                            &out, &err),
+                 0);
+        QVERIFY(!fs::exists(adapterOnly + "/model.safetensors"));
+        QVERIFY(fs::exists(adapterOnly + "/lora_adapter/adapter_model.safetensors"));
+        QCOMPARE(runTessera({ QStringLiteral("test"), QStringLiteral("--local_dir"), QString::fromStdString(loraActor()),
+                              QStringLiteral("--test_hf_dir"),
+                              QString::fromStdString(fixture("lora_llama_w2_fp32/reference_adapter")),
+                              QStringLiteral("--lora"), QStringLiteral("adapter") },
+                            &out, &err),
+                 0);
+        // Usage errors.
+        QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), QString::fromStdString(loraActor()),
+                              QStringLiteral("--target_dir"), QString::fromStdString(target), QStringLiteral("--lora"),
+                              QStringLiteral("merged") },
+                            &out, &err),
+                 2);
+        QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"),
+                              QString::fromStdString(fixture("fsdp2_llama_w4/global_step_10/actor")),
+                              QStringLiteral("--target_dir"), QString::fromStdString(makeTempDir() + "/x"),
+                              QStringLiteral("--lora_alpha"), QStringLiteral("16") },
+                            &out, &err),
+                 2);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLora)
+#include "tst_lora.moc"
