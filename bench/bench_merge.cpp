@@ -3,10 +3,16 @@
 // writer (or takes a folder), merges it in a child process, and prints GB/s, the ratio to a plain copy of the
 // same bytes measured in the same run, and the merge's peak RSS against the 2 × largest tensor + 64 MiB bound.
 //
-//   bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] [--rounds 2] [--keep]
+// With --lora R the checkpoint is a LoRA run of rank R on all seven projections, merged into the fused model and
+// the adapter (both), so the bound covers fusing.
+//
+//   bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--lora R] [--threads N]
+//               [--rounds 2] [--keep]
 
 #include "bench_args.h"
 #include "io/byte_size.h"
+#include "mapping/lora.h"
+#include "merge/lora_plan.h"
 #include "merge/merge_engine.h"
 #include "merge/merge_plan.h"
 #include "formats/scan.h"
@@ -71,29 +77,61 @@ double plainCopy(const std::vector<std::string>& files, const std::string& outDi
     return now() - start;
 }
 
+/// The merge of `info` as `tessera merge` does it: one plan, or a LoRA checkpoint's fused model and adapter.
+struct BenchMerge {
+    std::optional<LoraCheckpoint> lora;
+    std::optional<MergePlan> plan;
+    std::optional<LoraMergePlans> loraPlans;
+    std::vector<MergeOutput> outputs(const CheckpointInfo& info) const
+    {
+        return loraPlans ? loraPlans->outputs(*lora) : std::vector<MergeOutput> { { &info, &*plan, "" } };
+    }
+    const MergePlan& primary() const { return plan ? *plan : loraPlans->primary(); }
+};
+
+Result<BenchMerge> planBench(const CheckpointInfo& info)
+{
+    BenchMerge m;
+    if (hasLoraTensors(info)) {
+        auto lora = readLoraCheckpoint(info, {});
+        TESSERA_TRY(lora);
+        m.lora = std::move(*lora);
+        auto plans = planLoraMerge(*m.lora, {}, LoraOutput::Both);
+        TESSERA_TRY(plans);
+        m.loraPlans = std::move(*plans);
+    } else {
+        auto plan = planMerge(info, {});
+        TESSERA_TRY(plan);
+        m.plan = std::move(*plan);
+    }
+    return m;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
 {
     std::string dir, work = fs::temp_directory_path().string() + "/tessera-bench";
     double gb = 1.2;
-    int ranks = 4, threads = 0, rounds = 2, shardDim = 0;
+    int ranks = 4, threads = 0, rounds = 2, shardDim = 0, loraRank = 0;
     bool keep = false;
     if (!parseFlags(argc, argv,
                     { { "--dir", &dir }, { "--work", &work }, { "--gb", &gb }, { "--ranks", &ranks },
-                      { "--shard_dim", &shardDim }, { "--threads", &threads }, { "--rounds", &rounds },
+                      { "--shard_dim", &shardDim }, { "--lora", &loraRank }, { "--threads", &threads },
+                      { "--rounds", &rounds },
                       { "--keep", &keep } })) {
-        std::cerr << "usage: bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] "
-                     "[--rounds 2] [--keep]\n";
+        std::cerr << "usage: bench_merge [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--lora R] "
+                     "[--threads N] [--rounds 2] [--keep]\n";
         return 2;
     }
     fs::create_directories(work);
     if (dir.empty()) {
         dir = work + "/actor";
         if (!fs::exists(dir + "/model_world_size_" + std::to_string(ranks) + "_rank_0.pt")) {
-            std::cout << "writing a " << gb << " GB synthetic FSDP2 checkpoint (" << ranks << " ranks) to " << dir << "\n";
+            std::cout << "writing a " << gb << " GB synthetic FSDP2 checkpoint (" << ranks << " ranks"
+                      << (loraRank ? ", LoRA rank " + std::to_string(loraRank) : std::string()) << ") to " << dir << "\n";
             const double t0 = now();
-            auto status = writeCheckpoint(dir, gb, ranks, 4096, shardDim);
+            auto status = writeCheckpoint(dir, gb, ranks, 4096, shardDim, loraRank);
             if (!status) {
                 std::cerr << status.error().message << "\n";
                 return 1;
@@ -106,11 +144,12 @@ int main(int argc, char** argv)
         std::cerr << info.error().message << "\n";
         return 1;
     }
-    auto plan = planMerge(*info, {});
-    if (!plan) {
-        std::cerr << plan.error().message << "\n";
+    auto merge = planBench(*info);
+    if (!merge) {
+        std::cerr << merge.error().message << "\n";
         return 1;
     }
+    const MergePlan* plan = &merge->primary();
     std::cout << "checkpoint: " << info->tensors.size() << " tensors, " << formatBytes(plan->totalBytes) << " in "
               << info->files.size() << " files; largest tensor " << formatBytes(plan->largestTensorBytes) << "\n";
 
@@ -129,12 +168,12 @@ int main(int argc, char** argv)
             auto scanned = scanCheckpoint(dir);
             if (!scanned)
                 ::_exit(3);
-            auto p = planMerge(*scanned, {});
+            auto p = planBench(*scanned);
             if (!p)
                 ::_exit(4);
             MergeRunOptions run;
             run.threads = static_cast<unsigned>(threads);
-            auto outcome = mergeCheckpoint(*scanned, *p, work + "/merged", run);
+            auto outcome = mergeCheckpoints(p->outputs(*scanned), work + "/merged", run);
             if (!outcome) {
                 std::cerr << outcome.error().message << "\n";
                 ::_exit(5);

@@ -43,10 +43,33 @@ inline std::vector<GlobalTensor> syntheticModel(double gb, std::int64_t h = 4096
     return t;
 }
 
+/// The model as PEFT wraps it for a LoRA run of rank `r` on all seven projections: each becomes
+/// `….base_layer.weight` plus `lora_A.default.weight` [r, in] and `lora_B.default.weight` [out, r]; every name
+/// gets the `base_model.model.` prefix.
+inline std::vector<GlobalTensor> withLora(const std::vector<GlobalTensor>& model, std::int64_t r)
+{
+    std::vector<GlobalTensor> out;
+    for (const auto& t : model) {
+        const std::string prefixed = "base_model.model." + t.name;
+        const bool target = t.name.find("_proj.weight") != std::string::npos;
+        if (!target) {
+            out.push_back({ prefixed, t.shape });
+            continue;
+        }
+        const std::string module = prefixed.substr(0, prefixed.size() - std::string(".weight").size());
+        out.push_back({ module + ".base_layer.weight", t.shape });
+        out.push_back({ module + ".lora_A.default.weight", { r, t.shape[1] } });
+        out.push_back({ module + ".lora_B.default.weight", { t.shape[0], r } });
+    }
+    return out;
+}
+
 /// Writes model_world_size_R_rank_r.pt files of about `gb` GB (hidden size `hidden`) plus config files into `dir`.
 /// Matrices are sharded along `shardDim` (0: FSDP's rows, streamed by the merge; 1: columns, which the merge
-/// must gather in a tensor-sized buffer); vectors always along dim 0.
-inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std::int64_t hidden = 4096, int shardDim = 0)
+/// must gather in a tensor-sized buffer); vectors always along dim 0. `loraRank` > 0 writes a LoRA run instead
+/// (withLora(), and lora_train_meta.json with alpha = 2·r).
+inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std::int64_t hidden = 4096, int shardDim = 0,
+                              std::int64_t loraRank = 0)
 {
     namespace fs = std::filesystem;
     fs::create_directories(dir + "/huggingface");
@@ -54,7 +77,10 @@ inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std:
         << "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"tie_word_embeddings\": false,\n"
            "  \"torch_dtype\": \"bfloat16\"\n}\n";
     std::ofstream(dir + "/fsdp_config.json") << "{\"FSDP_version\": 2, \"world_size\": " << ranks << "}\n";
-    const auto model = syntheticModel(gb, hidden);
+    const auto model = loraRank > 0 ? withLora(syntheticModel(gb, hidden), loraRank) : syntheticModel(gb, hidden);
+    if (loraRank > 0)
+        std::ofstream(dir + "/lora_train_meta.json")
+            << "{\"r\": " << loraRank << ", \"lora_alpha\": " << 2 * loraRank << ", \"task_type\": \"CAUSAL_LM\"}\n";
     DeviceMesh mesh { { ranks }, { "fsdp" }, {} };
     for (int r = 0; r < ranks; ++r)
         mesh.ranks.push_back(r);
