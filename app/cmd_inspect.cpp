@@ -6,6 +6,7 @@
 #include "terminal_progress.h"
 
 #include "model/checkpoint_report.h"
+#include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/user_regex.h"
 #include "mapping/megatron_mapping_report.h"
@@ -67,6 +68,8 @@ int runInspect(const std::vector<std::string>& args)
     const bool mappingOk = !mapping || (mapping->ok() && mapping->value().problems.empty());
     if (parser.isSet("json")) {
         auto j = checkpointToJson(*info);
+        if (const auto lora = loraSummaryLines(*info); !lora.empty())
+            j["lora"] = lora;
         if (mapping)
             j["mapping"] = mapping->ok() ? mappingToJson(mapping->value())
                                          : nlohmann::json { { "error", mapping->error().message } };
@@ -74,6 +77,9 @@ int runInspect(const std::vector<std::string>& args)
         std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         std::cout << checkpointSummary(*info, parser.isSet("tensors"));
+        const auto lora = loraSummaryLines(*info);
+        for (std::size_t i = 0; i < lora.size(); ++i)
+            std::cout << (i ? "            " : "LoRA        ") << lora[i] << "\n";
         if (mapping && mapping->ok())
             std::cout << "\n" << mappingSummary(mapping->value(), parser.isSet("tensors"));
         else if (mapping)

@@ -139,9 +139,11 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
         auto read = readLoraCheckpoint(*info, lora, base ? &*base : nullptr);
         if (!read)
             return fail(ExitProblems, read.error().message);
-        if (!parser.isSet("quiet") && !parser.isSet("json"))
+        if (!parser.isSet("quiet") && !parser.isSet("json")) {
+            std::cerr << "tessera " << command << ": note: " << read->summary << "\n";
             for (const auto& note : read->notes)
                 std::cerr << "tessera " << command << ": note: " << note << "\n";
+        }
         setup.lora = std::move(*read);
     } else if (parser.isSet("base_model") || parser.isSet("lora_alpha")) {
         return fail(ExitUsage, std::string(parser.isSet("base_model") ? "--base_model" : "--lora_alpha")

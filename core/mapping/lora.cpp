@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -20,6 +21,7 @@ namespace tessera {
 namespace {
 
 constexpr const char* kPeftPrefix = "base_model.model.";
+constexpr const char* kAdapterNote = "LoRA adapter: ";
 
 /// What a PEFT state-dict key is.
 struct PeftName {
@@ -277,12 +279,15 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         case PeftName::Kind::SavedCopy:
             if (!n.adapter.empty())
                 adapterNames.insert(n.adapter);
+            lora.baseNames[t.name] = n.plainName();
             savedCopies.emplace_back(&t, std::move(n));
             break;
         case PeftName::Kind::OriginalCopy:
-            break; // the frozen original of a module trained in full: the trained copy replaces it
+            lora.baseNames[t.name] = ""; // the frozen original of a module trained in full: its copy replaces it
+            break;
         case PeftName::Kind::Base:
         case PeftName::Kind::Plain:
+            lora.baseNames[t.name] = n.plainName();
             baseTensors.emplace_back(&t, std::move(n));
             break;
         }
@@ -382,13 +387,15 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         lora.notes.push_back(found->rSource + " says r = " + std::to_string(static_cast<std::int64_t>(*found->r))
                              + " but the factors have rank " + std::to_string(lora.config.r)
                              + "; the factors' rank is used");
-    lora.notes.push_back("LoRA: " + std::to_string(lora.modules.size()) + " modules (" + [&] {
-        std::string s;
-        for (const auto& t : lora.config.targetModules)
-            s += (s.empty() ? "" : ", ") + t;
-        return s;
-    }() + "), r = " + std::to_string(lora.config.r) + ", alpha = " + json(lora.config.alpha).dump() + " (from "
-                         + lora.config.alphaSource + ")" + (lora.config.useRslora ? ", rsLoRA" : ""));
+    {
+        std::ostringstream note;
+        note << kAdapterNote << lora.modules.size() << " modules (";
+        for (std::size_t i = 0; i < lora.config.targetModules.size(); ++i)
+            note << (i ? ", " : "") << lora.config.targetModules[i];
+        note << "), r = " << lora.config.r << ", alpha = " << lora.config.alpha << " (from " << lora.config.alphaSource
+             << ")" << (lora.config.useRslora ? ", rsLoRA" : "");
+        lora.summary = note.str();
+    }
 
     // The adapter as PEFT saves it.
     lora.adapter.layout = info.layout;
@@ -485,6 +492,22 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     }
     lora.hasBase = true;
     return lora;
+}
+
+std::vector<std::string> loraSummaryLines(const CheckpointInfo& info)
+{
+    if (!hasLoraTensors(info))
+        return {};
+    auto lora = readLoraCheckpoint(info, {});
+    if (!lora)
+        return { "cannot be merged as it is: " + lora.error().message };
+    // The summary's heading already says LoRA.
+    std::vector<std::string> lines { "adapter: " + lora->summary.substr(std::string(kAdapterNote).size()) };
+    lines.insert(lines.end(), lora->notes.begin(), lora->notes.end());
+    if (lora->hasBase)
+        lines.push_back("tessera merge writes the fused model (" + std::to_string(lora->modules.size())
+                        + " weights updated) and the PEFT adapter in lora_adapter/ (--lora chooses)");
+    return lines;
 }
 
 std::string LoraCheckpoint::adapterConfigJson() const

@@ -11,6 +11,7 @@
 #include "result.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,7 +62,11 @@ struct LoraCheckpoint {
     std::vector<LoraDelta> deltas;
     /// The factors (and modules_to_save copies) under PEFT's on-disk names: adapter_model.safetensors.
     CheckpointInfo adapter;
-    std::vector<std::string> notes;      ///< facts for the user ("alpha from lora_train_meta.json", …)
+    std::string summary;                 ///< "LoRA adapter: 8 modules (q_proj, v_proj), r = 8, alpha = 16 (from …)"
+    std::vector<std::string> notes;      ///< further facts for the user (adapter-only, a mismatching r, …)
+    /// The checkpoint's own name of every base weight → its Hugging Face name ("….q_proj.base_layer.weight" →
+    /// "….q_proj.weight"); frozen originals of trained copies map to "" (not written).
+    std::map<std::string, std::string> baseNames;
 
     /// adapter_config.json as PEFT writes it (the checkpoint's own one, updated, when there was one).
     std::string adapterConfigJson() const;
@@ -69,6 +74,10 @@ struct LoraCheckpoint {
 
 /// True when `info` holds PEFT/LoRA tensors.
 bool hasLoraTensors(const CheckpointInfo& info);
+
+/// What `tessera inspect` and the workbench's summary say of a LoRA checkpoint, one line per fact (the modules,
+/// r and alpha with their sources, what a merge writes, or why it cannot); empty for other checkpoints.
+std::vector<std::string> loraSummaryLines(const CheckpointInfo& info);
 
 /// Reads the LoRA checkpoint `info`. `base` is a Hugging Face model to take the base weights from (required for
 /// fusing when `info` holds only the adapter; when `info` has its own base weights it is not used). The factors'

@@ -445,18 +445,22 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
     out << "Checkpoint  " << plan.checkpoint << " (" << plan.layout << ")\n";
     std::size_t direct = 0, gather = 0, sum = 0, replicas = 0;
     for (const auto& t : plan.tensors) {
-        (t.delta || t.mode == CopyMode::Gather ? gather : t.mode == CopyMode::Direct ? direct : sum)++;
+        if (!t.delta)
+            (t.mode == CopyMode::Direct ? direct : t.mode == CopyMode::Gather ? gather : sum)++;
         replicas += t.replicas.size();
     }
     out << "Tensors     " << plan.tensors.size() << " (" << formatBytes(plan.totalBytes) << "; " << dtypeList(plan.tensors)
         << ")\n";
     out << "Copy        " << direct << " streamed straight into place, " << gather << " gathered, " << sum
         << " summed (Partial)";
+    if (plan.fusedTensors)
+        out << ", " << plan.fusedTensors << " fused with their LoRA update";
     if (replicas)
         out << "; " << replicas << " replica pieces skipped";
     out << "\n";
     if (plan.fusedTensors)
-        out << "LoRA        " << plan.fusedTensors << " weights fused with their update W + (B·A)·scale (fp32, rounded once)\n";
+        out << "LoRA        the " << plan.fusedTensors << " fused weights are W + (B·A)·scale, computed in fp32 and "
+            << "rounded once\n";
     out << "Output      ";
     for (std::size_t i = 0; i < plan.files.size(); ++i)
         out << (i ? "\n            " : "") << plan.files[i].name << "  " << formatBytes(plan.files[i].size) << " ("

@@ -14,6 +14,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
 #include <QLineEdit>
@@ -137,6 +138,46 @@ private Q_SLOTS:
         QCOMPARE(report.lines.size(), int(page.planModel()->plan()->tensors.size()));
         QVERIFY(page.logText().contains(QStringLiteral("  ok    model.layers.0.self_attn.q_proj.weight")));
         QVERIFY(page.logText().contains(QStringLiteral("OK: ")));
+    }
+
+    void loraMergeThroughThePanel()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture("lora_llama_w2_fp32/global_step_10/actor"));
+        // The plan fuses the adapted weights and writes the adapter beside them, as `tessera merge` does.
+        QVERIFY2(page.planText().contains(QStringLiteral("8 fused with their LoRA update")), qPrintable(page.planText()));
+        QVERIFY(page.planText().contains(QStringLiteral("model.layers.0.self_attn.q_proj.weight")));
+        QVERIFY(!page.planText().contains(QStringLiteral("base_layer")));
+        auto* loraChoice = page.findChild<QComboBox*>();
+        QVERIFY(loraChoice);
+        const QString parent = QString::fromStdString(tessera::test::makeTempDir());
+        const QString target = parent + QStringLiteral("/merged");
+        page.setTargetDir(target);
+        QSignalSpy finished(page.job(), &MergeJob::finished);
+        page.run();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        const auto result = finished.first().first().value<MergeResult>();
+        QVERIFY2(result.ok, qPrintable(result.message));
+        const std::string adapter = tessera::test::fixture("lora_llama_w2_fp32/reference_adapter/adapter_model.safetensors");
+        QVERIFY(tessera::test::readFile(target.toStdString() + "/lora_adapter/adapter_model.safetensors")
+                == tessera::test::readFile(adapter));
+        QVERIFY(QFileInfo::exists(target + QStringLiteral("/model.safetensors")));
+
+        // The test compares the fused model within its tolerance.
+        page.setReferenceDir(QString::fromStdString(tessera::test::fixture("lora_llama_w2_fp32/reference")));
+        QSignalSpy compared(page.compareJob(), &CompareJob::finished);
+        page.runTest();
+        QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 120000);
+        const auto report = compared.first().first().value<CompareResult>();
+        QVERIFY2(report.ok, qPrintable(report.message));
+        QVERIFY(page.logText().contains(QStringLiteral("LoRA-fused: within")));
+
+        // "adapter only": the plan is the adapter's, and the command line says so.
+        for (auto* box : page.findChildren<QComboBox*>())
+            if (box->findData(QStringLiteral("adapter")) >= 0)
+                box->setCurrentIndex(box->findData(QStringLiteral("adapter")));
+        QVERIFY2(page.planText().contains(QStringLiteral("adapter_model.safetensors")), qPrintable(page.planText()));
+        QVERIFY(page.commandLine().contains(QStringLiteral("--lora adapter")));
     }
 
     void cancelLeavesNothing()

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mappingjob.h"
 
+#include "mapping/lora.h"
+
 #include "mapping/megatron_mapping.h"
 #include "merge/merge_plan.h"
 
@@ -13,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include <exception>
+#include <optional>
+#include <sstream>
 #include <unordered_map>
 
 namespace tessera::ui {
@@ -55,6 +59,39 @@ int lineOfRuleId(const QString& message, const QString& text)
     return t.hasMatch() ? int(text.left(t.capturedStart()).count(QLatin1Char('\n'))) + 1 : 0;
 }
 
+/// Where a tensor of a LoRA checkpoint goes: a base weight to its Hugging Face name (fused or not), a factor into
+/// the weight it updates and into the adapter file.
+void describeLoraRow(tessera::MappingRow& row, const tessera::LoraCheckpoint& lora)
+{
+    for (const auto& m : lora.modules) {
+        if (row.source != m.sourceA && row.source != m.sourceB)
+            continue;
+        const bool isA = row.source == m.sourceA;
+        row.target = m.weight;
+        row.transform = isA ? "lora_A (fused)" : "lora_B (fused)";
+        std::ostringstream scale;
+        scale << m.scale;
+        row.detail = "fused into " + m.weight + " as W + (B·A)·" + scale.str() + " (r = " + std::to_string(m.rank)
+            + "); also written to lora_adapter/ as " + (isA ? m.adapterA : m.adapterB);
+        return;
+    }
+    auto it = lora.baseNames.find(row.source);
+    if (it == lora.baseNames.end())
+        return;
+    if (it->second.empty()) {
+        row.transform = "dropped";
+        row.detail = "the frozen original of a module trained in full (modules_to_save): its trained copy is written";
+        return;
+    }
+    row.target = it->second;
+    for (const auto& m : lora.modules)
+        if (m.weight == it->second) {
+            row.transform = "copy + LoRA";
+            row.detail = "the base weight; the merge adds its LoRA update";
+            return;
+        }
+}
+
 MappingOutcome identityMapping(const CheckpointPtr& checkpoint, const MappingSettings& settings)
 {
     // FSDP, DCP and Hugging Face layouts already carry Hugging Face names: each one is written as it is.
@@ -63,6 +100,16 @@ MappingOutcome identityMapping(const CheckpointPtr& checkpoint, const MappingSet
     result->configPath = settings.hfConfigDir.isEmpty() ? checkpoint->hfConfigDir : settings.hfConfigDir.toStdString();
     result->rows.reserve(checkpoint->tensors.size());
     outcome.tensorIndex.reserve(int(checkpoint->tensors.size()));
+    // A LoRA checkpoint's names are PEFT's: each row says where its tensor goes in the fused model and adapter.
+    std::optional<tessera::LoraCheckpoint> lora;
+    std::string loraError;
+    if (tessera::hasLoraTensors(*checkpoint)) {
+        auto read = tessera::readLoraCheckpoint(*checkpoint, {});
+        if (read)
+            lora = std::move(*read);
+        else
+            loraError = read.error().message;
+    }
     for (std::size_t i = 0; i < checkpoint->tensors.size(); ++i) {
         const auto& t = checkpoint->tensors[i];
         tessera::MappingRow row;
@@ -71,10 +118,11 @@ MappingOutcome identityMapping(const CheckpointPtr& checkpoint, const MappingSet
         row.transform = "copy";
         row.sourceShape = t.shape;
         row.targetShape = t.shape;
-        if (tessera::isPeftTensorName(t.name)) {
+        if (lora)
+            describeLoraRow(row, *lora);
+        else if (!loraError.empty() && tessera::isPeftTensorName(t.name)) {
             row.status = tessera::MappingStatus::Unexpected;
-            row.detail = "a PEFT/LoRA adapter tensor: a merge refuses adapter names; merge the adapter into the "
-                         "base weights (or export the base model) first";
+            row.detail = "a LoRA tensor that cannot be merged: " + loraError;
         }
         result->rows.push_back(std::move(row));
         outcome.tensorIndex.push_back(int(i));

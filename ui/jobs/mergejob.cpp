@@ -25,7 +25,7 @@ MergeJob::~MergeJob()
 }
 
 void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
-                     unsigned threads, bool verifyReplicas)
+                     unsigned threads, bool verifyReplicas, std::shared_ptr<const LoraMerge> lora)
 {
     if (isRunning())
         return;
@@ -40,7 +40,7 @@ void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::Me
     });
     const std::string target = targetDir.toStdString();
     // `this` outlives the worker (the destructor waits), so the queued progress calls may capture it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, target, threads, verifyReplicas, cancelFlag]() {
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, target, threads, verifyReplicas, cancelFlag, lora]() {
         MergeResult result;
         tessera::MergeRunOptions options;
         options.threads = threads;
@@ -60,7 +60,8 @@ void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::Me
             QMetaObject::invokeMethod(this, [this, status] { Q_EMIT progress(status); }, Qt::QueuedConnection);
         };
         try {
-            auto outcome = tessera::mergeCheckpoint(*checkpoint, *plan, target, options);
+            auto outcome = lora ? tessera::mergeCheckpoints(lora->plans.outputs(lora->checkpoint), target, options)
+                                : tessera::mergeCheckpoint(*checkpoint, *plan, target, options);
             if (outcome) {
                 result.ok = true;
                 result.message = QStringLiteral("wrote %1 files, %2 in %3 s to %4")

@@ -3,6 +3,9 @@
 
 #include "checkpointptr.h"
 
+#include "mapping/lora.h"
+#include "merge/lora_plan.h"
+
 #include <QFutureWatcher>
 #include <QObject>
 #include <QThreadPool>
@@ -15,6 +18,12 @@ struct MergePlan;
 }
 
 namespace tessera::ui {
+
+/// A LoRA checkpoint read and planned: the fused model and/or the adapter, written together.
+struct LoraMerge {
+    tessera::LoraCheckpoint checkpoint;
+    tessera::LoraMergePlans plans;
+};
 
 /// Where a running merge is, as the panel shows it.
 struct MergeStatus {
@@ -42,9 +51,10 @@ public:
     explicit MergeJob(QObject* parent = nullptr);
     ~MergeJob() override;
 
-    /// `verifyReplicas`: compare every replica with the piece written (--verify-replicas).
+    /// `verifyReplicas`: compare every replica with the piece written (--verify-replicas). With `lora`, its
+    /// outputs are written (the fused model and the adapter, published together) instead of `plan`.
     void start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
-               unsigned threads, bool verifyReplicas = false);
+               unsigned threads, bool verifyReplicas = false, std::shared_ptr<const LoraMerge> lora = nullptr);
     void cancel();
     bool isRunning() const;
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mergepage.h"
 
+#include "formats/scan.h"
+#include "mapping/lora.h"
+
 #include "io/byte_size.h"
 #include "coreconvert.h"
 #include "jobs/comparejob.h"
@@ -104,6 +107,9 @@ MergePage::MergePage(QWidget* parent)
     , m_tie(new QCheckBox(tr("--tie-word-embedding"), this))
     , m_valueModel(new QCheckBox(tr("--is-value-model"), this))
     , m_verifyReplicas(new QCheckBox(tr("--verify-replicas"), this))
+    , m_lora(new QComboBox(this))
+    , m_loraAlpha(new QLineEdit(this))
+    , m_baseModel(new QLineEdit(this))
     , m_reference(new QLineEdit(this))
     , m_command(new QLabel(this))
     , m_planSummary(new QLabel(this))
@@ -122,6 +128,15 @@ MergePage::MergePage(QWidget* parent)
     m_dtype->addItem(tr("keep"), QString());
     for (const auto* name : { "bf16", "fp16", "fp32" })
         m_dtype->addItem(QLatin1String(name), QLatin1String(name));
+    m_lora->addItem(tr("fused model and adapter"), QStringLiteral("both"));
+    m_lora->addItem(tr("fused model (W + B·A·α/r)"), QStringLiteral("fused"));
+    m_lora->addItem(tr("adapter only (PEFT folder)"), QStringLiteral("adapter"));
+    m_lora->setToolTip(tr("LoRA checkpoints: the base model with every adapted weight fused, the PEFT adapter in "
+                          "lora_adapter/, or both"));
+    m_loraAlpha->setPlaceholderText(tr("from lora_train_meta.json"));
+    m_loraAlpha->setToolTip(tr("LoRA alpha, when the checkpoint does not record it; the scale is alpha / r"));
+    m_baseModel->setPlaceholderText(tr("only for adapter-only (save_lora_only) checkpoints"));
+    m_baseModel->setToolTip(tr("The base model's Hugging Face folder, to fuse an adapter-only checkpoint"));
     m_threads->setRange(0, 256);
     m_threads->setSpecialValueText(tr("one per core"));
     m_localDir->setReadOnly(true);
@@ -196,6 +211,8 @@ MergePage::MergePage(QWidget* parent)
     switches->addStretch(1);
     grid->addWidget(new QLabel(tr("Switches"), options), row, 0);
     grid->addLayout(switches, row++, 1, 1, 3);
+    pair(tr("LoRA (--lora)"), m_lora, tr("--lora_alpha"), m_loraAlpha);
+    wide(tr("Base model (--base_model)"), withBrowse(m_baseModel, options));
     wide(tr("Reference (tessera test)"), withBrowse(m_reference, options));
     grid->addWidget(m_command, row++, 0, 1, 4);
 
@@ -252,6 +269,9 @@ MergePage::MergePage(QWidget* parent)
     connect(m_verifyReplicas, &QCheckBox::toggled, this, &MergePage::updatePlan);
     connect(m_loadRules, &QPushButton::clicked, this, &MergePage::loadRules);
     connect(m_dtype, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
+    connect(m_lora, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
+    connect(m_loraAlpha, &QLineEdit::textChanged, this, &MergePage::updatePlan);
+    connect(m_baseModel, &QLineEdit::textChanged, this, &MergePage::updatePlan);
     connect(m_maxShardSize, &QLineEdit::textChanged, this, &MergePage::updatePlan);
     connect(m_threads, &QSpinBox::valueChanged, this, &MergePage::updatePlan);
     connect(m_targetDir, &QLineEdit::textChanged, this, &MergePage::updatePlan);
@@ -307,6 +327,9 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
                                                                   : QStringLiteral("fsdp"));
     for (QWidget* w : std::initializer_list<QWidget*> { m_paramMapping, m_loadRules, m_ignoreMissing, m_strict, m_valueModel })
         w->setEnabled(megatron);
+    const bool lora = m_checkpoint && tessera::hasLoraTensors(*m_checkpoint);
+    for (QWidget* w : std::initializer_list<QWidget*> { m_lora, m_loraAlpha, m_baseModel })
+        w->setEnabled(lora);
     m_mapping->setCheckpoint(m_checkpoint);
     updatePlan();
 }
@@ -333,6 +356,9 @@ MergePanelOptions MergePage::options() const
     o.strict = m_strict->isChecked();
     o.paramMapping = m_mapping->settings().hasRules() ? m_mapping->settings().rulesName : QString();
     o.ignoreMissingParams = m_ignoreMissing->text();
+    o.lora = m_lora->currentData().toString();
+    o.loraAlpha = m_loraAlpha->text().trimmed();
+    o.baseModel = m_baseModel->text().trimmed();
     return o;
 }
 
@@ -363,6 +389,12 @@ QString MergePage::commandLine() const
             args << QStringLiteral("--no_strict");
         if (o.isValueModel)
             args << QStringLiteral("--is_value_model");
+    }
+    if (m_loraMerge) {
+        if (o.lora != QLatin1String("both"))
+            add(QStringLiteral("--lora"), o.lora);
+        add(QStringLiteral("--lora_alpha"), o.loraAlpha);
+        add(QStringLiteral("--base_model"), o.baseModel);
     }
     if (o.tieWordEmbedding)
         args << QStringLiteral("--tie_word_embedding");
@@ -434,10 +466,53 @@ void MergePage::showPlanError(const QString& message)
     updateButtons();
 }
 
+bool MergePage::planLora(const CheckpointPtr& input, const tessera::MergeOptions& options)
+{
+    tessera::LoraSettings settings;
+    const QString alphaText = m_loraAlpha->text().trimmed();
+    if (!alphaText.isEmpty()) {
+        bool ok = false;
+        const double alpha = alphaText.toDouble(&ok);
+        if (!ok || !(alpha > 0)) {
+            showPlanError(tr("--lora_alpha must be a positive number (got '%1')").arg(alphaText));
+            return false;
+        }
+        settings.alpha = alpha;
+    }
+    std::optional<tessera::CheckpointInfo> base;
+    if (const QString baseDir = m_baseModel->text().trimmed(); !baseDir.isEmpty()) {
+        // Headers only (a Hugging Face folder reads in milliseconds), so the plan stays live as the user types.
+        auto scanned = tessera::scanCheckpoint(baseDir.toStdString());
+        if (!scanned) {
+            showPlanError(tr("The base model cannot be read:\n\n%1").arg(qs(scanned.error().message)));
+            return false;
+        }
+        base = std::move(*scanned);
+    }
+    auto read = tessera::readLoraCheckpoint(*input, settings, base ? &*base : nullptr);
+    if (!read) {
+        showPlanError(tr("This LoRA checkpoint cannot be merged as it is:\n\n%1").arg(qs(read.error().message)));
+        return false;
+    }
+    auto what = tessera::loraOutputFromName(m_lora->currentData().toString().toStdString());
+    auto plans = what ? tessera::planLoraMerge(*read, options, *what) : tessera::Result<tessera::LoraMergePlans>(what.error());
+    if (!plans) {
+        showPlanError(tr("This LoRA checkpoint cannot be merged as it is:\n\n%1").arg(qs(plans.error().message)));
+        return false;
+    }
+    auto merge = std::make_shared<LoraMerge>(LoraMerge { std::move(*read), std::move(*plans) });
+    // The page shows and tests the primary model (the fused one, else the adapter); the job writes them all.
+    m_mergePlan = std::shared_ptr<const tessera::MergePlan>(merge, &merge->plans.primary());
+    m_mergeInput = CheckpointPtr(merge, &merge->plans.primaryInfo(merge->checkpoint));
+    m_loraMerge = std::move(merge);
+    return true;
+}
+
 void MergePage::updatePlan()
 {
     m_mergePlan.reset();
     m_mergeInput.reset();
+    m_loraMerge.reset();
     if (!m_checkpoint) {
         showPlanError(tr("Open a checkpoint to see what a merge would write."));
         m_planSummary->setText(m_planText);
@@ -474,14 +549,19 @@ void MergePage::updatePlan()
     options.forceTieWordEmbeddings = m_tie->isChecked();
     options.threads = m_threads->value() > 0 ? unsigned(m_threads->value()) : std::max(1u, std::thread::hardware_concurrency());
     // The same plan `tessera merge --dry-run` prints; computed from the scan alone, so it is cheap to redo.
-    auto plan = tessera::planMerge(*input, options);
-    if (!plan) {
-        showPlanError(tr("This checkpoint cannot be merged as it is:\n\n%1").arg(qs(plan.error().message)));
-        return;
+    if (tessera::hasLoraTensors(*input)) {
+        if (!planLora(input, options))
+            return;
+    } else {
+        auto plan = tessera::planMerge(*input, options);
+        if (!plan) {
+            showPlanError(tr("This checkpoint cannot be merged as it is:\n\n%1").arg(qs(plan.error().message)));
+            return;
+        }
+        m_mergePlan = std::make_shared<const tessera::MergePlan>(std::move(plan).value());
+        m_mergeInput = input;
     }
-    m_mergePlan = std::make_shared<const tessera::MergePlan>(std::move(plan).value());
-    m_mergeInput = input;
-    m_planText = qs(tessera::mergePlanSummary(*m_mergePlan, *input, true));
+    m_planText = qs(tessera::mergePlanSummary(*m_mergePlan, *m_mergeInput, true));
     m_planModel->setPlan(m_mergePlan);
     m_planView->show();
 
@@ -496,13 +576,15 @@ void MergePage::updatePlan()
                       bytesText(p.totalBytes));
     std::size_t direct = 0, gather = 0, sum = 0, replicas = 0;
     for (const auto& t : p.tensors) {
-        (t.mode == tessera::CopyMode::Direct ? direct : t.mode == tessera::CopyMode::Gather ? gather : sum) += 1;
+        if (!t.delta)
+            (t.mode == tessera::CopyMode::Direct ? direct : t.mode == tessera::CopyMode::Gather ? gather : sum) += 1;
         replicas += t.replicas.size();
     }
-    lines << tr("<b>Copy</b> %1 streamed straight into place, %2 gathered, %3 summed (Partial) · %4 %5")
+    lines << tr("<b>Copy</b> %1 streamed straight into place, %2 gathered, %3 summed (Partial)%4 · %5 %6")
                  .arg(direct)
                  .arg(gather)
                  .arg(sum)
+                 .arg(p.fusedTensors ? tr(", %1 fused with their LoRA update").arg(p.fusedTensors) : QString())
                  .arg(countText(qint64(replicas), tr("replica piece"), tr("replica pieces")),
                       m_verifyReplicas->isChecked() ? tr("verified against the written copy") : tr("skipped"));
     QString disk = tr("<b>Disk</b> %1 in total (weights, index, config and tokenizer)").arg(bytesText(p.diskBytes));
@@ -518,6 +600,22 @@ void MergePage::updatePlan()
                       bytesText(p.largestTensorBytes), bytesText(p.bufferBytes));
     if (p.configDtype)
         lines << tr("config.json torch_dtype becomes %1").arg(dtypeText(*p.configDtype));
+    if (m_loraMerge) {
+        const auto& c = m_loraMerge->checkpoint.config;
+        const auto& plans = m_loraMerge->plans;
+        lines << tr("<b>LoRA</b> r = %1, alpha = %2 (%3)%4: %5")
+                     .arg(c.r)
+                     .arg(c.alpha)
+                     .arg(qs(c.alphaSource).toHtmlEscaped(), c.useRslora ? tr(", rsLoRA") : QString(),
+                          plans.fused ? tr("%1 weights fused with W + (B·A)·scale").arg(plans.fused->fusedTensors)
+                                      : tr("no fused model"));
+        if (plans.adapter)
+            lines << tr("<b>Adapter</b> %1 in %2/ (adapter_model.safetensors, adapter_config.json)")
+                         .arg(countText(qint64(plans.adapter->tensors.size()), tr("tensor"), tr("tensors")),
+                              qs(plans.adapterFolder));
+        for (const auto& n : plans.notes)
+            lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, qs(n).toHtmlEscaped());
+    }
     for (const auto& d : p.dropped)
         lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("not written: %1").arg(qs(d).toHtmlEscaped()));
     for (const auto& w : p.warnings)
@@ -567,7 +665,7 @@ void MergePage::run()
     m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), m_targetDir->text()));
     m_meter.start(m_mergePlan->totalBytes);
     m_job->start(m_mergeInput, m_mergePlan, m_targetDir->text().trimmed(), unsigned(m_threads->value()),
-                 m_verifyReplicas->isChecked());
+                 m_verifyReplicas->isChecked(), m_loraMerge);
     showProgress(0, int(m_mergePlan->tensors.size()), 0, m_mergePlan->totalBytes, {});
     updateButtons();
 }

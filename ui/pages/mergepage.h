@@ -23,12 +23,17 @@ namespace tessera {
 struct MergePlan;
 }
 
+namespace tessera {
+struct MergeOptions;
+}
+
 namespace tessera::ui {
 
 class CompareJob;
 class MappingJob;
 class MergeJob;
 class MergePlanModel;
+struct LoraMerge;
 struct CompareResult;
 struct MappingOutcome;
 struct MergeResult;
@@ -48,6 +53,9 @@ struct MergePanelOptions {
     bool strict = true;
     QString paramMapping;   ///< the rules file, empty for the built-in rules (or unsaved editor rules)
     QString ignoreMissingParams;
+    QString lora = QStringLiteral("both"); ///< LoRA checkpoints: fused, adapter or both
+    QString loraAlpha;      ///< empty: from the checkpoint's files
+    QString baseModel;      ///< an adapter-only checkpoint's base model
 };
 
 /// The merge panel: the options of `tessera merge` (with the Megatron mapping flags, shared with the Mapping
@@ -96,11 +104,15 @@ private:
     void updateButtons();
     void loadRules();
     bool isMegatron() const;
+    /// Reads and plans a LoRA checkpoint `input` with the page's LoRA options; false (and the plan box says
+    /// why) when it cannot be merged.
+    bool planLora(const CheckpointPtr& input, const tessera::MergeOptions& options);
 
     CheckpointPtr m_checkpoint;
     ThroughputMeter m_meter;
     std::shared_ptr<const tessera::MergePlan> m_mergePlan;
     CheckpointPtr m_mergeInput; ///< what the plan merges: the checkpoint, or its Hugging Face-named mapping
+    std::shared_ptr<const LoraMerge> m_loraMerge; ///< a LoRA checkpoint's plans (m_mergePlan is the primary one)
     QString m_planText;
     MergeJob* m_job;
     CompareJob* m_compare;
@@ -122,6 +134,9 @@ private:
     QCheckBox* m_tie;
     QCheckBox* m_valueModel;
     QCheckBox* m_verifyReplicas;
+    QComboBox* m_lora;
+    QLineEdit* m_loraAlpha;
+    QLineEdit* m_baseModel;
     QLineEdit* m_reference;
     QLabel* m_command;
     QLabel* m_planSummary;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "summarypage.h"
 
+#include "mapping/lora.h"
+
 #include "coreconvert.h"
 #include "widgets/rankcolors.h"
 
@@ -77,6 +79,9 @@ void SummaryPage::render()
     html += row(tr("HF config"), info.hfConfigDir.empty() ? tr("not found") : qs(info.hfConfigDir));
     for (const auto& [key, value] : info.notes)
         html += row(qs(key), qs(value));
+    const auto lora = tessera::loraSummaryLines(info);
+    for (std::size_t i = 0; i < lora.size(); ++i)
+        html += row(i == 0 ? tr("LoRA") : QString(), qs(lora[i]));
     html += QStringLiteral("</table>");
     if (info.problems.empty()) {
         html += tr("<p><b>Problems:</b> none</p>");
