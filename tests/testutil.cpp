@@ -6,6 +6,7 @@
 #include <QTemporaryDir>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -62,6 +63,21 @@ int runTessera(const QStringList& args, QString* out, QString* err)
     if (err)
         *err = QString::fromUtf8(process.readAllStandardError());
     return process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+}
+
+float bf16ToFloat(std::uint16_t bits)
+{
+    const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &wide, 4);
+    return f;
+}
+
+std::uint16_t floatToBf16(float value)
+{
+    std::uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    return static_cast<std::uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
 }
 
 } // namespace tessera::test

@@ -4,6 +4,7 @@
 #include <QString>
 #include <QTest>
 
+#include <cstdint>
 #include <string>
 
 namespace tessera::test {
@@ -21,6 +22,11 @@ void writeFile(const std::string& path, const std::string& bytes);
 std::string tesseraBinary();
 /// Runs `tessera args…`, returns its exit code and fills stdout/stderr.
 int runTessera(const QStringList& args, QString* out = nullptr, QString* err = nullptr);
+
+/// bfloat16 bits to float, exactly.
+float bf16ToFloat(std::uint16_t bits);
+/// float to bfloat16 bits, rounded to nearest even as torch does (finite values).
+std::uint16_t floatToBf16(float value);
 
 } // namespace tessera::test
 

@@ -36,6 +36,20 @@ bool isMegatronExtraState(const std::string& name) { return contains(name, "_ext
 
 MegatronTpSplit megatronTpSplit(const std::string& name, bool gated)
 {
+    // LoRA factors (Megatron-Bridge's ParallelLinearAdapter around a linear): linear_in (A) is a RowParallelLinear
+    // for a row-parallel linear (its input columns are split) and a ColumnParallelLinear of r rows otherwise;
+    // linear_out (B) is a ColumnParallelLinear whose rows follow the wrapped linear's output rows (GLU halves
+    // included). Around a replicated linear both are whole on every rank.
+    if (const auto at = name.find(kMegatronAdapterMarker); at != std::string::npos) {
+        const MegatronTpSplit base = megatronTpSplit(name.substr(0, at) + ".weight", gated);
+        if (base == MegatronTpSplit::Replicated)
+            return base;
+        const bool isA = name.compare(at, std::string(kMegatronAdapterMarker).size() + 2,
+                                      std::string(kMegatronAdapterMarker) + "in") == 0;
+        if (isA)
+            return base == MegatronTpSplit::Columns ? MegatronTpSplit::Columns : MegatronTpSplit::Rows;
+        return base == MegatronTpSplit::Columns ? MegatronTpSplit::Rows : base;
+    }
     const std::string kind = paramKind(name);
     const std::string module = modulePath(name);
     // Norms (including the ones fused into TE linears as layer_norm_weight/bias), routers and the shared-expert
@@ -71,6 +85,17 @@ std::optional<std::int64_t> smallIndex(const std::string& digits)
 }
 
 } // namespace
+
+std::optional<MegatronAdapterName> parseMegatronAdapterName(const std::string& name)
+{
+    const auto at = name.find(kMegatronAdapterMarker);
+    if (at == std::string::npos)
+        return std::nullopt;
+    const std::string rest = name.substr(at + std::string(kMegatronAdapterMarker).size());
+    if (rest != "in.weight" && rest != "out.weight")
+        return std::nullopt;
+    return MegatronAdapterName { name.substr(0, at) + ".weight", rest == "in.weight" };
+}
 
 std::string megatronIndexProblem(const std::string& name)
 {

@@ -18,6 +18,19 @@ enum class MegatronTpSplit {
     GluRows,    ///< gated linear_fc1: rank r holds [gate_r; up_r] of a global [gate; up]
 };
 
+/// What marks a LoRA factor in a Megatron name: `<linear>.adapter.linear_in.weight` (A, [r, in]) and
+/// `<linear>.adapter.linear_out.weight` (B, [out, r]), as Megatron-Bridge's (and NeMo's) LoRA names them.
+inline constexpr const char* kMegatronAdapterMarker = ".adapter.linear_";
+
+/// A LoRA factor's name split: the weight it adapts, and which factor it is.
+struct MegatronAdapterName {
+    std::string weight; ///< "decoder.layers.0.self_attention.linear_qkv.weight"
+    bool isA = false;   ///< linear_in (A); else linear_out (B)
+};
+
+/// Splits a LoRA factor's name; nullopt for anything else (a LoRA bias, a DoRA magnitude included).
+std::optional<MegatronAdapterName> parseMegatronAdapterName(const std::string& name);
+
 /// The split of `name` (a mcore name, local or global numbering). `gated` is the model's gated_linear_unit.
 MegatronTpSplit megatronTpSplit(const std::string& name, bool gated);
 

@@ -293,6 +293,50 @@ Result<std::vector<Output>> applyTransform(const CompiledRule& rule, const Item&
     return out;
 }
 
+/// PEFT's name of a LoRA factor of the Hugging Face weight `weight` ("….q_proj.weight" → "base_model.model.…
+/// q_proj.lora_B.weight"), the form the LoRA reader and adapter_model.safetensors use.
+std::string peftFactorName(const std::string& weight, bool isA)
+{
+    const std::string module = weight.size() > 7 && weight.compare(weight.size() - 7, 7, ".weight") == 0
+        ? weight.substr(0, weight.size() - 7)
+        : weight;
+    return "base_model.model." + module + (isA ? ".lora_A.weight" : ".lora_B.weight");
+}
+
+/// A Megatron LoRA factor under Hugging Face's PEFT names. B's rows are laid out like the adapted weight's
+/// (a ColumnParallelLinear over the same outputs), so the weight's rule re-indexes it the same way (QKV per query
+/// group, [gate; up] halves); A multiplies the input of every output the weight is split into, so each target
+/// gets the same A (q, k and v share one; so do gate and up).
+Result<std::vector<Output>> mapLoraFactor(const CompiledRule& rule, const Item& item, const MegatronAdapterName& adapter,
+                                          const Captures& captures, const ConfigVars& vars, const CheckpointInfo& source,
+                                          std::vector<std::string>& warnings)
+{
+    std::vector<Output> out;
+    if (item.tensor.shape.size() != 2)
+        return makeError("is not a 2-D LoRA factor");
+    if (adapter.isA) {
+        for (const auto& h : rule.rule->hf) {
+            const std::string name = peftFactorName(render(h, captures), true);
+            TensorInfo copy = item.tensor;
+            copy.name = name;
+            out.push_back({ name, std::move(copy) });
+        }
+        return out;
+    }
+    if (rule.rule->transform == MappingTransform::TrimVocab)
+        return makeError("is a LoRA factor of a vocabulary-padded weight, which is not supported");
+    Item weightLike = item;
+    weightLike.name = adapter.weight;
+    auto outputs = applyTransform(rule, weightLike, captures, vars, source, warnings);
+    TESSERA_TRY(outputs);
+    for (auto& o : *outputs) {
+        o.name = peftFactorName(o.name, false);
+        o.tensor.name = o.name;
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
 } // namespace
 
 const char* mappingStatusName(MappingStatus status)
@@ -389,11 +433,14 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
             MappingRow base;
             base.source = item.label;
             base.sourceShape = item.sourceShape;
+            // A LoRA factor maps through the rule of the weight it adapts (see mapLoraFactor()).
+            const auto adapter = parseMegatronAdapterName(item.name);
+            const std::string& ruleName = adapter ? adapter->weight : item.name;
             const CompiledRule* rule = nullptr;
             Captures captures;
             for (const auto& r : *mapRules) {
                 for (const auto& p : r.megatron)
-                    if (auto c = matchPattern(p, item.name)) {
+                    if (auto c = matchPattern(p, ruleName)) {
                         rule = &r;
                         captures = std::move(*c);
                         break;
@@ -414,6 +461,28 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
             base.rule = rule->rule->id;
             base.ruleOrigin = rule->rule->origin;
             base.transform = (item.chain.empty() ? "" : item.chain + " + ") + mappingTransformName(rule->rule->transform);
+            if (adapter) {
+                auto factors = mapLoraFactor(*rule, item, *adapter, captures, *vars, source, result.warnings);
+                if (!factors) {
+                    base.status = MappingStatus::ShapeMismatch;
+                    base.detail = item.name + " " + shapeToString(item.tensor.shape) + " " + factors.error().message;
+                    result.rows.push_back(std::move(base));
+                    continue;
+                }
+                base.transform += adapter->isA ? " (LoRA A, one copy per target)" : " (LoRA B)";
+                for (auto& o : *factors) {
+                    MappingRow row = base;
+                    row.target = o.name;
+                    row.targetShape = o.tensor.shape;
+                    row.detail = "a LoRA factor: the merge fuses it into the weight it adapts and writes it to the "
+                                 "adapter folder";
+                    const std::size_t rowIndex = result.rows.size();
+                    result.rows.push_back(std::move(row));
+                    if (byTarget.emplace(o.name, produced.size()).second)
+                        produced.push_back({ rowIndex, std::move(o.tensor) });
+                }
+                continue;
+            }
             auto outputs = applyTransform(*rule, item, captures, *vars, source, result.warnings);
             if (!outputs) {
                 base.status = MappingStatus::ShapeMismatch;

@@ -48,4 +48,40 @@ inline Values cat(std::initializer_list<Values> parts)
     return out;
 }
 
+/// How a TP rank holds a global tensor (Megatron's per-rank files).
+enum class Split { Replicated, Rows, Columns, Glu };
+
+/// Rank `r` of `tp`'s slice of a row-major 1-D or 2-D tensor.
+inline Values localSlice(const Values& g, const Shape& shape, Split split, int r, int tp, Shape& local)
+{
+    const std::int64_t rowsN = shape[0], cols = shape.size() > 1 ? shape[1] : 1;
+    local = shape;
+    Values out;
+    auto rowRange = [&](std::int64_t begin, std::int64_t n) {
+        out.insert(out.end(), g.begin() + begin * cols, g.begin() + (begin + n) * cols);
+    };
+    switch (split) {
+    case Split::Replicated:
+        return g;
+    case Split::Rows:
+        local[0] = rowsN / tp;
+        rowRange(r * local[0], local[0]);
+        return out;
+    case Split::Columns:
+        local[1] = cols / tp;
+        for (std::int64_t i = 0; i < rowsN; ++i)
+            out.insert(out.end(), g.begin() + i * cols + r * local[1], g.begin() + i * cols + (r + 1) * local[1]);
+        return out;
+    case Split::Glu: {
+        // Rank r holds [gate_r; up_r] of the global [gate; up].
+        const std::int64_t half = rowsN / 2, per = half / tp;
+        local[0] = 2 * per;
+        rowRange(r * per, per);
+        rowRange(half + r * per, per);
+        return out;
+    }
+    }
+    return out;
+}
+
 } // namespace tessera::test

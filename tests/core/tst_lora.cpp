@@ -31,21 +31,6 @@ namespace {
 
 std::string loraActor() { return fixture("lora_llama_w2_fp32/global_step_10/actor"); }
 
-float bf16ToFloat(std::uint16_t h)
-{
-    const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
-std::uint16_t floatToBf16(float f) // round to nearest even, as torch does (finite values only here)
-{
-    std::uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    return static_cast<std::uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-}
-
 /// A deterministic value in about [-1, 1) for element `i` of tensor `salt`.
 float valueAt(int salt, std::size_t i)
 {
