@@ -123,16 +123,19 @@ std::optional<double> parseTolerance(const ArgParser& parser, const char* name)
 
 int runDiff(const std::vector<std::string>& args)
 {
-    ArgParser parser("diff", "A B [--atol A --rtol R] [--json] [--failures_only]",
+    ArgParser parser("diff", "A B [--atol A --rtol R] [--json] [--failures_only]  |  A --lora_update",
                      "Compare two checkpoints tensor by tensor. A and B may be any layout Tessera reads (verl FSDP,\n"
                      "DCP, Megatron, Hugging Face safetensors folders or files); Megatron names are mapped to Hugging\n"
                      "Face names first. Prints one line per tensor: status, max/mean |a-b|, max relative error,\n"
                      "cosine similarity, differing elements, NaN/Inf counts of A and B and whether the bytes are\n"
                      "equal. A tensor passes when |a-b| <= atol + rtol*|b| for every element (NaN only matches NaN;\n"
                      "integer tensors must be equal). Exits with 0 when every tensor passes and none is missing,\n"
-                     "1 otherwise.");
+                     "1 otherwise. A LoRA checkpoint is compared as its fused model; with --lora_update and no B,\n"
+                     "its base model is compared with its fused model, showing what the adapter changed.");
     parser.addPositional("A", "the checkpoint to check (folder or file)");
-    parser.addPositional("B", "the reference (folder or file)");
+    parser.addPositional("B", "the reference (folder or file); not with --lora_update", true);
+    parser.addSwitch("lora_update", "A is a LoRA checkpoint: compare its base weights (as B) with its fused model (as "
+                                    "A), so every fused weight shows its update");
     parser.addOption("atol", "A", "absolute tolerance", "0");
     parser.addOption("rtol", "R", "relative tolerance, to B: |a-b| <= atol + rtol*|b|", "0");
     parser.addSwitch("json", "print one JSON object on stdout (non-finite numbers as \"inf\", \"-inf\", \"nan\")");
@@ -184,18 +187,40 @@ int runDiff(const std::vector<std::string>& args)
             warnings.push_back(std::string(side) + ": " + p.text());
         return withHfNames(*info, configDir, &warnings);
     };
-    auto a = load(parser.positional("A"), parser.value("hf_model_path"), "A");
-    if (!a)
-        return fail(a.error().message);
-    auto b = load(parser.positional("B"), parser.value("hf_model_path_b"), "B");
-    if (!b)
-        return fail(b.error().message);
+    const bool loraUpdate = parser.isSet("lora_update");
+    if (loraUpdate == !parser.positional("B").empty()) {
+        std::cerr << "tessera diff: " << (loraUpdate ? "--lora_update compares A with itself; give no B"
+                                                     : "B is required (or --lora_update for a LoRA checkpoint)")
+                  << "\n";
+        return ExitUsage;
+    }
+    CheckpointInfo a, b;
+    if (loraUpdate) {
+        // The base model is the reference: each fused weight's difference is its update (B·A)·scale.
+        auto scanned = load(parser.positional("A"), parser.value("hf_model_path"), "A");
+        if (!scanned)
+            return fail(scanned.error().message);
+        if (scanned->loraDeltas.empty())
+            return fail(parser.positional("A") + " has no LoRA update to show (not a LoRA checkpoint with its base "
+                                                 "weights)");
+        a = std::move(*scanned);
+        b = a.withoutLoraUpdates();
+    } else {
+        auto scannedA = load(parser.positional("A"), parser.value("hf_model_path"), "A");
+        if (!scannedA)
+            return fail(scannedA.error().message);
+        auto scannedB = load(parser.positional("B"), parser.value("hf_model_path_b"), "B");
+        if (!scannedB)
+            return fail(scannedB.error().message);
+        a = std::move(*scannedA);
+        b = std::move(*scannedB);
+    }
     if (!quiet)
         for (const auto& w : warnings)
             std::cerr << "tessera diff: warning: " << w << "\n";
 
     TerminalProgress progress("Comparing", TerminalProgress::Unit::Items, quiet);
-    auto report = diffCheckpoints(*a, *b, options, progress);
+    auto report = diffCheckpoints(a, b, options, progress);
     progress.finish();
     if (!report)
         return fail(report.error().message);
@@ -211,7 +236,7 @@ int runDiff(const std::vector<std::string>& args)
             if (!parser.isSet("failures_only") || !diffStatusOk(t.status))
                 tensors.push_back(rowJson(t));
         std::cout << nlohmann::json { { "a", report->pathA },       { "b", report->pathB },
-                                      { "layout_a", a->layout },    { "layout_b", b->layout },
+                                      { "layout_a", a.layout },     { "layout_b", b.layout },
                                       { "atol", options.atol },     { "rtol", options.rtol },
                                       { "ok", report->ok() },       { "failures", report->failures() },
                                       { "counts", counts },         { "warnings", warnings },

@@ -39,8 +39,8 @@ void addCommonMergeOptions(ArgParser& parser)
                                      "adapter folder in TARGET/lora_adapter) or both", "both");
     parser.addOption("lora_alpha", "A", "LoRA alpha, when the checkpoint does not record it (lora_train_meta.json)");
     parser.addSwitch("use_rslora", "LoRA: scale by alpha/sqrt(r) (rank-stabilised LoRA) instead of alpha/r");
-    parser.addOption("base_model", "DIR", "LoRA: the base model (a Hugging Face folder or any checkpoint) for an "
-                                          "adapter-only (save_lora_only) checkpoint");
+    parser.addOption("base_model", "DIR", "LoRA: the base model (a Hugging Face folder, or an FSDP or DCP "
+                                          "checkpoint) for an adapter-only (save_lora_only) checkpoint");
     parser.addSwitch("trust_remote_code", "accepted for compatibility with verl (no code is ever run)");
     parser.addSwitch("use_cpu_initialization", "accepted for compatibility with verl (has no effect)");
 }
@@ -134,6 +134,9 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
             auto scanned = scanCheckpoint(parser.value("base_model"), ScanOptions { "", scan.threads });
             if (!scanned)
                 return fail(ExitProblems, "--base_model: " + scanned.error().message);
+            if (isMegatronLayout(scanned->layout))
+                return fail(ExitProblems, "--base_model: " + parser.value("base_model") + " is a Megatron checkpoint; "
+                                          "merge it into a Hugging Face folder first and give that folder");
             base = std::move(*scanned);
         }
         auto read = readLoraCheckpoint(*info, lora, base ? &*base : nullptr);

@@ -2,7 +2,9 @@
 #include "compare/tensor_diff.h"
 
 #include "model/convert.h"
+#include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
+#include "merge/lora_fuse.h"
 #include "merge/merge_engine.h"
 #include "merge/merge_plan.h"
 #include "parallel.h"
@@ -258,6 +260,21 @@ Result<PageBuffer> readTensor(SourceFiles& files, const CheckpointInfo& info, in
     const TensorInfo& t = info.tensors[static_cast<std::size_t>(index)];
     auto planned = planTensorCopy(t, static_cast<std::size_t>(index), std::nullopt);
     TESSERA_TRY(planned);
+    if (const LoraDelta* d = info.loraDeltaFor(t.name)) {
+        // A LoRA checkpoint's fused view: the weight is compared as the merge writes it, W + (B·A)·scale.
+        auto indexOf = [&](const std::string& name) {
+            for (std::size_t i = 0; i < info.tensors.size(); ++i)
+                if (info.tensors[i].name == name)
+                    return i;
+            return info.tensors.size();
+        };
+        const std::size_t ia = indexOf(d->a), ib = indexOf(d->b);
+        if (ia == info.tensors.size() || ib == info.tensors.size())
+            return makeError(t.name + ": its LoRA factors are not in the checkpoint");
+        auto delta = planLoraDelta(*planned, t, info.tensors[ia], ia, info.tensors[ib], ib, d->scale, d->transposed);
+        TESSERA_TRY(delta);
+        planned->delta = std::make_shared<const PlannedDelta>(std::move(*delta));
+    }
     auto buffer = PageBuffer::allocate(std::max<std::uint64_t>(planned->bytes, 1));
     TESSERA_TRY(buffer);
     TESSERA_TRY(materializeTensor(files, t, *planned, buffer->data(), canceled));
@@ -593,15 +610,17 @@ std::string DiffReport::summary() const
 
 std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInfo& b)
 {
+    // LoRA factors of a fused view are part of their weights, not tensors of the model.
     std::map<std::string, int> inB;
     for (std::size_t i = 0; i < b.tensors.size(); ++i)
-        inB.emplace(b.tensors[i].name, static_cast<int>(i));
+        if (!b.isLoraFactor(b.tensors[i].name))
+            inB.emplace(b.tensors[i].name, static_cast<int>(i));
     std::vector<TensorDiff> rows;
     rows.reserve(a.tensors.size() + b.tensors.size());
     std::map<std::string, bool> inA;
     for (std::size_t i = 0; i < a.tensors.size(); ++i) {
         const TensorInfo& t = a.tensors[i];
-        if (!inA.emplace(t.name, true).second)
+        if (a.isLoraFactor(t.name) || !inA.emplace(t.name, true).second)
             continue; // a duplicate name is the reader's problem to report; pair the first
         TensorDiff row;
         row.name = t.name;
@@ -633,7 +652,7 @@ std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInf
     }
     for (std::size_t i = 0; i < b.tensors.size(); ++i) {
         const TensorInfo& u = b.tensors[i];
-        if (inA.count(u.name) || inB[u.name] != static_cast<int>(i))
+        if (b.isLoraFactor(u.name) || inA.count(u.name) || inB[u.name] != static_cast<int>(i))
             continue;
         TensorDiff row;
         row.name = u.name;
@@ -771,11 +790,28 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     return detail;
 }
 
+namespace {
+
+/// A LoRA checkpoint as the model its merge writes: the fused view (or, with no base weights, the adapter).
+Result<CheckpointInfo> asMergedModel(const CheckpointInfo& checkpoint, std::vector<std::string>* warnings)
+{
+    if (!hasLoraTensors(checkpoint))
+        return checkpoint;
+    auto lora = readLoraCheckpoint(checkpoint, {});
+    if (!lora)
+        return lora.error();
+    if (warnings)
+        warnings->insert(warnings->end(), lora->notes.begin(), lora->notes.end());
+    return lora->hasBase ? std::move(lora->fused) : std::move(lora->adapter);
+}
+
+} // namespace
+
 Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::string& configDir,
                                    std::vector<std::string>* warnings)
 {
     if (!isMegatronLayout(checkpoint.layout))
-        return checkpoint;
+        return asMergedModel(checkpoint, warnings);
     MappingOptions mapping;
     mapping.configDir = configDir;
     mapping.strict = false; // the diff lists missing and extra tensors itself
@@ -784,7 +820,7 @@ Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::
         return mapped.error().withContext(checkpoint.root + ": mapping Megatron names to Hugging Face names");
     if (warnings)
         warnings->insert(warnings->end(), mapped->warnings.begin(), mapped->warnings.end());
-    return std::move(mapped->mapped);
+    return asMergedModel(mapped->mapped, warnings);
 }
 
 Shape unflattenIndex(std::uint64_t flat, const Shape& shape)

@@ -165,8 +165,9 @@ struct TensorDiffDetail {
 Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const CheckpointInfo& b, const std::string& name,
                                           const DiffOptions& options, Progress& progress = silentProgress());
 
-/// `checkpoint` with Hugging Face names when it is a Megatron layout (so it pairs with a Hugging Face model),
-/// else a copy. `configDir` overrides where config.json is looked for; mapping warnings go to `warnings`.
+/// `checkpoint` as the Hugging Face model its merge writes, so it pairs with one: Megatron names mapped, a LoRA
+/// checkpoint as its fused model (the adapter alone when it has no base weights), anything else a copy.
+/// `configDir` overrides where config.json is looked for; mapping warnings and LoRA notes go to `warnings`.
 Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::string& configDir,
                                    std::vector<std::string>* warnings = nullptr);
 

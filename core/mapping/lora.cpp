@@ -481,7 +481,7 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         fb.name = m.adapterB;
         lora.fused.tensors.push_back(std::move(fa));
         lora.fused.tensors.push_back(std::move(fb));
-        lora.deltas.push_back({ m.weight, m.adapterA, m.adapterB, m.scale, m.embedding });
+        lora.fused.loraDeltas.push_back({ m.weight, m.adapterA, m.adapterB, m.scale, m.embedding });
     }
     if (!errors.empty()) {
         std::string message = "the LoRA adapter does not fit the base model (" + std::to_string(errors.size())

@@ -56,10 +56,9 @@ struct LoraCheckpoint {
     std::vector<LoraModule> modules;
     bool adapterOnly = false;            ///< save_lora_only: the checkpoint holds no base weights
     bool hasBase = false;                ///< `fused` is complete (the checkpoint's base weights or --base_model)
-    /// The base weights under Hugging Face names plus the factors (under their adapter names); merged with
-    /// `deltas`, it is the fused model. Empty when there is no base.
+    /// The base weights under Hugging Face names plus the factors (under their adapter names), with the
+    /// updates in `fused.loraDeltas`: merged, it is the fused model. Empty when there is no base.
     CheckpointInfo fused;
-    std::vector<LoraDelta> deltas;
     /// The factors (and modules_to_save copies) under PEFT's on-disk names: adapter_model.safetensors.
     CheckpointInfo adapter;
     std::string summary;                 ///< "LoRA adapter: 8 modules (q_proj, v_proj), r = 8, alpha = 16 (from …)"

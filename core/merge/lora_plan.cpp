@@ -34,9 +34,7 @@ Result<LoraMergePlans> planLoraMerge(const LoraCheckpoint& lora, const MergeOpti
                                                  "the fused model needs the base weights: pass --base_model with the "
                                                  "base model's Hugging Face folder");
         if (lora.hasBase) {
-            MergeOptions fused = options;
-            fused.loraDeltas = lora.deltas;
-            auto plan = planMerge(lora.fused, fused);
+            auto plan = planMerge(lora.fused, options);
             if (!plan)
                 return plan.error();
             plans.fused = std::move(*plan);

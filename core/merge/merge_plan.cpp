@@ -206,7 +206,7 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
     std::map<std::size_t, const LoraDelta*> deltaFor;
     {
         std::vector<std::string> errors;
-        for (const auto& d : options.loraDeltas) {
+        for (const auto& d : info.loraDeltas) {
             const auto w = byName.find(d.weight), a = byName.find(d.a), b = byName.find(d.b);
             if (w == byName.end() || a == byName.end() || b == byName.end()) {
                 errors.push_back(d.weight + ": its LoRA update names a tensor the checkpoint does not have ("

@@ -23,8 +23,6 @@ struct MergeOptions {
     bool forceTieWordEmbeddings = false;               ///< --tie-word-embedding: tie even if config.json does not say so
     std::string hfConfigDir;                           ///< --hf_model_path: overrides CheckpointInfo::hfConfigDir
     unsigned threads = 1;                              ///< only used for the memory estimate
-    /// LoRA updates fused into their weights while they stream; the factors they name are read, not written.
-    std::vector<LoraDelta> loraDeltas;
     /// Writes PEFT names as they are (an adapter's own file); otherwise a PEFT name not consumed by a delta is
     /// refused, since it would put the adapter-wrapped model under the wrong names.
     bool keepPeftNames = false;

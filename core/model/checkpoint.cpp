@@ -38,6 +38,33 @@ const TensorInfo* CheckpointInfo::find(const std::string& name) const
     return nullptr;
 }
 
+bool CheckpointInfo::isLoraFactor(const std::string& name) const
+{
+    for (const auto& d : loraDeltas)
+        if (d.a == name || d.b == name)
+            return true;
+    return false;
+}
+
+const LoraDelta* CheckpointInfo::loraDeltaFor(const std::string& name) const
+{
+    for (const auto& d : loraDeltas)
+        if (d.weight == name)
+            return &d;
+    return nullptr;
+}
+
+CheckpointInfo CheckpointInfo::withoutLoraUpdates() const
+{
+    CheckpointInfo base = *this;
+    base.tensors.clear();
+    for (const auto& t : tensors)
+        if (!isLoraFactor(t.name))
+            base.tensors.push_back(t);
+    base.loraDeltas.clear();
+    return base;
+}
+
 std::uint64_t CheckpointInfo::totalBytes() const
 {
     std::uint64_t total = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/dtype.h"
+#include "model/lora_delta.h"
 
 #include <cstdint>
 #include <map>
@@ -99,8 +100,17 @@ struct CheckpointInfo {
     std::vector<TensorInfo> tensors;   ///< in the checkpoint's own key order
     std::vector<Problem> problems;
     std::map<std::string, std::string> notes; ///< extra facts for display ("fsdp_version" → "2", …)
+    /// LoRA updates to fuse into their weights (a LoRA checkpoint's fused view): the factors they name are
+    /// tensors of this description that are read, never written or compared on their own.
+    std::vector<LoraDelta> loraDeltas;
 
     const TensorInfo* find(const std::string& name) const;
+    /// True when `name` is a factor of one of loraDeltas.
+    bool isLoraFactor(const std::string& name) const;
+    /// The delta fused into the weight `name`, if any.
+    const LoraDelta* loraDeltaFor(const std::string& name) const;
+    /// This description without its LoRA updates and their factors: a fused view's base model.
+    CheckpointInfo withoutLoraUpdates() const;
     std::uint64_t totalBytes() const;
 };
 

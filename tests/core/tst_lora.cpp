@@ -145,10 +145,7 @@ std::vector<float> readOutput(const std::string& dir, const std::string& name, D
 /// The fused view's base weights alone (its factors left out), written as a Hugging Face folder.
 std::string writeBaseModel(const LoraCheckpoint& lora)
 {
-    CheckpointInfo base = lora.fused;
-    base.tensors.erase(std::remove_if(base.tensors.begin(), base.tensors.end(),
-                                      [](const TensorInfo& t) { return t.name.find(".lora_") != std::string::npos; }),
-                       base.tensors.end());
+    const CheckpointInfo base = lora.fused.withoutLoraUpdates();
     auto plan = planMerge(base, {});
     if (!plan)
         qFatal("%s", plan.error().message.c_str());
@@ -450,6 +447,19 @@ private Q_SLOTS:
                               QStringLiteral("--lora"), QStringLiteral("adapter") },
                             &out, &err),
                  0);
+        // diff --lora_update: the base against the fused model, only the adapted weights differ.
+        QCOMPARE(runTessera({ QStringLiteral("diff"), QString::fromStdString(loraActor()), QStringLiteral("--lora_update"),
+                              QStringLiteral("--json") },
+                            &out, &err),
+                 1);
+        const auto diff = nlohmann::json::parse(out.toStdString());
+        QCOMPARE(diff["counts"]["different"].get<int>(), 8);
+        QCOMPARE(diff["counts"]["identical"].get<int>(), 31);
+        QCOMPARE(runTessera({ QStringLiteral("diff"), QString::fromStdString(fixture("fsdp2_llama_w4/global_step_10/actor")),
+                              QStringLiteral("--lora_update") },
+                            &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("no LoRA update")), qPrintable(err));
         // Usage errors.
         QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), QString::fromStdString(loraActor()),
                               QStringLiteral("--target_dir"), QString::fromStdString(target), QStringLiteral("--lora"),

@@ -115,6 +115,32 @@ private Q_SLOTS:
         QVERIFY(page.summaryText().contains(QStringLiteral("PASS")));
     }
 
+    void loraCheckpointComparesAsItsFusedModel()
+    {
+        DiffPage page;
+        page.setCheckpoint(scanFixture(tessera::test::fixture("lora_llama_w2_fp32/global_step_10/actor")));
+        // Against the fused reference: every tensor within 1e-6 (the fused ones differ by the matmul's rounding).
+        page.setReferenceDir(QString::fromStdString(tessera::test::fixture("lora_llama_w2_fp32/reference")));
+        page.setTolerances(1e-6, 0);
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY2(page.report()->ok(), page.report()->summary().c_str());
+        QCOMPARE(page.report()->tensors.size(), std::size_t(39)); // the factors are part of their weights
+
+        // The LoRA update: the fused model against its own base weights; exactly the 8 adapted weights differ.
+        page.setTolerances(0, 0);
+        QVERIFY(page.compareLoraUpdate());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        QCOMPARE(page.report()->count(tessera::DiffStatus::Different), std::size_t(8));
+        QCOMPARE(page.report()->count(tessera::DiffStatus::Identical), std::size_t(31));
+        QVERIFY(page.selectTensor(QStringLiteral("model.layers.0.self_attn.q_proj.weight")));
+
+        // Not offered for a checkpoint without an adapter.
+        page.setCheckpoint(scanFixture(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QVERIFY(!page.compareLoraUpdate());
+    }
+
     void badReferenceFails()
     {
         DiffPage page;

@@ -107,6 +107,16 @@ DiffJob::~DiffJob()
 
 void DiffJob::start(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options)
 {
+    run(std::move(a), referencePath, options, false);
+}
+
+void DiffJob::startLoraUpdate(CheckpointPtr a, const tessera::DiffOptions& options)
+{
+    run(std::move(a), QString(), options, true);
+}
+
+void DiffJob::run(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options, bool loraUpdate)
+{
     cancel();
     const quint64 generation = ++m_generation;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
@@ -125,7 +135,7 @@ void DiffJob::start(CheckpointPtr a, const QString& referencePath, const tessera
             Qt::QueuedConnection);
     };
     const std::string reference = referencePath.toStdString();
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, a, reference, options, cancelFlag, post]() {
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, a, reference, options, cancelFlag, post, loraUpdate]() {
         DiffOutcome outcome;
         StreamingProgress streaming(cancelFlag, [this, post](int permille, const QString& text, DiffRowBatch rows) {
             post([this, permille, text, rows = std::move(rows)] {
@@ -138,13 +148,20 @@ void DiffJob::start(CheckpointPtr a, const QString& referencePath, const tessera
             ScanPhaseProgress scanProgress(streaming, [this, post](const std::string& text) {
                 post([this, text = QString::fromStdString(text)] { Q_EMIT progress(0, tr("Scanning B: %1").arg(text)); });
             });
-            auto b = tessera::scanCheckpoint(reference, {}, scanProgress);
+            auto mappedA = tessera::withHfNames(*a, {});
+            if (loraUpdate && mappedA && mappedA->loraDeltas.empty())
+                mappedA = tessera::makeError("the checkpoint has no LoRA update to show (not a LoRA checkpoint with "
+                                             "its base weights)");
+            // B: the reference, or (a LoRA update) A's own base weights.
+            auto b = loraUpdate ? tessera::Result<tessera::CheckpointInfo>(tessera::CheckpointInfo())
+                                : tessera::scanCheckpoint(reference, {}, scanProgress);
             if (!b) {
                 outcome.error = QString::fromStdString(b.error().withContext(reference).message);
                 return outcome;
             }
-            auto mappedA = tessera::withHfNames(*a, {});
-            auto mappedB = tessera::withHfNames(*b, {});
+            auto mappedB = loraUpdate ? (mappedA ? tessera::Result<tessera::CheckpointInfo>(mappedA->withoutLoraUpdates())
+                                                 : mappedA)
+                                      : tessera::withHfNames(*b, {});
             if (!mappedA || !mappedB) {
                 outcome.error = QString::fromStdString((mappedA ? mappedB.error() : mappedA.error()).message);
                 return outcome;

@@ -41,6 +41,9 @@ public:
 
     /// Compares `a` with the checkpoint at `referencePath` (any layout).
     void start(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options);
+    /// Compares a LoRA checkpoint's fused model (A) with its own base weights (B): each fused weight's
+    /// difference is the update its adapter adds.
+    void startLoraUpdate(CheckpointPtr a, const tessera::DiffOptions& options);
     void cancel();
     bool isRunning() const;
 
@@ -57,6 +60,7 @@ Q_SIGNALS:
 
 private:
     void onFinished(quint64 generation);
+    void run(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options, bool loraUpdate);
 
     QThreadPool m_pool;
     QFutureWatcher<DiffOutcome>* m_watcher = nullptr;

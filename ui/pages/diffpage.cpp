@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "diffpage.h"
 
+#include "mapping/lora.h"
+
 #include "coreconvert.h"
 #include "models/difffilterproxy.h"
 #include "models/difftablemodel.h"
@@ -39,6 +41,7 @@ DiffPage::DiffPage(QWidget* parent)
     , m_atol(new QLineEdit(QStringLiteral("0"), this))
     , m_rtol(new QLineEdit(QStringLiteral("0"), this))
     , m_compare(new QPushButton(tr("Compare"), this))
+    , m_loraUpdate(new QPushButton(tr("LoRA update"), this))
     , m_cancel(new QPushButton(tr("Cancel"), this))
     , m_progress(new QProgressBar(this))
     , m_summary(new QLabel(this))
@@ -80,6 +83,7 @@ DiffPage::DiffPage(QWidget* parent)
     controls->addWidget(m_rtol);
     controls->addSpacing(12);
     controls->addWidget(m_compare);
+    controls->addWidget(m_loraUpdate);
     controls->addWidget(m_cancel);
     controls->addWidget(m_progress);
     controls->addWidget(m_summary, 1);
@@ -138,6 +142,9 @@ DiffPage::DiffPage(QWidget* parent)
 
     connect(browse, &QPushButton::clicked, this, &DiffPage::browseReference);
     connect(m_compare, &QPushButton::clicked, this, &DiffPage::compare);
+    connect(m_loraUpdate, &QPushButton::clicked, this, &DiffPage::compareLoraUpdate);
+    m_loraUpdate->setToolTip(tr("A LoRA checkpoint: compare its fused model with its base weights, so each fused "
+                                "weight shows the update its adapter adds (ΔW)"));
     connect(m_cancel, &QPushButton::clicked, this, &DiffPage::cancel);
     connect(m_right, &QLineEdit::returnPressed, this, &DiffPage::compare);
     connect(m_right, &QLineEdit::textChanged, this, [this] { setRunning(isRunning()); });
@@ -217,12 +224,18 @@ std::optional<tessera::DiffOptions> DiffPage::options(QString* error) const
     return options;
 }
 
-bool DiffPage::compare()
+bool DiffPage::compare() { return startComparison(false); }
+
+bool DiffPage::compareLoraUpdate() { return startComparison(true); }
+
+bool DiffPage::startComparison(bool loraUpdate)
 {
     QString error;
     if (!m_checkpoint)
         error = tr("Open a checkpoint first: it is A.");
-    else if (referenceDir().isEmpty())
+    else if (loraUpdate && !tessera::hasLoraTensors(*m_checkpoint))
+        error = tr("The loaded checkpoint has no LoRA adapter.");
+    else if (!loraUpdate && referenceDir().isEmpty())
         error = tr("Choose B: a Hugging Face folder or another checkpoint.");
     const auto opts = error.isEmpty() ? options(&error) : std::nullopt;
     if (!opts) {
@@ -235,8 +248,13 @@ bool DiffPage::compare()
     m_report.reset();
     m_detail->showMessage(tr("Comparing…"));
     m_progress->setValue(0);
-    m_summary->setText(tr("Scanning B…"));
-    m_job->start(m_checkpoint, QDir(referenceDir()).absolutePath(), m_options);
+    if (loraUpdate) {
+        m_summary->setText(tr("Reading the LoRA adapter…"));
+        m_job->startLoraUpdate(m_checkpoint, m_options);
+    } else {
+        m_summary->setText(tr("Scanning B…"));
+        m_job->start(m_checkpoint, QDir(referenceDir()).absolutePath(), m_options);
+    }
     setRunning(true);
     return true;
 }
@@ -248,6 +266,8 @@ bool DiffPage::isRunning() const { return m_job->isRunning(); }
 void DiffPage::setRunning(bool running)
 {
     m_compare->setEnabled(!running && m_checkpoint && !referenceDir().isEmpty());
+    m_loraUpdate->setVisible(m_checkpoint && tessera::hasLoraTensors(*m_checkpoint));
+    m_loraUpdate->setEnabled(!running);
     m_cancel->setVisible(running);
     m_progress->setVisible(running);
 }

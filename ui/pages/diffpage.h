@@ -40,6 +40,9 @@ public:
     /// Starts the comparison of the loaded checkpoint with the reference; false (with a message shown) when either
     /// is missing or a tolerance is not a number.
     bool compare();
+    /// For a LoRA checkpoint: compares its fused model with its base weights, so every fused weight shows the
+    /// update its adapter adds; false (with a message) for other checkpoints.
+    bool compareLoraUpdate();
     void cancel();
     bool isRunning() const;
     /// Selects the row of `tensor` (shows its detail); false when the table has no such row.
@@ -67,6 +70,7 @@ private:
     void selectMostInteresting();
     void setRunning(bool running);
     std::optional<tessera::DiffOptions> options(QString* error) const;
+    bool startComparison(bool loraUpdate);
 
     CheckpointPtr m_checkpoint;
     CheckpointPtr m_sideA;  ///< A and B as compared (Megatron names mapped), for the detail computations
@@ -82,6 +86,7 @@ private:
     QLineEdit* m_atol;
     QLineEdit* m_rtol;
     QPushButton* m_compare;
+    QPushButton* m_loraUpdate;
     QPushButton* m_cancel;
     QProgressBar* m_progress;
     QLabel* m_summary;
