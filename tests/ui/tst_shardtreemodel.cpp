@@ -194,6 +194,28 @@ private Q_SLOTS:
         const QModelIndex rank2 = model.index(2, 0, actor);
         QCOMPARE(model.index(0, ShardTreeModel::PlacementColumn, rank2).data().toString(), QStringLiteral("[0:256, 0:64] · replica"));
     }
+
+    void loraFactorsAndTheirWeightsSayWhatTheyAre()
+    {
+        auto result = tessera::scanCheckpoint(tessera::test::fixture("lora_llama_w2_fp32/global_step_10/actor"));
+        QVERIFY_RESULT(result);
+        const auto checkpoint = std::make_shared<const tessera::CheckpointInfo>(std::move(result).value());
+        ShardTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setCheckpoint(checkpoint);
+        auto tip = [&](const std::string& name) {
+            for (std::size_t i = 0; i < checkpoint->tensors.size(); ++i)
+                if (checkpoint->tensors[i].name == name)
+                    return model.indexForTensor(int(i)).data(Qt::ToolTipRole).toString();
+            return QString();
+        };
+        const std::string q = "base_model.model.model.layers.0.self_attn.q_proj.";
+        QVERIFY2(tip(q + "base_layer.weight").contains(QStringLiteral("LoRA-adapted (r 8, scale 2)")),
+                 qPrintable(tip(q + "base_layer.weight")));
+        QVERIFY(tip(q + "lora_A.default.weight").contains(QStringLiteral("LoRA A of model.layers.0.self_attn.q_proj")));
+        QVERIFY(tip(q + "lora_B.default.weight").contains(QStringLiteral("fused into model.layers.0.self_attn.q_proj.weight")));
+        QVERIFY(!tip("base_model.model.model.norm.weight").contains(QStringLiteral("LoRA")));
+    }
 };
 
 QTEST_MAIN(TestShardTreeModel)

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "shardtreemodel.h"
 
+#include "mapping/lora.h"
+
 #include "coreconvert.h"
 #include "roles.h"
 
 #include <QRegularExpression>
+
+#include <map>
 
 #include <unordered_map>
 
@@ -76,9 +80,11 @@ void ShardTreeModel::rebuild()
     m_topEntries.clear();
     m_firstEntryOfTensor.clear();
     m_tensorProblems.clear();
+    m_tensorLora.clear();
     m_rootProblems.clear();
     if (!m_checkpoint)
         return;
+    describeLora();
     const auto& info = *m_checkpoint;
 
     // run → step → role from the folder names verl and Megatron write (…/RUN/global_step_N/actor).
@@ -424,6 +430,37 @@ QVariant ShardTreeModel::groupData(int groupIndex, int column, int role) const
     }
 }
 
+void ShardTreeModel::describeLora()
+{
+    const auto& info = *m_checkpoint;
+    m_tensorLora.assign(info.tensors.size(), QString());
+    if (!tessera::hasLoraTensors(info))
+        return;
+    auto lora = tessera::readLoraCheckpoint(info, {});
+    if (!lora)
+        return; // the summary says why it cannot be merged
+    std::map<std::string, int> index;
+    for (std::size_t i = 0; i < info.tensors.size(); ++i)
+        index.emplace(info.tensors[i].name, int(i));
+    std::map<std::string, std::string> sourceOfWeight; // HF weight name → the checkpoint's name
+    for (const auto& [source, hf] : lora->baseNames)
+        sourceOfWeight.emplace(hf, source);
+    for (const auto& m : lora->modules) {
+        const QString scale = QString::number(m.scale, 'g', 6);
+        for (const auto& [factor, letter] : { std::pair { m.sourceA, "A" }, std::pair { m.sourceB, "B" } })
+            if (auto it = index.find(factor); it != index.end())
+                m_tensorLora[std::size_t(it->second)] = tr("LoRA %1 of %2 (r %3, scale %4): fused into %5")
+                                                           .arg(QLatin1String(letter), qs(m.module))
+                                                           .arg(m.rank)
+                                                           .arg(scale, qs(m.weight));
+        if (auto w = sourceOfWeight.find(m.weight); w != sourceOfWeight.end())
+            if (auto it = index.find(w->second); it != index.end())
+                m_tensorLora[std::size_t(it->second)] = tr("LoRA-adapted (r %1, scale %2): A %3, B %4; merged as %5")
+                                                           .arg(m.rank)
+                                                           .arg(scale, qs(m.sourceA), qs(m.sourceB), qs(m.weight));
+    }
+}
+
 QVariant ShardTreeModel::entryData(int entryIndex, int column, int role) const
 {
     const auto& entry = m_entries[entryIndex];
@@ -444,8 +481,10 @@ QVariant ShardTreeModel::entryData(int entryIndex, int column, int role) const
     case Qt::ForegroundRole:
         return problem.isEmpty() ? QVariant() : QVariant(m_problemColor);
     case Qt::ToolTipRole: {
-        const QString text = qs(tensor.name) + QLatin1Char('\n')
+        QString text = qs(tensor.name) + QLatin1Char('\n')
             + (tensor.placement.empty() ? tr("plain tensor") : qs(tensor.placement));
+        if (!m_tensorLora[entry.tensor].isEmpty())
+            text += QLatin1Char('\n') + m_tensorLora[entry.tensor];
         return problem.isEmpty() ? text : QString(text + QLatin1Char('\n') + problem);
     }
     case SortRole:

@@ -70,6 +70,8 @@ private:
     };
 
     void rebuild();
+    /// Fills m_tensorLora for a LoRA checkpoint: which weight each factor adapts, and the factors of each weight.
+    void describeLora();
     NodeKind kindOf(const QModelIndex& index) const;
     std::uint64_t payloadOf(const QModelIndex& index) const;
     int chainRow() const { return static_cast<int>(m_chain.size()) - 1; }
@@ -87,6 +89,7 @@ private:
     std::vector<int> m_topEntries; ///< entries under the last chain node in GroupBy::Tensor
     std::vector<int> m_firstEntryOfTensor;
     std::vector<QString> m_tensorProblems;
+    std::vector<QString> m_tensorLora; ///< per tensor: its part in a LoRA adapter (tooltip), empty for most
     QString m_rootProblems;
 };
 
