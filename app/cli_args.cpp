@@ -2,6 +2,7 @@
 #include "cli_args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <iostream>
 
 namespace tessera::cli {
@@ -12,6 +13,22 @@ std::string normalize(std::string flag)
     std::replace(flag.begin(), flag.end(), '-', '_');
     return flag;
 }
+
+/// The booleans scripts pass to switches (Python's str(bool), argparse's type=bool users, shell 0/1).
+std::optional<bool> booleanWord(const std::string& text)
+{
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (lower == "true" || lower == "1" || lower == "yes" || lower == "on")
+        return true;
+    if (lower == "false" || lower == "0" || lower == "no" || lower == "off")
+        return false;
+    return std::nullopt;
+}
+
+/// How a switch's value is stored: given true, or given false.
+constexpr const char* kSwitchOn = "1";
+constexpr const char* kSwitchOff = "0";
 } // namespace
 
 ArgParser::ArgParser(std::string command, std::string synopsis, std::string description)
@@ -66,11 +83,22 @@ bool ArgParser::parse(const std::vector<std::string>& args)
                 return false;
             }
             if (!spec->takesValue) {
+                bool on = true;
                 if (inlineValue) {
-                    m_error = "option '--" + flag + "' takes no value";
-                    return false;
+                    const auto b = booleanWord(*inlineValue);
+                    if (!b) {
+                        m_error = "option '--" + flag + "' is a switch: give no value, or true/false (got '"
+                            + *inlineValue + "')";
+                        return false;
+                    }
+                    on = *b;
+                } else if (i + 1 < args.size()) {
+                    if (const auto b = booleanWord(args[i + 1])) {
+                        on = *b;
+                        ++i;
+                    }
                 }
-                m_values[spec->name] = "1";
+                m_values[spec->name] = on ? kSwitchOn : kSwitchOff;
                 continue;
             }
             if (inlineValue) {
@@ -117,11 +145,26 @@ std::string ArgParser::helpText() const
         out += "\n";
     }
     out += "  -h, --help              show this help and exit\n";
-    out += "\nFlags may be written with dashes or underscores (--local-dir or --local_dir).\n";
+    out += "\nFlags may be written with dashes or underscores (--local-dir or --local_dir); switches also take\n"
+           "true/false, as scripts pass them (--strict False, --strict=true).\n";
     return out;
 }
 
-bool ArgParser::isSet(const std::string& name) const { return m_values.count(name) > 0; }
+bool ArgParser::isSet(const std::string& name) const
+{
+    auto it = m_values.find(name);
+    if (it == m_values.end())
+        return false;
+    const Spec* spec = find(name);
+    return !(spec && !spec->takesValue && it->second == kSwitchOff);
+}
+
+bool ArgParser::isTurnedOff(const std::string& name) const
+{
+    auto it = m_values.find(name);
+    const Spec* spec = find(name);
+    return it != m_values.end() && spec && !spec->takesValue && it->second == kSwitchOff;
+}
 
 std::string ArgParser::value(const std::string& name) const
 {

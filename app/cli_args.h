@@ -13,6 +13,7 @@ enum ExitCode { ExitOk = 0, ExitProblems = 1, ExitUsage = 2 };
 
 /// A small command-line parser for one subcommand. Flags are accepted with underscores and with dashes
 /// (`--local_dir`, `--local-dir`), as `--flag value` or `--flag=value`, so scripts written for verl work.
+/// Switches also take a boolean the way Python scripts pass them: `--strict False`, `--strict=true`, `--strict 0`.
 class ArgParser {
 public:
     ArgParser(std::string command, std::string synopsis, std::string description);
@@ -34,7 +35,9 @@ public:
     std::string helpText() const;
     const std::string& command() const { return m_command; }
 
-    bool isSet(const std::string& name) const; ///< switch given, or option given explicitly
+    bool isSet(const std::string& name) const; ///< switch given (and not given as false), or option given
+    /// A switch given as false (`--strict False`, `--strict=0`): the user turned it off explicitly.
+    bool isTurnedOff(const std::string& name) const;
     std::string value(const std::string& name) const; ///< option value or its default
     std::string positional(const std::string& name) const;
 

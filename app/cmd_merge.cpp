@@ -4,6 +4,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "merge_common.h"
+#include "merge_report.h"
 #include "terminal_progress.h"
 
 #include "io/byte_size.h"
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
@@ -32,13 +34,17 @@ int runMerge(const std::vector<std::string>& args)
     parser.addSwitch("dry_run", "print the merge plan (tensors, copy steps, files, memory, disk) and write nothing");
     parser.addSwitch("verify_replicas", "check that replicated pieces on other ranks are identical to the one written");
     parser.addSwitch("tensors", "with --dry-run: list every tensor and how it is copied");
+    parser.addOption("peft_target_dir", "DIR", "LoRA: write the PEFT adapter into DIR instead of TARGET/lora_adapter "
+                                               "(published on its own, after the fused model)");
+    parser.addSwitch("save_intermediate", "also write merge_report.json into the target: every written tensor with "
+                                          "its source pieces, mapping rule, transform and CRC-32");
     parser.addOption("hf_upload_path", "REPO", "not supported: upload the folder with 'huggingface-cli upload'");
     parser.addSwitch("private", "accepted for compatibility with verl (upload is not supported)");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
     if (parser.isSet("hf_upload_path")) {
-        std::cerr << "tessera merge: --hf_upload_path is not supported; merge, then run 'huggingface-cli upload REPO "
-                  << parser.value("target_dir") << "'\n";
+        std::cerr << "tessera merge: --hf_upload_path is not supported; merge, then run 'huggingface-cli upload "
+                  << parser.value("hf_upload_path") << " " << parser.value("target_dir") << "'\n";
         return ExitUsage;
     }
     auto setup = prepareMerge(parser, "merge");
@@ -65,7 +71,28 @@ int runMerge(const std::vector<std::string>& args)
         std::cerr << "tessera merge: " << planned.error().message << "\n";
         return ExitProblems;
     }
-    const auto outputs = planned->outputs(setup);
+    auto outputs = planned->outputs(setup);
+    // --peft_target_dir: the adapter is published into its own folder, after the fused model.
+    std::optional<MergeOutput> separateAdapter;
+    if (parser.isSet("peft_target_dir")) {
+        if (parser.value("peft_target_dir").empty()) {
+            std::cerr << "tessera merge: --peft_target_dir: needs a folder name (it is empty)\n";
+            return ExitUsage;
+        }
+        if (!setup.lora) {
+            std::cerr << "tessera merge: --peft_target_dir is for LoRA checkpoints, and " << parser.value("local_dir")
+                      << " holds no LoRA tensors\n";
+            return ExitUsage;
+        }
+        for (auto it = outputs.begin(); it != outputs.end(); ++it)
+            if (!it->subfolder.empty()) {
+                separateAdapter = *it;
+                separateAdapter->subfolder.clear();
+                outputs.erase(it);
+                break;
+            }
+    }
+    const std::string peftTarget = parser.value("peft_target_dir");
     // Each model's label in summaries: the sub-folder it goes into, or nothing for the target itself.
     auto label = [](const MergeOutput& o) { return o.subfolder.empty() ? std::string() : o.subfolder + "/"; };
     if (parser.isSet("dry_run")) {
@@ -97,6 +124,9 @@ int runMerge(const std::vector<std::string>& args)
                     std::cout << "\n" << o.subfolder << "/ (the LoRA adapter, as PEFT saves it)\n";
                 std::cout << mergePlanSummary(*o.plan, *o.info, parser.isSet("tensors"));
             }
+            if (separateAdapter)
+                std::cout << "\n" << peftTarget << " (the LoRA adapter, as PEFT saves it)\n"
+                          << mergePlanSummary(*separateAdapter->plan, *separateAdapter->info, parser.isSet("tensors"));
         }
         return ExitOk;
     }
@@ -115,8 +145,24 @@ int runMerge(const std::vector<std::string>& args)
         if (!quiet)
             std::cerr << "tessera merge: note: " << note << "\n";
     };
-    auto outcome = mergeCheckpoints(outputs, target, run);
+    auto outcome = outputs.empty() ? Result<MergeOutcome>(MergeOutcome {}) : mergeCheckpoints(outputs, target, run);
+    if (outcome && separateAdapter) {
+        auto adapter = mergeCheckpoints({ *separateAdapter }, peftTarget, run);
+        if (!adapter) {
+            outcome = adapter.error().withContext(outputs.empty() ? "the adapter"
+                                                                  : "the fused model is in " + target
+                                                                      + ", but the adapter could not be written");
+        } else {
+            for (const auto& f : adapter->files)
+                outcome->files.push_back((std::filesystem::path(adapter->outputDir) / f).string());
+            outcome->bytesWritten += adapter->bytesWritten;
+            outcome->seconds += adapter->seconds;
+            if (outputs.empty())
+                outcome->outputDir = adapter->outputDir;
+        }
+    }
     progress.finish();
+    setup.debug.stage("write");
     if (!outcome) {
         const bool canceled = outcome.error().message == "canceled";
         const std::string message = canceled ? "canceled; nothing was written" : outcome.error().message;
@@ -127,8 +173,19 @@ int runMerge(const std::vector<std::string>& args)
     }
     for (const auto& w : outcome->warnings)
         std::cerr << "tessera merge: warning: " << w << "\n";
+    if (parser.isSet("save_intermediate") && !outputs.empty()) {
+        if (const Status saved = writeMergeReport(outcome->outputDir, outputs, *outcome, setup.mappingRows); !saved) {
+            std::cerr << "tessera merge: the model is written, but " << kMergeReportFile
+                      << " is not: " << saved.error().message << "\n";
+            return ExitProblems;
+        }
+        outcome->files.push_back(kMergeReportFile);
+        setup.debug.stage("report");
+    }
     std::size_t tensors = 0;
     std::vector<std::string> dropped;
+    if (separateAdapter)
+        outputs.push_back(*separateAdapter);
     for (const auto& o : outputs) {
         tensors += o.plan->tensors.size();
         dropped.insert(dropped.end(), o.plan->dropped.begin(), o.plan->dropped.end());

@@ -62,6 +62,7 @@ int runTest(const std::vector<std::string>& args)
     auto report = compareWithReference(planned->primaryInfo(setup), planned->primary(), parser.value("test_hf_dir"),
                                        compare, progress);
     progress.finish();
+    setup.debug.stage("compare");
     if (!report) {
         if (json)
             std::cout << nlohmann::json { { "error", report.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

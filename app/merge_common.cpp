@@ -41,6 +41,10 @@ void addCommonMergeOptions(ArgParser& parser)
     parser.addSwitch("use_rslora", "LoRA: scale by alpha/sqrt(r) (rank-stabilised LoRA) instead of alpha/r");
     parser.addOption("base_model", "DIR", "LoRA: the base model (a Hugging Face folder, or an FSDP or DCP "
                                           "checkpoint) for an adapter-only (save_lora_only) checkpoint");
+    parser.addSwitch("use_peft", "LoRA: write the PEFT adapter too (the default for LoRA checkpoints; verl's flag)");
+    parser.addSwitch("debug", "log every file read, mapping rule, tensor plan and stage timing on stderr");
+    parser.addSwitch("low_cpu_mem_usage", "accepted for compatibility (Tessera always streams: memory stays within "
+                                          "about twice the largest tensor)");
     parser.addSwitch("trust_remote_code", "accepted for compatibility with verl (no code is ever run)");
     parser.addSwitch("use_cpu_initialization", "accepted for compatibility with verl (has no effect)");
 }
@@ -48,6 +52,7 @@ void addCommonMergeOptions(ArgParser& parser)
 MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
 {
     MergeSetup setup;
+    setup.debug = DebugLog(parser.isSet("debug"));
     auto fail = [&](int code, const std::string& message) {
         if (parser.isSet("json"))
             std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -81,6 +86,8 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     if (!loraOutput)
         return fail(ExitUsage, loraOutput.error().message);
     setup.loraOutput = *loraOutput;
+    if (parser.isSet("use_peft") && setup.loraOutput == LoraOutput::Fused)
+        setup.loraOutput = LoraOutput::Both; // verl's --use_peft asks for the adapter
     LoraSettings lora;
     if (parser.isSet("lora_alpha")) {
         char* end = nullptr;
@@ -104,10 +111,17 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     progress.finish();
     if (!info)
         return fail(ExitProblems, info.error().message);
+    setup.debug.stage("scan");
+    setup.debug.checkpoint(*info);
     const std::string& layout = info->layout;
     const bool matches = backend == "auto" || (backend == "fsdp" && (layout == "verl-fsdp" || layout == "torch-save"))
         || (backend == "dcp" && layout == "dcp") || (backend == "megatron" && layout.rfind("megatron", 0) == 0);
-    if (!matches)
+    // The guides run `test --backend fsdp` on an already merged folder: comparing that needs no backend.
+    const bool mergedFolderTest = command == "test" && layout == "hf-safetensors";
+    if (mergedFolderTest && backend != "auto" && !parser.isSet("quiet") && !parser.isSet("json"))
+        std::cerr << "tessera test: note: " << localDir << " is already a Hugging Face model; it is compared as it "
+                  << "is (--backend " << backend << " is not needed)\n";
+    if (!matches && !mergedFolderTest)
         return fail(ExitProblems, "--backend " + backend + " was given but " + localDir + " is a " + layout
                                       + " checkpoint (use --backend auto)");
     if (isMegatronLayout(layout)) {
@@ -116,13 +130,16 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
         mapping.configDir = setup.options.hfConfigDir;
         mapping.userRulesFile = parser.value("param_mapping");
         mapping.ignoreMissing = parser.value("ignore_missing_params");
-        mapping.strict = !parser.isSet("no_strict");
+        mapping.strict = !parser.isSet("no_strict") && !parser.isTurnedOff("strict");
         if (parser.isSet("is_value_model"))
             mapping.valueModel = true;
         mapping.tieWordEmbeddings = parser.isSet("tie_word_embedding");
         auto mapped = mapMegatronToHf(*info, mapping);
         if (!mapped)
             return fail(ExitProblems, mapped.error().message);
+        setup.debug.stage("map");
+        setup.debug.mapping(*mapped);
+        setup.mappingRows = mapped->rows;
         if (!parser.isSet("quiet") && !parser.isSet("json"))
             for (const auto& w : mapped->warnings)
                 std::cerr << "tessera " << command << ": warning: " << w << "\n";
@@ -148,9 +165,11 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
                 std::cerr << "tessera " << command << ": note: " << note << "\n";
         }
         setup.lora = std::move(*read);
-    } else if (parser.isSet("base_model") || parser.isSet("lora_alpha")) {
-        return fail(ExitUsage, std::string(parser.isSet("base_model") ? "--base_model" : "--lora_alpha")
-                                   + " is for LoRA checkpoints, and " + localDir + " holds no LoRA tensors");
+        setup.debug.line(setup.lora->summary);
+    } else if (parser.isSet("base_model") || parser.isSet("lora_alpha") || parser.isSet("use_peft")) {
+        const char* flag = parser.isSet("base_model") ? "--base_model" : parser.isSet("lora_alpha") ? "--lora_alpha" : "--use_peft";
+        return fail(ExitUsage, std::string(flag) + " is for LoRA checkpoints, and " + localDir
+                                   + " holds no LoRA tensors (no lora_A/lora_B or adapter.linear_in/out names)");
     }
     setup.info = std::move(*info);
     return setup;
@@ -163,7 +182,7 @@ std::vector<MergeOutput> PlannedMerge::outputs(const MergeSetup& setup) const
     return lora->outputs(*setup.lora);
 }
 
-Result<PlannedMerge> planSetup(const MergeSetup& setup)
+Result<PlannedMerge> planSetup(MergeSetup& setup)
 {
     PlannedMerge planned;
     if (setup.lora) {
@@ -175,6 +194,10 @@ Result<PlannedMerge> planSetup(const MergeSetup& setup)
         TESSERA_TRY(plan);
         planned.plan = std::move(*plan);
     }
+    setup.debug.stage("plan");
+    if (setup.debug.enabled())
+        for (const auto& o : planned.outputs(setup))
+            setup.debug.plan(*o.plan, *o.info, o.subfolder);
     return planned;
 }
 

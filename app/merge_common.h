@@ -4,6 +4,7 @@
 // What `tessera merge` and `tessera test` share: verl's flags, and scanning the checkpoint they name.
 
 #include "cli_args.h"
+#include "debug_log.h"
 
 #include "model/checkpoint.h"
 #include "mapping/lora.h"
@@ -26,6 +27,8 @@ struct MergeSetup {
     unsigned threads = 0;
     std::optional<LoraCheckpoint> lora; ///< set for a LoRA checkpoint (info then holds its tensors as scanned)
     LoraOutput loraOutput = LoraOutput::Both;
+    std::vector<MappingRow> mappingRows; ///< a Megatron checkpoint's mapping table, for --debug and the report
+    DebugLog debug;                     ///< --debug
 };
 
 /// What a merge writes: one model, or a LoRA checkpoint's fused model and adapter.
@@ -43,7 +46,7 @@ struct PlannedMerge {
 };
 
 /// Plans the merge `setup` describes; the error is the user's to read.
-Result<PlannedMerge> planSetup(const MergeSetup& setup);
+Result<PlannedMerge> planSetup(MergeSetup& setup);
 
 /// Validates the shared flags and scans --local_dir; `command` prefixes messages.
 MergeSetup prepareMerge(const ArgParser& parser, const std::string& command);

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 #include <QTest>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace tessera::test {
@@ -20,6 +22,22 @@ std::string readFile(const std::string& path);
 void writeFile(const std::string& path, const std::string& bytes);
 /// Path of the built `tessera` executable.
 std::string tesseraBinary();
+/// One command-line argument, from a literal or a QString (the project forbids implicit ASCII casts).
+struct Arg {
+    QString s;
+    Arg(const char* text) : s(QString::fromUtf8(text)) { }
+    Arg(const QString& text) : s(text) { }
+    Arg(const std::string& text) : s(QString::fromStdString(text)) { }
+};
+/// A command line from literals, QStrings and std::strings.
+inline QStringList A(std::initializer_list<Arg> items)
+{
+    QStringList list;
+    for (const auto& a : items)
+        list << a.s;
+    return list;
+}
+
 /// Runs `tessera args…`, returns its exit code and fills stdout/stderr.
 int runTessera(const QStringList& args, QString* out = nullptr, QString* err = nullptr);
 

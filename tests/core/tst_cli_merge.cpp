@@ -16,19 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 QString q(const std::string& s) { return QString::fromStdString(s); }
-/// One command-line argument, from a literal or a QString (the project forbids implicit ASCII casts).
-struct Arg {
-    QString s;
-    Arg(const char* text) : s(QString::fromUtf8(text)) { }
-    Arg(const QString& text) : s(text) { }
-};
-QStringList A(std::initializer_list<Arg> items)
-{
-    QStringList list;
-    for (const auto& a : items)
-        list << a.s;
-    return list;
-}
+using test::A;
 std::string actor(const char* c) { return test::fixture(std::string(c) + "/global_step_10/actor"); }
 } // namespace
 

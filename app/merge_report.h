@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// `--save_intermediate`: merge_report.json in the target folder, the provenance of every written tensor (its
+// source pieces, the mapping rule and transform that named it, the CRC-32 of its bytes as written), so that a
+// merged model can always be traced back to the checkpoint it came from.
+
+#include "mapping/megatron_mapping.h"
+#include "merge/merge_engine.h"
+#include "result.h"
+
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+
+inline constexpr const char* kMergeReportFile = "merge_report.json";
+
+/// Writes merge_report.json into `targetDir` after a merge of `outputs` published there; `mapping` holds the
+/// rows of a Megatron mapping (empty for other layouts). Reads back each written tensor to checksum it.
+Status writeMergeReport(const std::string& targetDir, const std::vector<MergeOutput>& outputs,
+                        const MergeOutcome& outcome, const std::vector<MappingRow>& mapping);
+
+} // namespace tessera::cli
