@@ -47,8 +47,9 @@ Status SourceFiles::verifyStorage(const Piece& piece, const std::function<bool()
     const auto key = std::make_pair(piece.file, piece.storageBegin);
     {
         std::unique_lock<std::mutex> lock(m_mutex);
-        auto [it, first] = m_records.try_emplace(key);
-        if (!first) {
+        const auto inserted = m_records.try_emplace(key); // not a structured binding: the lambda below uses it
+        const auto it = inserted.first;
+        if (!inserted.second) {
             m_checked.wait(lock, [&] { return it->second.check != Check::Running; });
             if (it->second.check == Check::Failed)
                 return it->second.error;

@@ -56,10 +56,32 @@ struct ArenaAllocator {
 // The arena of the pickle being read on this thread; values made outside an unpickle() call use the heap.
 thread_local std::shared_ptr<ValueArena> t_arena;
 
+/// Every value that can hold others, made while the pickle on this thread is read. A cycle that the pickle makes
+/// unreachable afterwards (a list appended to itself, then its memo slot overwritten) is found only among all
+/// of them, not among what the stack and memo still reach; and shared ownership would never free it.
+thread_local std::vector<PyRef>* t_containers = nullptr;
+
+bool canHoldValues(K kind)
+{
+    switch (kind) {
+    case K::None:
+    case K::Bool:
+    case K::Int:
+    case K::Float:
+    case K::Str:
+    case K::Bytes:
+        return false;
+    default:
+        return true;
+    }
+}
+
 PyRef makeValue(K kind)
 {
     auto v = t_arena ? std::allocate_shared<PyValue>(ArenaAllocator<PyValue>(t_arena)) : std::make_shared<PyValue>();
     v->kind = kind;
+    if (t_containers && canHoldValues(kind))
+        t_containers->push_back(v);
     return v;
 }
 
@@ -1055,11 +1077,16 @@ void breakLinks(const std::vector<PyRef>& roots)
 
 Result<PyRef> Machine::run()
 {
+    std::vector<PyRef> containers;
+    struct Registry {
+        std::vector<PyRef>* previous = t_containers;
+        explicit Registry(std::vector<PyRef>* mine) { t_containers = mine; }
+        ~Registry() { t_containers = previous; }
+    } registry(&containers);
     auto result = execute();
-    std::vector<PyRef> roots = m_stack;
-    roots.insert(roots.end(), m_memo.begin(), m_memo.end());
-    for (const auto& [index, value] : m_sparseMemo)
-        roots.push_back(value);
+    // Every container made, reachable or not, so that no cycle escapes (see t_containers).
+    std::vector<PyRef> roots = std::move(containers);
+    roots.insert(roots.end(), m_stack.begin(), m_stack.end());
     switch (checkStructure(roots, m_limits.maxDepth)) {
     case StructureFault::None:
         return result;
