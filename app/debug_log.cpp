@@ -12,20 +12,7 @@ namespace tessera::cli {
 
 namespace {
 
-const char* modeText(const PlannedTensor& t)
-{
-    if (t.delta)
-        return "fuse (LoRA)";
-    switch (t.mode) {
-    case CopyMode::Direct:
-        return "direct";
-    case CopyMode::Gather:
-        return "gather";
-    case CopyMode::Sum:
-        return "sum";
-    }
-    return "?";
-}
+const char* modeText(const PlannedTensor& t) { return t.delta ? "fuse (LoRA)" : copyModeName(t.mode); }
 
 const char* roleText(PieceRole role)
 {

@@ -46,19 +46,6 @@ bool staysInConfigFolder(const fs::path& configDir, const std::string& name)
     return folder.parent_path().filename() == "snapshots" && inside(folder.parent_path().parent_path() / "blobs");
 }
 
-const char* modeName(CopyMode mode)
-{
-    switch (mode) {
-    case CopyMode::Direct:
-        return "direct";
-    case CopyMode::Gather:
-        return "gather";
-    case CopyMode::Sum:
-        return "sum";
-    }
-    return "?";
-}
-
 /// The input embedding a tied lm_head.weight must equal.
 std::optional<std::size_t> findEmbedding(const CheckpointInfo& info)
 {
@@ -156,6 +143,19 @@ std::string dtypeList(const std::vector<PlannedTensor>& tensors)
 }
 
 } // namespace
+
+const char* copyModeName(CopyMode mode)
+{
+    switch (mode) {
+    case CopyMode::Direct:
+        return "direct";
+    case CopyMode::Gather:
+        return "gather";
+    case CopyMode::Sum:
+        return "sum";
+    }
+    return "?";
+}
 
 bool isPeftTensorName(const std::string& name)
 {
@@ -426,7 +426,7 @@ nlohmann::json mergePlanToJson(const MergePlan& plan, const CheckpointInfo& info
                             { "placement", src.placement },
                             { "file", plan.files[t.file].name },
                             { "file_offset", t.fileOffset },
-                            { "mode", modeName(t.mode) },
+                            { "mode", copyModeName(t.mode) },
                             { "buffer_bytes", t.bufferBytes },
                             { "replicas", t.replicas.size() },
                             { "steps", steps } });
@@ -488,7 +488,7 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
         for (const auto& t : plan.tensors) {
             const TensorInfo& src = info.tensors[t.source];
             out << "  " << t.name << "  " << torchName(t.dtype) << " " << formatShape(t.shape) << "  "
-                << modeName(t.mode) << (t.delta ? " + LoRA" : "") << ", " << t.pieces.size() << " piece(s)"
+                << copyModeName(t.mode) << (t.delta ? " + LoRA" : "") << ", " << t.pieces.size() << " piece(s)"
                 << (src.placement.empty() ? "" : ", " + src.placement) << " → " << plan.files[t.file].name << "@"
                 << t.fileOffset << "\n";
         }

@@ -41,6 +41,9 @@ enum class CopyMode {
     Sum,    ///< Partial placement: terms summed in fp32 in a buffer, converted back, then written
 };
 
+/// "direct", "gather", "sum", as plans and logs name them.
+const char* copyModeName(CopyMode mode);
+
 struct PlannedDelta;
 
 /// One output tensor: where it comes from and where it goes.

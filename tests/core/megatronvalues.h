@@ -5,6 +5,7 @@
 
 #include "merge/merge_engine.h"
 #include "merge/merge_plan.h"
+#include "pickle/torch_save_writer.h"
 
 #include <QTest>
 
@@ -38,6 +39,18 @@ inline Values materialize(const TensorInfo& t)
 inline Values rows(const Values& v, std::int64_t rowSize, std::int64_t begin, std::int64_t n)
 {
     return Values(v.begin() + begin * rowSize, v.begin() + (begin + n) * rowSize);
+}
+
+/// Writes a per-rank torch.save file of `specs`, tensor i holding `data[i]`.
+inline void writeRankFile(const std::string& path, const std::vector<TorchSaveTensor>& specs,
+                          const std::vector<Values>& data)
+{
+    auto status = writeTorchSave(path, specs, [&](std::size_t i, std::uint64_t off, std::uint8_t* dst, std::uint64_t n) {
+        std::memcpy(dst, reinterpret_cast<const std::uint8_t*>(data[i].data()) + off, n);
+        return Status::success();
+    });
+    if (!status)
+        qFatal("%s", status.error().message.c_str());
 }
 
 inline Values cat(std::initializer_list<Values> parts)

@@ -125,13 +125,7 @@ Checkpoint writeLlamaWithAdapters()
         char folder[64];
         std::snprintf(folder, sizeof folder, "/model/mp_rank_%02d_000", r);
         fs::create_directories(c.actor + folder);
-        auto status = writeTorchSave(c.actor + folder + "/model.pt", specs,
-                                     [&](std::size_t i, std::uint64_t off, std::uint8_t* dst, std::uint64_t n) {
-                                         std::memcpy(dst, reinterpret_cast<const std::uint8_t*>(data[i].data()) + off, n);
-                                         return Status::success();
-                                     });
-        if (!status)
-            qFatal("%s", status.error().message.c_str());
+        writeRankFile(c.actor + folder + "/model.pt", specs, data);
     }
     return c;
 }
