@@ -195,6 +195,30 @@ private Q_SLOTS:
         QCOMPARE(model.index(0, ShardTreeModel::PlacementColumn, rank2).data().toString(), QStringLiteral("[0:256, 0:64] · replica"));
     }
 
+    void mergedModelSaysWhereEachTensorCameFrom()
+    {
+        const std::string out = tessera::test::makeTempDir() + "/merged";
+        QCOMPARE(tessera::test::runTessera(tessera::test::A({ "merge", "--local_dir",
+                                                             tessera::test::fixture("megatron_legacy_qwen2_tp2_pp2/global_step_10/actor"),
+                                                             "--target_dir", out, "--save_intermediate", "--quiet" })),
+                 0);
+        auto result = tessera::scanCheckpoint(out);
+        QVERIFY_RESULT(result);
+        const auto checkpoint = std::make_shared<const tessera::CheckpointInfo>(std::move(result).value());
+        ShardTreeModel model;
+        model.setCheckpoint(checkpoint);
+        for (std::size_t i = 0; i < checkpoint->tensors.size(); ++i)
+            if (checkpoint->tensors[i].name == "model.layers.0.self_attn.q_proj.weight") {
+                const QString tip = model.indexForTensor(int(i)).data(Qt::ToolTipRole).toString();
+                QVERIFY2(tip.contains(QStringLiteral("merged from decoder.layers.0.self_attention.linear_qkv.weight "
+                                                     "(rule qkv_weight")),
+                         qPrintable(tip));
+                QVERIFY(tip.contains(QStringLiteral("CRC-32 ")));
+                return;
+            }
+        QFAIL("no q_proj in the merged model");
+    }
+
     void loraFactorsAndTheirWeightsSayWhatTheyAre()
     {
         auto result = tessera::scanCheckpoint(tessera::test::fixture("lora_llama_w2_fp32/global_step_10/actor"));

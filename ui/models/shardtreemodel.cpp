@@ -2,6 +2,7 @@
 #include "shardtreemodel.h"
 
 #include "mapping/lora.h"
+#include "provenance.h"
 
 #include "coreconvert.h"
 #include "roles.h"
@@ -80,11 +81,17 @@ void ShardTreeModel::rebuild()
     m_topEntries.clear();
     m_firstEntryOfTensor.clear();
     m_tensorProblems.clear();
-    m_tensorLora.clear();
+    m_tensorNotes.clear();
     m_rootProblems.clear();
     if (!m_checkpoint)
         return;
     describeLora();
+    if (const Provenance provenance = readProvenance(*m_checkpoint); provenance.found)
+        for (std::size_t i = 0; i < m_checkpoint->tensors.size(); ++i) {
+            const QString text = provenance.tensors.value(qs(m_checkpoint->tensors[i].name));
+            if (!text.isEmpty())
+                m_tensorNotes[i] = text; // a merged model has no LoRA factors of its own to describe
+        }
     const auto& info = *m_checkpoint;
 
     // run → step → role from the folder names verl and Megatron write (…/RUN/global_step_N/actor).
@@ -433,7 +440,7 @@ QVariant ShardTreeModel::groupData(int groupIndex, int column, int role) const
 void ShardTreeModel::describeLora()
 {
     const auto& info = *m_checkpoint;
-    m_tensorLora.assign(info.tensors.size(), QString());
+    m_tensorNotes.assign(info.tensors.size(), QString());
     if (!tessera::hasLoraTensors(info))
         return;
     auto lora = tessera::readLoraCheckpoint(info, {});
@@ -449,13 +456,13 @@ void ShardTreeModel::describeLora()
         const QString scale = QString::number(m.scale, 'g', 6);
         for (const auto& [factor, letter] : { std::pair { m.sourceA, "A" }, std::pair { m.sourceB, "B" } })
             if (auto it = index.find(factor); it != index.end())
-                m_tensorLora[std::size_t(it->second)] = tr("LoRA %1 of %2 (r %3, scale %4): fused into %5")
+                m_tensorNotes[std::size_t(it->second)] = tr("LoRA %1 of %2 (r %3, scale %4): fused into %5")
                                                            .arg(QLatin1String(letter), qs(m.module))
                                                            .arg(m.rank)
                                                            .arg(scale, qs(m.weight));
         if (auto w = sourceOfWeight.find(m.weight); w != sourceOfWeight.end())
             if (auto it = index.find(w->second); it != index.end())
-                m_tensorLora[std::size_t(it->second)] = tr("LoRA-adapted (r %1, scale %2): A %3, B %4; merged as %5")
+                m_tensorNotes[std::size_t(it->second)] = tr("LoRA-adapted (r %1, scale %2): A %3, B %4; merged as %5")
                                                            .arg(m.rank)
                                                            .arg(scale, qs(m.sourceA), qs(m.sourceB), qs(m.weight));
     }
@@ -483,8 +490,8 @@ QVariant ShardTreeModel::entryData(int entryIndex, int column, int role) const
     case Qt::ToolTipRole: {
         QString text = qs(tensor.name) + QLatin1Char('\n')
             + (tensor.placement.empty() ? tr("plain tensor") : qs(tensor.placement));
-        if (!m_tensorLora[entry.tensor].isEmpty())
-            text += QLatin1Char('\n') + m_tensorLora[entry.tensor];
+        if (!m_tensorNotes[entry.tensor].isEmpty())
+            text += QLatin1Char('\n') + m_tensorNotes[entry.tensor];
         return problem.isEmpty() ? text : QString(text + QLatin1Char('\n') + problem);
     }
     case SortRole:

@@ -70,7 +70,7 @@ private:
     };
 
     void rebuild();
-    /// Fills m_tensorLora for a LoRA checkpoint: which weight each factor adapts, and the factors of each weight.
+    /// Fills m_tensorNotes for a LoRA checkpoint: which weight each factor adapts, and the factors of each weight.
     void describeLora();
     NodeKind kindOf(const QModelIndex& index) const;
     std::uint64_t payloadOf(const QModelIndex& index) const;
@@ -89,7 +89,8 @@ private:
     std::vector<int> m_topEntries; ///< entries under the last chain node in GroupBy::Tensor
     std::vector<int> m_firstEntryOfTensor;
     std::vector<QString> m_tensorProblems;
-    std::vector<QString> m_tensorLora; ///< per tensor: its part in a LoRA adapter (tooltip), empty for most
+    std::vector<QString> m_tensorNotes; ///< per tensor: its part in a LoRA adapter, or where a merge took it from
+                                       ///< (merge_report.json); shown in the tooltip, empty for most
     QString m_rootProblems;
 };
 

@@ -2,10 +2,12 @@
 #include "summarypage.h"
 
 #include "mapping/lora.h"
+#include "models/provenance.h"
 
 #include "coreconvert.h"
 #include "widgets/rankcolors.h"
 
+#include <QDir>
 #include <QEvent>
 #include <QTextBrowser>
 #include <QVBoxLayout>
@@ -79,6 +81,10 @@ void SummaryPage::render()
     html += row(tr("HF config"), info.hfConfigDir.empty() ? tr("not found") : qs(info.hfConfigDir));
     for (const auto& [key, value] : info.notes)
         html += row(qs(key), qs(value));
+    if (const Provenance provenance = readProvenance(info); provenance.found)
+        html += row(tr("Merged from"), tr("%1 · layout %2 · Tessera %3 (merge_report.json: where each tensor came from)")
+                                           .arg(QDir::toNativeSeparators(provenance.checkpoint), provenance.layout,
+                                                provenance.version));
     const auto lora = tessera::loraSummaryLines(info);
     for (std::size_t i = 0; i < lora.size(); ++i)
         html += row(i == 0 ? tr("LoRA") : QString(), qs(lora[i]));
