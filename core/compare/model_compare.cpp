@@ -91,10 +91,27 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
         c.detail = "shape " + formatShape(planned.shape) + ", reference " + formatShape(ref.shape);
         return c;
     }
+    // Floating dtypes of different widths (an fp32 run against a bf16 reference) compare at the narrower one,
+    // the wider side rounded as torch rounds, as verl's test does by casting; equal widths must match exactly.
+    PlannedTensor merged = planned;
+    bool roundReference = false;
     if (ref.dtype != planned.dtype) {
-        c.verdict = TensorComparison::Verdict::DtypeMismatch;
-        c.detail = "dtype " + std::string(torchName(planned.dtype)) + ", reference " + std::string(torchName(ref.dtype));
-        return c;
+        const bool floating = isFloatingPoint(ref.dtype) && isFloatingPoint(planned.dtype) && dtypeSize(ref.dtype) >= 2
+            && dtypeSize(planned.dtype) >= 2;
+        if (!floating || dtypeSize(ref.dtype) == dtypeSize(planned.dtype) || !canConvert(planned.dtype, ref.dtype)
+            || !canConvert(ref.dtype, planned.dtype)) {
+            c.verdict = TensorComparison::Verdict::DtypeMismatch;
+            c.detail = "dtype " + std::string(torchName(planned.dtype)) + ", reference " + std::string(torchName(ref.dtype));
+            return c;
+        }
+        if (dtypeSize(ref.dtype) < dtypeSize(planned.dtype)) {
+            merged.dtype = ref.dtype;
+            merged.bytes = ref.numel() * dtypeSize(ref.dtype);
+        } else {
+            roundReference = true;
+        }
+        c.note = "compared as " + std::string(torchName(merged.dtype)) + ": the merge is "
+            + std::string(torchName(planned.dtype)) + ", the reference " + std::string(torchName(ref.dtype));
     }
     if (ref.pieces.size() != 1) {
         c.verdict = TensorComparison::Verdict::Failed;
@@ -108,19 +125,21 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
         c.detail = refFile.error().message;
         return c;
     }
-    const std::uint64_t held = budget.acquire(planned.bytes);
-    auto buffer = PageBuffer::allocate(planned.bytes);
-    Status status = buffer ? materializeTensor(files, info.tensors[planned.source], planned, buffer->data(), canceled)
+    const std::uint64_t held = budget.acquire(merged.bytes);
+    auto buffer = PageBuffer::allocate(merged.bytes);
+    Status status = buffer ? materializeTensor(files, info.tensors[planned.source], merged, buffer->data(), canceled)
                            : Status(buffer.error());
     if (status) {
-        const std::size_t es = dtypeSize(planned.dtype);
-        const std::uint64_t count = planned.bytes / std::max<std::size_t>(es, 1);
+        const std::size_t es = dtypeSize(merged.dtype);
+        const std::size_t refEs = dtypeSize(ref.dtype);
+        const std::uint64_t count = merged.bytes / std::max<std::size_t>(es, 1);
         std::vector<double> da, db;
+        std::vector<std::uint8_t> rounded; // a chunk of the wider reference, rounded to the merge's dtype
         const std::uint8_t* refBase = (*refFile)->view().data() + rp.dataOffset;
-        if (rp.dataOffset + planned.bytes > (*refFile)->size())
+        if (rp.dataOffset > (*refFile)->size() || count * refEs > (*refFile)->size() - rp.dataOffset)
             status = makeError(rp.file + ": " + ref.name + " reaches past the end of the file");
-        if (status && planned.delta && isFloatingPoint(planned.dtype)) {
-            auto largest = largestMagnitude(refBase, planned.dtype, count);
+        if (status && planned.delta && isFloatingPoint(ref.dtype)) {
+            auto largest = largestMagnitude(refBase, ref.dtype, count);
             if (!largest) {
                 status = largest.error();
             } else {
@@ -129,14 +148,20 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
                 std::ostringstream s;
                 s.precision(3);
                 s << "LoRA-fused: within " << options.fusedTolerance << " × max|w| = " << tolerance;
-                c.note = s.str();
+                c.note = c.note.empty() ? s.str() : c.note + "; " + s.str();
             }
         }
         for (std::uint64_t first = 0; status && first < count; first += kChunkElements) {
             const std::uint64_t n = std::min(kChunkElements, count - first);
-            status = compareValues(buffer->data() + first * es, refBase + first * es, planned.dtype, n, first, options,
-                                   c, da, db);
-            (*refFile)->adviseDontNeed(rp.dataOffset + first * es, n * es);
+            const std::uint8_t* refChunk = refBase + first * refEs;
+            if (roundReference) {
+                rounded.resize(static_cast<std::size_t>(n * es));
+                status = convertElements(refChunk, ref.dtype, rounded.data(), merged.dtype, n);
+                refChunk = rounded.data();
+            }
+            if (status)
+                status = compareValues(buffer->data() + first * es, refChunk, merged.dtype, n, first, options, c, da, db);
+            (*refFile)->adviseDontNeed(rp.dataOffset + first * refEs, n * refEs);
         }
     }
     buffer = PageBuffer();

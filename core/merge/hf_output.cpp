@@ -167,15 +167,29 @@ Result<std::string> rewriteConfigDtype(const std::string& text, DType dtype)
     return json.dump(2) + "\n";
 }
 
-Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype)
+Result<std::string> rewriteConfigTied(const std::string& text)
+{
+    auto json = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (json.is_discarded() || !json.is_object())
+        return makeError("config.json: not a valid JSON object");
+    json["tie_word_embeddings"] = true;
+    return json.dump(2) + "\n";
+}
+
+Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype,
+                       bool setTieWordEmbeddings)
 {
     for (const auto& name : listHfSideFiles(configDir)) {
         const fs::path from = fs::path(configDir) / name;
         const fs::path to = fs::path(destDir) / name;
-        if (name == "config.json" && newDtype) {
+        if (name == "config.json" && (newDtype || setTieWordEmbeddings)) {
             auto text = readText(from);
             TESSERA_TRY(text);
-            auto rewritten = rewriteConfigDtype(*text, *newDtype);
+            Result<std::string> rewritten = *text;
+            if (newDtype)
+                rewritten = rewriteConfigDtype(*rewritten, *newDtype);
+            if (rewritten && setTieWordEmbeddings)
+                rewritten = rewriteConfigTied(*rewritten);
             if (!rewritten)
                 return rewritten.error().withContext(from.string());
             TESSERA_TRY(writeFileSynced(to.string(), *rewritten));

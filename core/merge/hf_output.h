@@ -39,7 +39,12 @@ Result<std::string> rewriteConfigDtype(const std::string& configText, DType dtyp
 
 /// Copies every side file of `configDir` into `destDir` byte for byte, each flushed to disk; with `newDtype`,
 /// config.json gets its dtype rewritten. Errors name the file.
-Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype);
+Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype,
+                       bool setTieWordEmbeddings = false);
+
+/// `configText` with `"tie_word_embeddings": true` (key order kept; the file is re-indented as transformers
+/// writes it).
+Result<std::string> rewriteConfigTied(const std::string& configText);
 
 /// Weight files in `targetDir` that a merged model writing `newFiles` would not replace and that a loader
 /// could mistake for part of the new model (*.safetensors, *.safetensors.index.json, pytorch_model*.bin…).

@@ -497,6 +497,10 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     for (const auto& tie : plan.tieChecks) {
         auto warning = checkTie(sources, info, tie, budget, stop);
         TESSERA_TRY(warning);
+        if (!warning->empty() && tie.forced)
+            return makeError(info.tensors[tie.dropped].name + " differs from " + info.tensors[tie.kept].name
+                             + " and config.json says the embeddings are not tied: --tie-word-embedding would replace "
+                               "the trained output head with the embedding. Merge without it");
         if (!warning->empty())
             outcome.warnings.push_back(*warning);
     }
@@ -515,7 +519,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     if (!plan.indexJson.empty())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / "model.safetensors.index.json").string(), plan.indexJson));
     if (!plan.configDir.empty())
-        TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configDtype));
+        TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configDtype, plan.configTied));
     for (const auto& [name, content] : plan.generatedFiles)
         TESSERA_TRY(writeFileSynced((fs::path(dir) / name).string(), content));
     if (canceled())

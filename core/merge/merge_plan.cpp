@@ -278,7 +278,11 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
                 break;
             }
             skip[i] = true;
-            plan.tieChecks.push_back({ i, *embed });
+            // Forced against an untied config.json: the config must say so too, or transformers would give the
+            // model a fresh random lm_head when it loads it.
+            const bool forced = !config->tieWordEmbeddings;
+            plan.tieChecks.push_back({ i, *embed, forced });
+            plan.configTied = plan.configTied || (forced && config->found);
             plan.dropped.push_back("lm_head.weight (tied to " + info.tensors[*embed].name + ")");
         }
     }
@@ -391,6 +395,7 @@ nlohmann::json mergePlanToJson(const MergePlan& plan, const CheckpointInfo& info
     j["copied_files"] = plan.sideFiles;
     if (plan.configDtype)
         j["config_torch_dtype"] = std::string(torchName(*plan.configDtype));
+    j["config_tie_word_embeddings"] = plan.configTied;
     j["total_size"] = plan.totalBytes;
     j["disk_bytes"] = plan.diskBytes;
     j["memory_bytes"] = plan.memoryBytes;
@@ -476,6 +481,8 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
         out << "Copied      " << (names.empty() ? "(none)" : names) << "\n";
         if (plan.configDtype)
             out << "            config.json torch_dtype set to " << torchName(*plan.configDtype) << "\n";
+        if (plan.configTied)
+            out << "            config.json tie_word_embeddings set to true (--tie-word-embedding)\n";
     }
     for (const auto& d : plan.dropped)
         out << "Not written " << d << "\n";

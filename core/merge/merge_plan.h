@@ -85,6 +85,9 @@ struct PlannedFile {
 struct TieCheck {
     std::size_t dropped = 0;             ///< index into CheckpointInfo::tensors (lm_head.weight)
     std::size_t kept = 0;                ///< index into CheckpointInfo::tensors (the input embedding)
+    /// Tied by --tie-word-embedding against config.json: a head that differs would change the model, so it is
+    /// an error rather than a warning.
+    bool forced = false;
 };
 
 /// Everything a merge will do, computed from the checkpoint description alone (no tensor data read).
@@ -95,6 +98,7 @@ struct MergePlan {
     std::vector<std::string> sideFiles;  ///< file names copied from configDir
     std::vector<std::pair<std::string, std::string>> generatedFiles; ///< written from memory (name → content)
     std::optional<DType> configDtype;    ///< set when config.json's torch_dtype is rewritten
+    bool configTied = false;             ///< config.json gets tie_word_embeddings: true (--tie-word-embedding)
     std::vector<PlannedTensor> tensors;  ///< in the checkpoint's order (the state dict order Hugging Face shards by)
     std::vector<PlannedFile> files;
     std::string indexJson;               ///< model.safetensors.index.json, empty for a single file

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "formats/safetensors_reader.h"
+#include "formats/safetensors_writer.h"
 
 #include <QTest>
 
@@ -158,6 +159,58 @@ private Q_SLOTS:
                  0);
         QVERIFY2(e.contains(QStringLiteral("not needed")), qPrintable(e));
         QVERIFY(o.contains(QStringLiteral("OK: ")));
+    }
+
+    void forcedTieOnAnUntiedModelWhoseHeadDiffersIsRefused()
+    {
+        const std::string out = makeTempDir() + "/out";
+        QString o, e;
+        QCOMPARE(runTessera(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", out, "--tie-word-embedding" }),
+                            &o, &e),
+                 1);
+        QVERIFY2(e.contains(QStringLiteral("would replace the trained output head")), qPrintable(e));
+        QVERIFY(!fs::exists(out));
+    }
+
+    void forcedTieWritesATiedConfig()
+    {
+        // A Hugging Face folder whose config says untied but whose head is the embedding.
+        const std::string dir = makeTempDir() + "/model";
+        fs::create_directories(dir);
+        writeFile(dir + "/config.json", "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"tie_word_embeddings\": false\n}\n");
+        auto status = writeSafetensorsFile(dir + "/model.safetensors",
+                                           { { "model.embed_tokens.weight", DType::Float32, { 4, 2 } },
+                                             { "lm_head.weight", DType::Float32, { 4, 2 } } },
+                                           { { "format", "pt" } }, [](std::size_t, std::uint8_t* dst, std::uint64_t n) {
+                                               for (std::uint64_t i = 0; i < n; ++i)
+                                                   dst[i] = static_cast<std::uint8_t>(i);
+                                               return Status::success();
+                                           });
+        QVERIFY_RESULT(status);
+        const std::string out = makeTempDir() + "/out";
+        QString o, e;
+        QCOMPARE(runTessera(A({ "merge", "--local_dir", dir, "--target_dir", out, "--tie-word-embedding", "--quiet" }), &o, &e), 0);
+        const auto config = nlohmann::json::parse(readFile(out + "/config.json"));
+        QCOMPARE(config["tie_word_embeddings"].get<bool>(), true);
+        auto merged = scanSafetensorsFolder(out);
+        QVERIFY_RESULT(merged);
+        QVERIFY(!merged->find("lm_head.weight"));
+    }
+
+    void testComparesDifferentDtypesAtTheNarrowerOne()
+    {
+        const std::string bf16 = makeTempDir() + "/bf16";
+        QString o, e;
+        QCOMPARE(runTessera(A({ "merge", "--local_dir", actor("fsdp2_qwen2_w2_fp32"), "--target_dir", bf16, "--dtype", "bf16",
+                                "--quiet" }),
+                            &o, &e),
+                 0);
+        // The fp32 checkpoint against its bf16 merge, and the bf16 merge against the fp32 reference.
+        QCOMPARE(runTessera(A({ "test", "--local_dir", actor("fsdp2_qwen2_w2_fp32"), "--test_hf_dir", bf16 }), &o, &e), 0);
+        QVERIFY2(o.contains(QStringLiteral("compared as bfloat16: the merge is float32, the reference bfloat16")), qPrintable(o));
+        QCOMPARE(runTessera(A({ "test", "--local_dir", bf16, "--test_hf_dir", fixture("fsdp2_qwen2_w2_fp32/reference") }), &o, &e),
+                 0);
+        QVERIFY(o.contains(QStringLiteral("compared as bfloat16: the merge is bfloat16, the reference float32")));
     }
 
     void uploadMessageNamesTheRepo()
