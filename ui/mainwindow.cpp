@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mainwindow.h"
 
+#include "confirm.h"
+
 #include "coreconvert.h"
+#include "jobs/comparejob.h"
+#include "jobs/mergejob.h"
 #include "jobs/scanjob.h"
 #include "pages/diffpage.h"
 #include "pages/mappingpage.h"
@@ -421,6 +425,16 @@ void MainWindow::saveSettings() const
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
+    if (m_merge->job()->isRunning() || m_merge->compareJob()->isRunning()) {
+        const bool merging = m_merge->job()->isRunning();
+        if (!confirm(this, merging ? tr("Cancel the merge?") : tr("Cancel the test?"),
+                     merging ? tr("A merge is running. Cancel it and close? Nothing of it is left in the output folder.")
+                             : tr("A test against the reference is running. Cancel it and close?"))) {
+            event->ignore();
+            return;
+        }
+        m_merge->cancel(); // the jobs' destructors wait for their workers to stop
+    }
     m_scan->cancel();
     saveSettings();
     event->accept();

@@ -141,6 +141,17 @@ private Q_SLOTS:
         QVERIFY(!page.compareLoraUpdate());
     }
 
+    void anotherCheckpointClearsB()
+    {
+        DiffPage page;
+        page.setCheckpoint(scanFixture(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        page.setReferenceDir(QStringLiteral("/tmp/some-reference"));
+        page.setCheckpoint(scanFixture(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QCOMPARE(page.referenceDir(), QStringLiteral("/tmp/some-reference")); // a re-scan keeps B
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        QVERIFY(page.referenceDir().isEmpty());
+    }
+
     void badReferenceFails()
     {
         DiffPage page;

@@ -11,6 +11,7 @@
 #include "formats/scan.h"
 #include "testutil.h"
 #include "widgets/ruleseditor.h"
+#include "confirm.h"
 
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
@@ -178,6 +179,48 @@ private Q_SLOTS:
                 box->setCurrentIndex(box->findData(QStringLiteral("adapter")));
         QVERIFY2(page.planText().contains(QStringLiteral("adapter_model.safetensors")), qPrintable(page.planText()));
         QVERIFY(page.commandLine().contains(QStringLiteral("--lora adapter")));
+    }
+
+    void replacingAModelAsksFirst()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        const QString target = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/merged");
+        page.setTargetDir(target);
+        QSignalSpy finished(page.job(), &MergeJob::finished);
+        page.run(); // a new folder: no question
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        QString asked;
+        tessera::ui::confirmHook() = [&](QWidget*, const QString&, const QString& question) {
+            asked = question;
+            return false;
+        };
+        page.run();
+        QVERIFY2(asked.contains(QStringLiteral("model.safetensors")), qPrintable(asked));
+        QVERIFY(!page.job()->isRunning());
+        QVERIFY(page.logText().contains(QStringLiteral("was left as it is")));
+        tessera::ui::confirmHook() = [](QWidget*, const QString&, const QString&) { return true; };
+        page.run();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
+        QVERIFY(finished.last().first().value<MergeResult>().ok);
+    }
+
+    void anotherCheckpointStartsFromCleanOptions()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        page.setTargetDir(QStringLiteral("/tmp/merged-llama"));
+        page.setReferenceDir(QStringLiteral("/tmp/reference-llama"));
+        page.appendLog(QStringLiteral("merged llama"));
+        // The same checkpoint again (a re-scan) keeps them.
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        QCOMPARE(page.options().targetDir, QStringLiteral("/tmp/merged-llama"));
+        // Another one does not: one click must never overwrite the last merge with this checkpoint's weights.
+        page.setCheckpoint(scanFixture("hsdp_qwen2_2x2/global_step_10/actor"));
+        QVERIFY(page.options().targetDir.isEmpty());
+        QVERIFY(page.logText().isEmpty());
+        QVERIFY(!page.canRun());
+        QVERIFY(page.options().dtype.isEmpty());
     }
 
     void cancelLeavesNothing()

@@ -191,6 +191,12 @@ void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
         m_sideB.reset();
         m_summary->clear();
         m_detail->showMessage(tr("Press Compare to compare the loaded checkpoint with B."));
+        // B and the filters belonged to the old A: a reference kept by mistake would compare the wrong models.
+        if (m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root) {
+            m_right->clear();
+            m_statusFilter->setCurrentIndex(0);
+            m_filter->setText(QString());
+        }
     }
     m_checkpoint = std::move(checkpoint);
     m_left->setText(m_checkpoint ? QDir::toNativeSeparators(qs(m_checkpoint->root)) : tr("(open a checkpoint)"));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mergepage.h"
 
+#include "confirm.h"
 #include "formats/scan.h"
 #include "mapping/lora.h"
 
@@ -315,6 +316,23 @@ void MergePage::setMappingJob(MappingJob* job)
 
 void MergePage::setCheckpoint(CheckpointPtr checkpoint)
 {
+    // Another checkpoint: the output folder, reference, dtype, LoRA options and log of the last one do not carry
+    // over, so one click can never overwrite the previous merge with this checkpoint's weights.
+    const bool another = m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root;
+    if (another && !m_job->isRunning() && !m_compare->isRunning()) {
+        const QSignalBlocker b1(m_targetDir), b2(m_reference), b3(m_dtype), b4(m_lora), b5(m_loraAlpha), b6(m_baseModel),
+            b7(m_hfModelPath);
+        m_targetDir->clear();
+        m_reference->clear();
+        m_hfModelPath->clear();
+        m_dtype->setCurrentIndex(0);
+        m_lora->setCurrentIndex(0);
+        m_loraAlpha->clear();
+        m_baseModel->clear();
+        m_log->clear();
+        m_progress->setValue(0);
+        m_current->clear();
+    }
     m_checkpoint = std::move(checkpoint);
     m_localDir->setText(m_checkpoint ? qs(m_checkpoint->root) : QString());
     if (m_checkpoint)
@@ -662,6 +680,22 @@ void MergePage::run()
 {
     if (!canRun())
         return;
+    // The command line refuses to mix models; here the user may replace one, but is asked first.
+    const QDir target(m_targetDir->text().trimmed());
+    QStringList existing;
+    for (const auto& name : m_mergePlan->outputFileNames())
+        if (target.exists(qs(name)))
+            existing << qs(name);
+    if (!existing.isEmpty()
+        && !confirm(this, tr("Replace the model?"),
+                    tr("%1 already holds %2. Replace them with the merge of %3?\n\nOther files in the folder are kept.")
+                        .arg(QDir::toNativeSeparators(target.absolutePath()),
+                             existing.size() > 3 ? existing.mid(0, 3).join(QStringLiteral(", ")) + QStringLiteral(", …")
+                                                 : existing.join(QStringLiteral(", ")),
+                             qs(m_checkpoint->root)))) {
+        m_log->appendPlainText(tr("Not merged: %1 was left as it is.").arg(target.absolutePath()));
+        return;
+    }
     m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), m_targetDir->text()));
     m_meter.start(m_mergePlan->totalBytes);
     m_job->start(m_mergeInput, m_mergePlan, m_targetDir->text().trimmed(), unsigned(m_threads->value()),
