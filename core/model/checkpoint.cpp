@@ -22,11 +22,17 @@ std::uint64_t TensorInfo::numel() const
 
 std::string Problem::text() const
 {
-    // Names and messages quote other people's files; escaped so that they cannot drive the terminal.
+    // Names and messages quote other people's files; escaped so that they cannot drive the terminal. A message
+    // that already starts with the file (a reader's error passed on) does not get it twice.
+    std::string body = message;
     std::string out = printableText(file);
+    if (!file.empty() && body.size() > file.size() && body.compare(0, file.size() + 2, file + ": ") == 0)
+        body = body.substr(file.size() + 2);
+    if (!tensor.empty() && body.size() > tensor.size() && body.compare(0, tensor.size() + 2, tensor + ": ") == 0)
+        body = body.substr(tensor.size() + 2);
     if (!tensor.empty())
         out += (out.empty() ? "" : ": ") + printableText(tensor);
-    out += (out.empty() ? "" : ": ") + printableText(message);
+    out += (out.empty() ? "" : ": ") + printableText(body);
     return out;
 }
 

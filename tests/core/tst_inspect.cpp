@@ -55,6 +55,17 @@ void addCases()
 class TestInspect : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    void aProblemNamesItsFileOnce()
+    {
+        // Readers' errors often start with the path already; the problem line must not repeat it.
+        const tessera::Problem p { "/a/rank_1.pt", "", "/a/rank_1.pt: not a torch.save archive" };
+        QCOMPARE(p.text(), std::string("/a/rank_1.pt: not a torch.save archive"));
+        const tessera::Problem q { "/a/rank_1.pt", "w", "w: holds a DTensor" };
+        QCOMPARE(q.text(), std::string("/a/rank_1.pt: w: holds a DTensor"));
+        const tessera::Problem r { "/a/rank_1.pt", "", "rank_1 is short" };
+        QCOMPARE(r.text(), std::string("/a/rank_1.pt: rank_1 is short"));
+    }
+
     void matchesReference_data() { addCases(); }
     void matchesReference()
     {
