@@ -3,6 +3,7 @@
 
 #include "io/byte_size.h"
 #include "io/printable.h"
+#include "model/checkpoint_report.h"
 #include "model/placement.h"
 
 #include <cstdio>
@@ -13,19 +14,6 @@ namespace tessera::cli {
 namespace {
 
 const char* modeText(const PlannedTensor& t) { return t.delta ? "fuse (LoRA)" : copyModeName(t.mode); }
-
-const char* roleText(PieceRole role)
-{
-    switch (role) {
-    case PieceRole::Primary:
-        return "primary";
-    case PieceRole::Replica:
-        return "replica";
-    case PieceRole::PartialTerm:
-        return "partial";
-    }
-    return "?";
-}
 
 } // namespace
 
@@ -106,7 +94,7 @@ void DebugLog::plan(const MergePlan& plan, const CheckpointInfo& info, const std
              + (t.bufferBytes ? ", buffer " + formatBytes(t.bufferBytes) : ""));
         for (auto i : t.pieces) {
             const Piece& p = src.pieces[i];
-            line("  piece " + boxText(p.offsets, p.shape) + " " + roleText(p.role) + " rank " + std::to_string(p.rank)
+            line("  piece " + boxText(p.offsets, p.shape) + " " + pieceRoleName(p.role) + " rank " + std::to_string(p.rank)
                  + " " + std::string(torchName(p.storedDtype)) + " from " + p.file + " @" + std::to_string(p.dataOffset));
         }
         for (const auto& [replica, primary] : t.replicas)

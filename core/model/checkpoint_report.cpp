@@ -11,8 +11,7 @@
 
 namespace tessera {
 
-namespace {
-const char* roleName(PieceRole role)
+const char* pieceRoleName(PieceRole role)
 {
     switch (role) {
     case PieceRole::Primary: return "primary";
@@ -21,6 +20,8 @@ const char* roleName(PieceRole role)
     }
     return "primary";
 }
+
+namespace {
 
 /// Paths relative to the checkpoint root keep the JSON readable and portable.
 std::string relativeTo(const std::string& file, const std::string& root)
@@ -84,7 +85,7 @@ nlohmann::json checkpointToJson(const CheckpointInfo& info)
             }();
             pieces.push_back({ { "file", relativeTo(p.file, info.root) },
                                { "rank", p.rank },
-                               { "role", roleName(p.role) },
+                               { "role", pieceRoleName(p.role) },
                                { "offsets", p.offsets },
                                { "shape", p.shape },
                                { "strides", p.strides },

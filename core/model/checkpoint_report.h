@@ -9,6 +9,8 @@
 
 namespace tessera {
 
+/// "primary", "replica", "partial", as reports and logs name a piece's role.
+const char* pieceRoleName(PieceRole role);
 /// The `tessera inspect --json` object: format, parallel, tensors (name, dtype, shape, pieces), problems.
 nlohmann::json checkpointToJson(const CheckpointInfo& info);
 /// A readable multi-line summary: layout, parallel configuration, tensor count and bytes, problems.
