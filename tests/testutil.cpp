@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -63,6 +64,18 @@ int runTessera(const QStringList& args, QString* out, QString* err)
     if (err)
         *err = QString::fromUtf8(process.readAllStandardError());
     return process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+}
+
+std::string copyFixtureFolder(const std::string& relative)
+{
+    namespace fs = std::filesystem;
+    const std::string dest = makeTempDir() + "/" + fs::path(relative).filename().string();
+    fs::copy(fixture(relative), dest, fs::copy_options::recursive);
+    fs::permissions(dest, fs::perms::owner_all, fs::perm_options::add);
+    for (const auto& entry : fs::recursive_directory_iterator(dest))
+        fs::permissions(entry.path(), entry.is_directory() ? fs::perms::owner_all : fs::perms::owner_write,
+                        fs::perm_options::add);
+    return dest;
 }
 
 float bf16ToFloat(std::uint16_t bits)

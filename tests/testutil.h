@@ -17,6 +17,9 @@ std::string fixturesDir();
 std::string fixture(const std::string& relative);
 /// A fresh temporary folder removed at exit.
 std::string makeTempDir();
+/// A writable copy of the fixture folder `relative` in a fresh temporary folder (the shared fixtures may be
+/// read-only); returns the copy's path.
+std::string copyFixtureFolder(const std::string& relative);
 /// Whole file as bytes (for small test files only).
 std::string readFile(const std::string& path);
 void writeFile(const std::string& path, const std::string& bytes);

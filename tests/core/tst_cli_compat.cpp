@@ -90,8 +90,7 @@ private Q_SLOTS:
         QFETCH(QStringList, form);
         QFETCH(bool, strict);
         // A Megatron checkpoint with an unmapped extra tensor: strict refuses it, not strict writes the rest.
-        const std::string dir = makeTempDir() + "/ckpt";
-        fs::copy(fixture(kMegatron), dir, fs::copy_options::recursive);
+        const std::string dir = copyFixtureFolder(kMegatron);
         const std::string rules = makeTempDir() + "/rules.json";
         // Rules that drop the final norm's mapping leave decoder.final_layernorm.weight unmapped.
         writeFile(rules, R"({"rules": [{"id": "final_norm", "megatron": "decoder.final_layernorm.weight", "hf": "unused.weight"}]})");

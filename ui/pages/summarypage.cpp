@@ -2,6 +2,9 @@
 #include "summarypage.h"
 
 #include "mapping/lora.h"
+#include "mapping/megatron_mapping.h"
+#include "merge/lora_plan.h"
+#include "merge/merge_plan.h"
 #include "models/provenance.h"
 
 #include "coreconvert.h"
@@ -41,6 +44,27 @@ void SummaryPage::showError(const QString& path, const QString& message)
 }
 
 QString SummaryPage::html() const { return m_text->toHtml(); }
+
+namespace {
+
+/// Why `tessera merge` (and the Merge page, which plans the same way) would refuse the checkpoint, beyond its
+/// problems listed anyway; empty when it would merge. Megatron names are the Mapping view's to judge.
+QString mergeRefusal(const tessera::CheckpointInfo& info)
+{
+    if (!info.problems.empty() || tessera::isMegatronLayout(info.layout))
+        return {};
+    if (tessera::hasLoraTensors(info)) {
+        auto lora = tessera::readLoraCheckpoint(info, {});
+        if (!lora)
+            return QString::fromStdString(lora.error().message);
+        auto plans = tessera::planLoraMerge(*lora, {}, tessera::LoraOutput::Both);
+        return plans ? QString() : QString::fromStdString(plans.error().message);
+    }
+    auto plan = tessera::planMerge(info, {});
+    return plan ? QString() : QString::fromStdString(plan.error().message);
+}
+
+} // namespace
 
 void SummaryPage::render()
 {
@@ -89,6 +113,11 @@ void SummaryPage::render()
     for (std::size_t i = 0; i < lora.size(); ++i)
         html += row(i == 0 ? tr("LoRA") : QString(), qs(lora[i]));
     html += QStringLiteral("</table>");
+    const QString refusal = mergeRefusal(info);
+    if (!refusal.isEmpty())
+        html += QStringLiteral("<p style='color:") + problemColor(palette()).name() + QStringLiteral("'><b>")
+            + tr("A merge would refuse it:") + QStringLiteral("</b> ")
+            + refusal.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")) + QStringLiteral("</p>");
     if (info.problems.empty()) {
         html += tr("<p><b>Problems:</b> none</p>");
     } else {

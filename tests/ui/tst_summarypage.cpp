@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The Summary says what a merge would refuse, so that it never disagrees with the Merge page.
+
+#include "formats/scan.h"
+#include "pages/summarypage.h"
+#include "testutil.h"
+
+#include <QTest>
+
+#include <filesystem>
+
+using namespace tessera::ui;
+namespace fs = std::filesystem;
+
+namespace {
+CheckpointPtr scan(const std::string& path)
+{
+    auto info = tessera::scanCheckpoint(path);
+    if (!info)
+        qFatal("%s", info.error().message.c_str());
+    return std::make_shared<const tessera::CheckpointInfo>(std::move(*info));
+}
+} // namespace
+
+class TestSummaryPage : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void mergeableCheckpointHasNoRefusal()
+    {
+        SummaryPage page;
+        page.setCheckpoint(scan(tessera::test::fixture("lora_llama_w2_fp32/global_step_10/actor")));
+        QVERIFY(!page.html().contains(QStringLiteral("A merge would refuse it")));
+        QVERIFY(page.html().contains(QStringLiteral("LoRA")));
+    }
+
+    void refusalIsListed()
+    {
+        // The LoRA fixture without lora_train_meta.json: alpha is unknown, and the merge stops.
+        const std::string dir = tessera::test::copyFixtureFolder("lora_llama_w2_fp32");
+        fs::remove(dir + "/global_step_10/actor/lora_train_meta.json");
+        SummaryPage page;
+        page.setCheckpoint(scan(dir + "/global_step_10/actor"));
+        QVERIFY2(page.html().contains(QStringLiteral("A merge would refuse it")), qPrintable(page.html()));
+        QVERIFY(page.html().contains(QStringLiteral("--lora_alpha")));
+    }
+};
+
+QTEST_MAIN(TestSummaryPage)
+#include "tst_summarypage.moc"
