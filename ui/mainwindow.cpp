@@ -96,6 +96,12 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_tree, &TreePage::currentTensorChanged, this, &MainWindow::onCurrentTensorChanged);
     // One mapping for both views: the merge plan writes exactly the table the Mapping view shows.
     m_merge->setMappingJob(m_mapping->job());
+    connect(m_merge, &MergePage::openInDiffRequested, this, [this](const QString& reference, double atol, double rtol) {
+        m_diff->setReferenceDir(reference);
+        m_diff->setTolerances(atol, rtol);
+        showView(View::Diff);
+        m_diff->compare();
+    });
     connect(m_mapping, &MappingPage::tensorActivated, this, [this](int tensor) {
         m_tree->selectTensor(tensor);
         showView(View::Placement);

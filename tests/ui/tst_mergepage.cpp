@@ -19,6 +19,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -179,6 +180,36 @@ private Q_SLOTS:
                 box->setCurrentIndex(box->findData(QStringLiteral("adapter")));
         QVERIFY2(page.planText().contains(QStringLiteral("adapter_model.safetensors")), qPrintable(page.planText()));
         QVERIFY(page.commandLine().contains(QStringLiteral("--lora adapter")));
+    }
+
+    void testTakesTolerancesAndOffersTheDiff()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        page.setReferenceDir(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
+        QLineEdit* atol = nullptr;
+        for (auto* edit : page.findChildren<QLineEdit*>())
+            if (!atol && edit->toolTip().startsWith(QStringLiteral("Absolute tolerance")))
+                atol = edit; // the first of atol, rtol
+        QVERIFY(atol);
+        atol->setText(QStringLiteral("-1"));
+        page.runTest();
+        QVERIFY(page.logText().contains(QStringLiteral("Not tested: atol and rtol")));
+        atol->setText(QStringLiteral("1e-3"));
+        QSignalSpy compared(page.compareJob(), &CompareJob::finished);
+        page.runTest();
+        QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 120000);
+        QVERIFY(compared.first().first().value<CompareResult>().ok);
+        QPushButton* openInDiff = nullptr;
+        for (auto* button : page.findChildren<QPushButton*>())
+            if (button->text() == QStringLiteral("Open in Diff"))
+                openInDiff = button;
+        QVERIFY(openInDiff && openInDiff->isEnabled());
+        QSignalSpy requested(&page, &MergePage::openInDiffRequested);
+        openInDiff->click();
+        QCOMPARE(requested.count(), 1);
+        QCOMPARE(requested.first().at(0).toString(), QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
+        QCOMPARE(requested.first().at(1).toDouble(), 1e-3);
     }
 
     void replacingAModelAsksFirst()

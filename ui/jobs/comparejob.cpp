@@ -50,7 +50,8 @@ CompareJob::~CompareJob()
 }
 
 void CompareJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan,
-                       const QString& referenceDir, unsigned threads, std::set<std::string> ignore)
+                       const QString& referenceDir, unsigned threads, std::set<std::string> ignore, double atol,
+                       double rtol)
 {
     if (isRunning())
         return;
@@ -64,13 +65,15 @@ void CompareJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::
     });
     const std::string reference = referenceDir.toStdString();
     // `this` outlives the worker (the destructor waits), so the queued progress may point at it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, reference, threads, ignore,
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, reference, threads, ignore, atol, rtol,
                                                       cancel = m_cancel]() {
         CompareResult result;
         QueuedProgress progress(this, cancel.get());
         tessera::CompareOptions options;
         options.threads = threads;
         options.ignore = ignore;
+        options.atol = atol;
+        options.rtol = rtol;
         try {
             auto report = tessera::compareWithReference(*checkpoint, *plan, reference, options, progress);
             if (!report) {

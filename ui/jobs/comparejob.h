@@ -40,7 +40,7 @@ public:
     /// `ignore`: names that may be absent on one side (verl's test ignores lm_head.weight for value models and
     /// tied embeddings).
     void start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& referenceDir,
-               unsigned threads, std::set<std::string> ignore = {});
+               unsigned threads, std::set<std::string> ignore = {}, double atol = 0, double rtol = 0);
     void cancel();
     bool isRunning() const;
 

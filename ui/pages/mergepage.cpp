@@ -39,6 +39,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 namespace tessera::ui {
@@ -112,6 +113,9 @@ MergePage::MergePage(QWidget* parent)
     , m_loraAlpha(new QLineEdit(this))
     , m_baseModel(new QLineEdit(this))
     , m_reference(new QLineEdit(this))
+    , m_atol(new QLineEdit(QStringLiteral("0"), this))
+    , m_rtol(new QLineEdit(QStringLiteral("0"), this))
+    , m_openInDiff(new QPushButton(tr("Open in Diff"), this))
     , m_command(new QLabel(this))
     , m_planSummary(new QLabel(this))
     , m_planView(new QTableView(this))
@@ -215,6 +219,9 @@ MergePage::MergePage(QWidget* parent)
     pair(tr("LoRA (--lora)"), m_lora, tr("--lora_alpha"), m_loraAlpha);
     wide(tr("Base model (--base_model)"), withBrowse(m_baseModel, options));
     wide(tr("Reference (tessera test)"), withBrowse(m_reference, options));
+    m_atol->setToolTip(tr("Absolute tolerance of the test: |a − b| ≤ atol + rtol·|b| (0 and 0: bit for bit)"));
+    m_rtol->setToolTip(m_atol->toolTip());
+    pair(tr("Test --atol"), m_atol, tr("Test --rtol"), m_rtol);
     grid->addWidget(m_command, row++, 0, 1, 4);
 
     auto* planBox = new QGroupBox(tr("Plan (dry run)"), this);
@@ -227,6 +234,7 @@ MergePage::MergePage(QWidget* parent)
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_run);
     buttons->addWidget(m_test);
+    buttons->addWidget(m_openInDiff);
     buttons->addWidget(m_cancel);
     buttons->addWidget(m_progress, 1);
     runLayout->addLayout(buttons);
@@ -279,6 +287,11 @@ MergePage::MergePage(QWidget* parent)
     connect(m_reference, &QLineEdit::textChanged, this, &MergePage::updateButtons);
     connect(m_run, &QPushButton::clicked, this, &MergePage::run);
     connect(m_test, &QPushButton::clicked, this, &MergePage::runTest);
+    m_openInDiff->setEnabled(false);
+    m_openInDiff->setToolTip(tr("Compare this checkpoint with the reference tensor by tensor in the Diff view"));
+    connect(m_openInDiff, &QPushButton::clicked, this, [this] {
+        Q_EMIT openInDiffRequested(m_reference->text().trimmed(), m_atol->text().toDouble(), m_rtol->text().toDouble());
+    });
     connect(m_cancel, &QPushButton::clicked, this, &MergePage::cancel);
     connect(m_job, &MergeJob::progress, this, [this](const MergeStatus& s) {
         showProgress(int(s.tensorsDone), int(s.tensorsTotal), s.bytesDone, s.bytesTotal, s.currentTensor);
@@ -720,7 +733,14 @@ void MergePage::runTest()
         ignore.insert("lm_head.weight"); // as verl's test and `tessera test` do
     m_log->appendPlainText(tr("Testing %1 against %2").arg(qs(m_checkpoint->root), m_reference->text().trimmed()));
     m_meter.start(m_mergePlan->totalBytes);
-    m_compare->start(m_mergeInput, m_mergePlan, m_reference->text().trimmed(), unsigned(m_threads->value()), ignore);
+    bool okA = false, okR = false;
+    const double atol = m_atol->text().trimmed().toDouble(&okA), rtol = m_rtol->text().trimmed().toDouble(&okR);
+    if (!okA || !okR || !(atol >= 0) || !(rtol >= 0) || std::isinf(atol) || std::isinf(rtol)) {
+        m_log->appendPlainText(tr("Not tested: atol and rtol must be non-negative numbers (e.g. 0, 1e-5)."));
+        return;
+    }
+    m_compare->start(m_mergeInput, m_mergePlan, m_reference->text().trimmed(), unsigned(m_threads->value()), ignore,
+                     atol, rtol);
     m_progress->setValue(0);
     m_progressText->setText(tr("Comparing…"));
     updateButtons();
@@ -740,9 +760,14 @@ void MergePage::onFinished(const MergeResult& result)
         m_progress->setValue(1000);
         m_progressText->setText(tr("Done: %1").arg(result.message));
         m_log->appendPlainText(tr("Done: %1").arg(result.message));
+    } else if (result.canceled) {
+        // Said once, and the bar starts over: nothing of the merge is left.
+        m_progress->setValue(0);
+        m_progressText->setText(tr("Canceled; nothing was written."));
+        m_log->appendPlainText(tr("Canceled; nothing was written."));
     } else {
-        m_progressText->setText(result.canceled ? tr("Canceled; nothing was written.") : tr("Failed."));
-        m_log->appendPlainText(result.canceled ? tr("Canceled: %1").arg(result.message) : tr("Error: %1").arg(result.message));
+        m_progressText->setText(tr("Failed."));
+        m_log->appendPlainText(tr("Error: %1").arg(result.message));
     }
     m_current->clear();
     updateButtons();
@@ -753,9 +778,11 @@ void MergePage::onCompareFinished(const CompareResult& result)
     for (const auto& line : result.lines)
         m_log->appendPlainText(line);
     if (result.canceled) {
+        m_progress->setValue(0);
         m_progressText->setText(tr("Test canceled."));
-        m_log->appendPlainText(tr("Canceled: %1").arg(result.message));
+        m_log->appendPlainText(tr("Test canceled."));
     } else {
+        m_openInDiff->setEnabled(true);
         m_progress->setValue(result.lines.isEmpty() && !result.ok ? m_progress->value() : 1000);
         m_progressText->setText(result.ok ? tr("Test passed: %1").arg(result.message)
                                           : tr("Test failed: %1").arg(result.message));

@@ -93,6 +93,10 @@ public:
     void appendLog(const QString& line);
     QString logText() const;
 
+Q_SIGNALS:
+    /// "Open in Diff" after a test: compare the merge's checkpoint with `referenceDir` in the Diff view.
+    void openInDiffRequested(const QString& referenceDir, double atol, double rtol);
+
 private:
     void updatePlan();
     void pushMappingSettings();
@@ -138,6 +142,9 @@ private:
     QLineEdit* m_loraAlpha;
     QLineEdit* m_baseModel;
     QLineEdit* m_reference;
+    QLineEdit* m_atol;
+    QLineEdit* m_rtol;
+    QPushButton* m_openInDiff;
     QLabel* m_command;
     QLabel* m_planSummary;
     QTableView* m_planView;
