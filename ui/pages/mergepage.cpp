@@ -218,10 +218,16 @@ MergePage::MergePage(QWidget* parent)
     grid->addLayout(switches, row++, 1, 1, 3);
     pair(tr("LoRA (--lora)"), m_lora, tr("--lora_alpha"), m_loraAlpha);
     wide(tr("Base model (--base_model)"), withBrowse(m_baseModel, options));
-    wide(tr("Reference (tessera test)"), withBrowse(m_reference, options));
     m_atol->setToolTip(tr("Absolute tolerance of the test: |a − b| ≤ atol + rtol·|b| (0 and 0: bit for bit)"));
     m_rtol->setToolTip(m_atol->toolTip());
-    pair(tr("Test --atol"), m_atol, tr("Test --rtol"), m_rtol);
+    auto* tolerances = new QWidget(options);
+    auto* tolerancesLayout = new QHBoxLayout(tolerances);
+    tolerancesLayout->setContentsMargins(0, 0, 0, 0);
+    tolerancesLayout->addWidget(m_atol);
+    tolerancesLayout->addWidget(new QLabel(tr("--rtol"), options));
+    tolerancesLayout->addWidget(m_rtol);
+    // One row for the test: the reference and its tolerances, so the options stay short on a small screen.
+    pair(tr("Reference (tessera test)"), withBrowse(m_reference, options), tr("--atol"), tolerances);
     grid->addWidget(m_command, row++, 0, 1, 4);
 
     auto* planBox = new QGroupBox(tr("Plan (dry run)"), this);
