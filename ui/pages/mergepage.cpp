@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 namespace tessera::ui {
@@ -55,11 +56,14 @@ QWidget* withButton(QWidget* field, QPushButton* button, QWidget* parent)
     return box;
 }
 
-QWidget* withBrowse(QLineEdit* edit, QWidget* parent)
+/// A folder field with a Browse… button. The dialog opens at the field's folder, or (empty) where `fallback`
+/// says, e.g. beside the checkpoint; Qt's folder dialog can create the folder too.
+QWidget* withBrowse(QLineEdit* edit, QWidget* parent, const std::function<QString()>& fallback = {})
 {
     auto* browse = new QPushButton(MergePage::tr("Browse…"), parent);
-    QObject::connect(browse, &QPushButton::clicked, edit, [edit] {
-        const QString dir = QFileDialog::getExistingDirectory(edit, MergePage::tr("Choose a folder"), edit->text());
+    QObject::connect(browse, &QPushButton::clicked, edit, [edit, fallback] {
+        const QString start = !edit->text().trimmed().isEmpty() ? edit->text().trimmed() : fallback ? fallback() : QString();
+        const QString dir = QFileDialog::getExistingDirectory(edit, MergePage::tr("Choose a folder"), start);
         if (!dir.isEmpty())
             edit->setText(dir);
     });
@@ -204,7 +208,10 @@ MergePage::MergePage(QWidget* parent)
         grid->addWidget(f2, row++, 3);
     };
     wide(tr("Checkpoint (--local_dir)"), m_localDir);
-    wide(tr("Output (--target_dir)"), withBrowse(m_targetDir, options));
+    // Output folders usually go beside the run they come from.
+    wide(tr("Output (--target_dir)"), withBrowse(m_targetDir, options, [this] {
+             return m_checkpoint ? QFileInfo(qs(m_checkpoint->root)).absolutePath() : QDir::homePath();
+         }));
     wide(tr("Config (--hf_model_path)"), withBrowse(m_hfModelPath, options));
     pair(tr("Backend (--backend)"), m_backend, tr("DType (--dtype)"), m_dtype);
     pair(tr("Shard size (--max_shard_size)"), m_maxShardSize, tr("Threads (--threads)"), m_threads);
