@@ -55,6 +55,7 @@ nlohmann::json rowJson(const TensorDiff& t)
     j["bit_equal"] = t.bitEqual;
     j["differing"] = t.differing;
     j["outside_tolerance"] = t.outsideTolerance;
+    j["nan_opposite"] = t.nanOpposite;
     if (!t.numeric)
         return j; // float8/complex: compared by bytes only
     j["max_abs_diff"] = number(t.maxAbsDiff);

@@ -185,7 +185,7 @@ struct PairAccumulator {
     SideAccumulator a, b;
     double maxAbs = 0, maxRel = 0, sumAbs = 0, dot = 0, normA = 0, normB = 0;
     double minSigned = kInf, maxSigned = -kInf;  ///< a − b over pairs finite on both sides
-    std::uint64_t finitePairs = 0, differing = 0, outside = 0;
+    std::uint64_t finitePairs = 0, differing = 0, outside = 0, nanOpposite = 0;
     std::int64_t worst = -1;
 
     void addChunk(const double* x, const double* y, const std::uint8_t* rawNe, std::uint64_t n, std::uint64_t first)
@@ -207,6 +207,7 @@ struct PairAccumulator {
                 continue;
             ++differing;
             outside += v.outside ? 1 : 0;
+            nanOpposite += std::isnan(xi) != std::isnan(yi) ? 1 : 0;
             if (std::isfinite(v.absDiff))
                 sumAbs += v.absDiff;
             maxRel = std::max(maxRel, v.relDiff);
@@ -232,6 +233,7 @@ struct PairAccumulator {
             d.cosine = std::clamp(dot / (std::sqrt(normA) * std::sqrt(normB)), -1.0, 1.0);
         d.differing = differing;
         d.outsideTolerance = outside;
+        d.nanOpposite = nanOpposite;
         d.worstIndex = worst;
     }
 };

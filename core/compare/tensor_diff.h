@@ -77,6 +77,7 @@ struct TensorDiff {
     double cosine = 1;             ///< cosine similarity over elements finite on both sides (1 when both are 0)
     std::uint64_t differing = 0;   ///< elements with a ≠ b (NaN opposite NaN counts as equal)
     std::uint64_t outsideTolerance = 0; ///< elements failing |a − b| ≤ atol + rtol·|b|
+    std::uint64_t nanOpposite = 0; ///< elements where one side is NaN and the other is not (maxAbsDiff is then +inf)
     std::int64_t worstIndex = -1;  ///< flat (row-major) index of the first element with the largest |a − b|
     SideStats a;
     SideStats b;

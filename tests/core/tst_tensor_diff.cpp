@@ -318,6 +318,8 @@ private Q_SLOTS:
         QCOMPARE(opposite.maxAbsDiff, kInf);
         QCOMPARE(opposite.worstIndex, std::int64_t(1));
         QCOMPARE(opposite.meanAbsDiff, 0.0); // the finite pairs are equal
+        QCOMPARE(opposite.nanOpposite, std::uint64_t(1));
+        QCOMPARE(row(*report, "inf_vs_number").nanOpposite, std::uint64_t(0));
         QCOMPARE(row(*report, "inf_same").status, DiffStatus::Identical);
         QCOMPARE(row(*report, "inf_same").a.inf, std::uint64_t(2));
         QCOMPARE(row(*report, "inf_vs_number").status, DiffStatus::Different);

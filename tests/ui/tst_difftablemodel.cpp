@@ -133,6 +133,17 @@ private Q_SLOTS:
         QCOMPARE(model.row(0)->status, DiffStatus::Pending);
     }
 
+    void nanOppositeANumberShowsAsNan()
+    {
+        DiffTableModel model;
+        auto withNan = compared(pending("w", 0), DiffStatus::Different, std::numeric_limits<double>::infinity(), 1);
+        withNan.nanOpposite = 1;
+        auto withInf = compared(pending("v", 1), DiffStatus::Different, std::numeric_limits<double>::infinity(), 1);
+        model.setRows({ withNan, withInf });
+        QCOMPARE(model.index(0, DiffTableModel::MaxAbsColumn).data().toString(), QStringLiteral("NaN"));
+        QCOMPARE(model.index(1, DiffTableModel::MaxAbsColumn).data().toString(), QStringLiteral("∞"));
+    }
+
     void numberFormats()
     {
         QCOMPARE(DiffTableModel::numberText(0), QStringLiteral("0"));

@@ -163,7 +163,12 @@ QVariant DiffTableModel::data(const QModelIndex& index, int role) const
         case StatusColumn:
             return QString::fromLatin1(tessera::diffStatusName(t->status));
         case MaxAbsColumn:
-            return t->compared && t->numeric ? numberText(t->maxAbsDiff) : QStringLiteral("–");
+            if (!t->compared || !t->numeric)
+                return QStringLiteral("–");
+            // A NaN opposite a number is no distance at all: say NaN, not ∞ (a true ∞ is an infinity opposite).
+            if (t->nanOpposite > 0 && std::isinf(t->maxAbsDiff))
+                return QStringLiteral("NaN");
+            return numberText(t->maxAbsDiff);
         case MeanAbsColumn:
             return t->compared && t->numeric ? numberText(t->meanAbsDiff) : QStringLiteral("–");
         case MaxRelColumn:
@@ -232,7 +237,7 @@ QVariant DiffTableModel::headerData(int section, Qt::Orientation orientation, in
     if (role == Qt::ToolTipRole) {
         switch (section) {
         case MaxAbsColumn:
-            return tr("Largest |a − b|; ∞ when a NaN or infinity sits opposite anything else");
+            return tr("Largest |a − b|; NaN when a NaN sits opposite a number, ∞ when an infinity does");
         case MeanAbsColumn:
             return tr("Mean |a − b| over elements finite on both sides");
         case MaxRelColumn:
