@@ -98,7 +98,11 @@ std::string table(const DiffReport& report, bool failuresOnly)
         if (numeric)
             std::snprintf(cosine, sizeof cosine, "%.6f", t.cosine);
         std::snprintf(line, sizeof line, "%-16s %11s %11s %11s %9s %10s %9s %9s %4s  ", diffStatusName(t.status),
-                      cell(t.maxAbsDiff, numeric).c_str(), cell(t.meanAbsDiff, numeric).c_str(),
+                      // A NaN opposite a number is no distance: "nan", as in the workbench, not the inf it ranks as.
+                      (numeric && t.nanOpposite > 0 && std::isinf(t.maxAbsDiff) ? std::string("nan")
+                                                                                 : cell(t.maxAbsDiff, numeric))
+                          .c_str(),
+                      cell(t.meanAbsDiff, numeric).c_str(),
                       cell(t.maxRelDiff, numeric).c_str(), cosine,
                       t.compared ? std::to_string(t.differing).c_str() : "-",
                       countsCell(t.a.nan, t.b.nan, numeric).c_str(), countsCell(t.a.inf, t.b.inf, numeric).c_str(),
