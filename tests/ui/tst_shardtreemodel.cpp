@@ -111,6 +111,37 @@ private Q_SLOTS:
         QCOMPARE(model.rowCount(model.checkpointIndex()), 2);
     }
 
+    void byTensorFollowsTheModel()
+    {
+        auto info = std::make_shared<tessera::CheckpointInfo>(*smallCheckpoint());
+        info->problems.clear();
+        tessera::TensorInfo base = info->tensors.front();
+        info->tensors.clear();
+        for (const char* name : { "output_layer.weight", "decoder.layers.10.mlp.linear_fc1.weight",
+                                  "decoder.final_layernorm.weight", "decoder.layers.2.self_attention.linear_qkv.weight",
+                                  "decoder.layers.2.mlp.linear_fc1.weight", "embedding.word_embeddings.weight" }) {
+            base.name = name;
+            info->tensors.push_back(base);
+        }
+        ShardTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setCheckpoint(info);
+        model.setGroupBy(ShardTreeModel::GroupBy::Tensor);
+        const QModelIndex root = model.checkpointIndex();
+        QStringList order;
+        for (int r = 0; r < model.rowCount(root); ++r)
+            order << model.index(r, 0, root).data().toString();
+        QCOMPARE(order, (QStringList { QStringLiteral("embedding.word_embeddings.weight"),
+                                       QStringLiteral("decoder.layers.2.self_attention.linear_qkv.weight"),
+                                       QStringLiteral("decoder.layers.2.mlp.linear_fc1.weight"),
+                                       QStringLiteral("decoder.layers.10.mlp.linear_fc1.weight"),
+                                       QStringLiteral("decoder.final_layernorm.weight"),
+                                       QStringLiteral("output_layer.weight") }));
+        // Rows and tensors still find each other.
+        QCOMPARE(model.indexForTensor(0).data().toString(), QStringLiteral("output_layer.weight"));
+        QCOMPARE(model.indexForTensor(0).row(), 5);
+    }
+
     void proxyFilter()
     {
         ShardTreeModel model;

@@ -9,7 +9,9 @@
 
 #include <QRegularExpression>
 
+#include <algorithm>
 #include <map>
+#include <tuple>
 
 #include <unordered_map>
 
@@ -72,6 +74,60 @@ void ShardTreeModel::setProblemColor(const QColor& color)
     m_problemColor = color;
     // Only the foreground changes and views repaint on palette changes anyway; a reset would collapse the tree.
 }
+
+namespace {
+
+/// Where a tensor sits in the model, for the By tensor order: (part, stack, layer).
+struct ModelPosition {
+    int part = 2;       ///< 0 embeddings, 1 a layer stack, 2 anything else (final norms), 3 the output head
+    std::string stack;  ///< the text before "layers.": decoder, vision tower, … keep their own order
+    long long layer = -1;
+    bool operator<(const ModelPosition& o) const
+    {
+        return std::tie(part, stack, layer) < std::tie(o.part, o.stack, o.layer);
+    }
+};
+
+/// The first "<stack>layers.<n>." (or blocks., h.) in `name`: a plain scan, since a tree of 100,000 tensors is
+/// ordered on every rebuild.
+bool findLayer(const std::string& name, std::string& stack, long long& layer)
+{
+    for (const char* word : { "layers.", "blocks.", "h." }) {
+        const std::size_t length = std::char_traits<char>::length(word);
+        for (std::size_t at = name.find(word); at != std::string::npos; at = name.find(word, at + 1)) {
+            if (at > 0 && name[at - 1] != '.')
+                continue;
+            std::size_t end = at + length;
+            long long n = 0;
+            while (end < name.size() && end - at - length < 9 && name[end] >= '0' && name[end] <= '9')
+                n = n * 10 + (name[end++] - '0');
+            if (end == at + length || end >= name.size() || name[end] != '.')
+                continue;
+            stack = name.substr(0, at);
+            layer = n;
+            return true;
+        }
+    }
+    return false;
+}
+
+ModelPosition modelPosition(const std::string& name)
+{
+    ModelPosition p;
+    if (findLayer(name, p.stack, p.layer)) {
+        p.part = 1;
+    } else if (name.find("layers.") != std::string::npos) {
+        p.part = 1; // torch_dist's stacked layers: one tensor for all of them
+        p.stack = name.substr(0, name.find("layers."));
+    } else if (name.find("embed") != std::string::npos || name.find(".wte.") != std::string::npos) {
+        p.part = 0;
+    } else if (name.rfind("output_layer", 0) == 0 || name.rfind("lm_head", 0) == 0 || name.rfind("score.", 0) == 0) {
+        p.part = 3;
+    }
+    return p;
+}
+
+} // namespace
 
 void ShardTreeModel::rebuild()
 {
@@ -182,7 +238,7 @@ void ShardTreeModel::rebuild()
         m_entries.reserve(info.tensors.size());
         m_topEntries.reserve(info.tensors.size());
         for (std::size_t t = 0; t < info.tensors.size(); ++t) {
-            Entry entry { static_cast<int>(t), -1, static_cast<int>(t), info.tensors[t].nbytes(), {} };
+            Entry entry { static_cast<int>(t), -1, 0, info.tensors[t].nbytes(), {} };
             entry.pieces.resize(info.tensors[t].pieces.size());
             for (std::size_t p = 0; p < entry.pieces.size(); ++p)
                 entry.pieces[p] = static_cast<int>(p);
@@ -190,6 +246,16 @@ void ShardTreeModel::rebuild()
             m_topEntries.push_back(static_cast<int>(t));
             m_firstEntryOfTensor[t] = static_cast<int>(t);
         }
+        // The model's order: embeddings, layers 0…N numerically (checkpoint order within a layer), the rest, the
+        // head — not the order files or dicts happen to list them in (layers.10 before layers.2).
+        std::vector<ModelPosition> positions;
+        positions.reserve(info.tensors.size());
+        for (const auto& tensor : info.tensors)
+            positions.push_back(modelPosition(tensor.name));
+        std::stable_sort(m_topEntries.begin(), m_topEntries.end(),
+                         [&](int a, int b) { return positions[std::size_t(a)] < positions[std::size_t(b)]; });
+        for (std::size_t row = 0; row < m_topEntries.size(); ++row)
+            m_entries[std::size_t(m_topEntries[row])].row = static_cast<int>(row);
     }
 
     for (const auto& problem : info.problems) {
