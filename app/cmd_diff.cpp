@@ -7,6 +7,7 @@
 
 #include "formats/safetensors_reader.h"
 #include "formats/scan.h"
+#include "compare/diff_export.h"
 #include "compare/tensor_diff.h"
 
 #include <nlohmann/json.hpp>
@@ -20,54 +21,6 @@
 namespace tessera::cli {
 
 namespace {
-
-/// JSON has no infinity or NaN: such values are written as the strings "inf", "-inf" and "nan".
-nlohmann::json number(double v)
-{
-    if (std::isnan(v))
-        return "nan";
-    if (std::isinf(v))
-        return v > 0 ? "inf" : "-inf";
-    return v;
-}
-
-nlohmann::json sideJson(const SideStats& s)
-{
-    return { { "min", number(s.min) },   { "max", number(s.max) },   { "mean", number(s.mean) },
-             { "std", number(s.std) },   { "nan", s.nan },           { "inf", s.inf },
-             { "zeros", s.zeros },       { "finite", s.finite } };
-}
-
-nlohmann::json rowJson(const TensorDiff& t)
-{
-    nlohmann::json j = { { "name", t.name },
-                         { "status", diffStatusName(t.status) },
-                         { "ok", diffStatusOk(t.status) },
-                         { "detail", t.detail },
-                         { "dtype_a", t.indexA >= 0 ? nlohmann::json(torchName(t.dtypeA)) : nlohmann::json() },
-                         { "dtype_b", t.indexB >= 0 ? nlohmann::json(torchName(t.dtypeB)) : nlohmann::json() },
-                         { "shape_a", t.indexA >= 0 ? nlohmann::json(t.shapeA) : nlohmann::json() },
-                         { "shape_b", t.indexB >= 0 ? nlohmann::json(t.shapeB) : nlohmann::json() },
-                         { "elements", t.elements },
-                         { "compared", t.compared } };
-    if (!t.compared)
-        return j;
-    j["bit_equal"] = t.bitEqual;
-    j["differing"] = t.differing;
-    j["outside_tolerance"] = t.outsideTolerance;
-    j["nan_opposite"] = t.nanOpposite;
-    if (!t.numeric)
-        return j; // float8/complex: compared by bytes only
-    j["max_abs_diff"] = number(t.maxAbsDiff);
-    j["mean_abs_diff"] = number(t.meanAbsDiff);
-    j["max_rel_diff"] = number(t.maxRelDiff);
-    j["cosine"] = number(t.cosine);
-    j["worst_index"] = t.worstIndex >= 0 ? nlohmann::json(unflattenIndex(static_cast<std::uint64_t>(t.worstIndex), t.shapeA))
-                                         : nlohmann::json();
-    j["a"] = sideJson(t.a);
-    j["b"] = sideJson(t.b);
-    return j;
-}
 
 std::string cell(double v, bool compared)
 {
@@ -231,21 +184,7 @@ int runDiff(const std::vector<std::string>& args)
         return fail(report.error().message);
 
     if (json) {
-        nlohmann::json counts = nlohmann::json::object();
-        for (auto st : { DiffStatus::Identical, DiffStatus::WithinTolerance, DiffStatus::Different,
-                         DiffStatus::MissingInA, DiffStatus::MissingInB, DiffStatus::ShapeMismatch,
-                         DiffStatus::DtypeMismatch, DiffStatus::Failed })
-            counts[diffStatusName(st)] = report->count(st);
-        auto tensors = nlohmann::json::array();
-        for (const auto& t : report->tensors)
-            if (!parser.isSet("failures_only") || !diffStatusOk(t.status))
-                tensors.push_back(rowJson(t));
-        std::cout << nlohmann::json { { "a", report->pathA },       { "b", report->pathB },
-                                      { "layout_a", a.layout },     { "layout_b", b.layout },
-                                      { "atol", options.atol },     { "rtol", options.rtol },
-                                      { "ok", report->ok() },       { "failures", report->failures() },
-                                      { "counts", counts },         { "warnings", warnings },
-                                      { "summary", report->summary() }, { "tensors", tensors } }
+        std::cout << diffReportToJson(*report, a.layout, b.layout, warnings, parser.isSet("failures_only"))
                          .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                   << "\n";
     } else {

@@ -15,6 +15,9 @@
 #include <QTableView>
 #include <QTest>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <filesystem>
 
 using namespace tessera::ui;
@@ -139,6 +142,28 @@ private Q_SLOTS:
         // Not offered for a checkpoint without an adapter.
         page.setCheckpoint(scanFixture(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
         QVERIFY(!page.compareLoraUpdate());
+    }
+
+    void exportsCsvAndJson()
+    {
+        DiffPage page;
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        QString error;
+        QVERIFY(!page.exportReport(QString::fromStdString(tessera::test::makeTempDir() + "/early.json"), &error));
+        QVERIFY(error.contains(QStringLiteral("Compare first")));
+        page.setReferenceDir(changedReference());
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const std::string dir = tessera::test::makeTempDir();
+        QVERIFY(page.exportReport(QString::fromStdString(dir + "/diff.json"), &error));
+        const auto json = nlohmann::json::parse(tessera::test::readFile(dir + "/diff.json"));
+        QCOMPARE(json["tensors"].size(), page.report()->tensors.size());
+        QCOMPARE(json["counts"]["different"].get<std::size_t>(), page.report()->count(tessera::DiffStatus::Different));
+        QVERIFY(page.exportReport(QString::fromStdString(dir + "/diff.csv"), &error));
+        const std::string csv = tessera::test::readFile(dir + "/diff.csv");
+        QCOMPARE(std::size_t(std::count(csv.begin(), csv.end(), '\n')), page.report()->tensors.size() + 1);
+        QVERIFY(csv.rfind("name,status,ok,detail", 0) == 0);
     }
 
     void anotherCheckpointClearsB()

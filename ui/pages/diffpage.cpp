@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "diffpage.h"
 
+#include "compare/diff_export.h"
 #include "mapping/lora.h"
 
 #include "coreconvert.h"
@@ -20,6 +21,7 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -42,6 +44,7 @@ DiffPage::DiffPage(QWidget* parent)
     , m_rtol(new QLineEdit(QStringLiteral("0"), this))
     , m_compare(new QPushButton(tr("Compare"), this))
     , m_loraUpdate(new QPushButton(tr("LoRA update"), this))
+    , m_export(new QPushButton(tr("Export…"), this))
     , m_cancel(new QPushButton(tr("Cancel"), this))
     , m_progress(new QProgressBar(this))
     , m_summary(new QLabel(this))
@@ -84,6 +87,7 @@ DiffPage::DiffPage(QWidget* parent)
     controls->addSpacing(12);
     controls->addWidget(m_compare);
     controls->addWidget(m_loraUpdate);
+    controls->addWidget(m_export);
     controls->addWidget(m_cancel);
     controls->addWidget(m_progress);
     controls->addWidget(m_summary, 1);
@@ -143,6 +147,8 @@ DiffPage::DiffPage(QWidget* parent)
     connect(browse, &QPushButton::clicked, this, &DiffPage::browseReference);
     connect(m_compare, &QPushButton::clicked, this, &DiffPage::compare);
     connect(m_loraUpdate, &QPushButton::clicked, this, &DiffPage::compareLoraUpdate);
+    connect(m_export, &QPushButton::clicked, this, &DiffPage::exportWithDialog);
+    m_export->setToolTip(tr("Save the table as CSV, or as the JSON of tessera diff --json"));
     m_loraUpdate->setToolTip(tr("A LoRA checkpoint: compare its fused model with its base weights, so each fused "
                                 "weight shows the update its adapter adds (ΔW)"));
     connect(m_cancel, &QPushButton::clicked, this, &DiffPage::cancel);
@@ -267,6 +273,38 @@ bool DiffPage::startComparison(bool loraUpdate)
 
 void DiffPage::cancel() { m_job->cancel(); }
 
+bool DiffPage::exportReport(const QString& path, QString* error) const
+{
+    if (!m_report) {
+        *error = tr("Compare first: there is nothing to export yet.");
+        return false;
+    }
+    const bool csv = path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive);
+    const std::string text = csv ? tessera::diffReportToCsv(*m_report)
+                                 : tessera::diffReportToJson(*m_report, m_sideA ? m_sideA->layout : std::string(),
+                                                             m_sideB ? m_sideB->layout : std::string(), {})
+                                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            + "\n";
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) != qint64(text.size())
+        || !file.commit()) {
+        *error = tr("Cannot write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
+        return false;
+    }
+    return true;
+}
+
+void DiffPage::exportWithDialog()
+{
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export the Comparison"), QStringLiteral("diff.json"),
+                                                      tr("JSON (*.json);;CSV (*.csv)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!exportReport(path, &error))
+        m_summary->setText(QStringLiteral("<span style='color:#d03030'>%1</span>").arg(error.toHtmlEscaped()));
+}
+
 bool DiffPage::isRunning() const { return m_job->isRunning(); }
 
 void DiffPage::setRunning(bool running)
@@ -274,6 +312,7 @@ void DiffPage::setRunning(bool running)
     m_compare->setEnabled(!running && m_checkpoint && !referenceDir().isEmpty());
     m_loraUpdate->setVisible(m_checkpoint && tessera::hasLoraTensors(*m_checkpoint));
     m_loraUpdate->setEnabled(!running);
+    m_export->setEnabled(!running && m_report);
     m_cancel->setVisible(running);
     m_progress->setVisible(running);
 }

@@ -53,6 +53,11 @@ public:
     QTableView* tableView() const { return m_table; }
     DiffDetailView* detailView() const { return m_detail; }
     DiffReportPtr report() const { return m_report; }
+    /// Writes the finished comparison to `path`: CSV when it ends in .csv, else the JSON `tessera diff --json`
+    /// prints. False with `error` set when there is no comparison yet or the file cannot be written.
+    bool exportReport(const QString& path, QString* error) const;
+    /// Asks where, then exportReport().
+    void exportWithDialog();
     QString summaryText() const;
 
 Q_SIGNALS:
@@ -87,6 +92,7 @@ private:
     QLineEdit* m_rtol;
     QPushButton* m_compare;
     QPushButton* m_loraUpdate;
+    QPushButton* m_export;
     QPushButton* m_cancel;
     QProgressBar* m_progress;
     QLabel* m_summary;
