@@ -36,6 +36,8 @@
 #include <QToolButton>
 #include <QTreeView>
 
+#include <functional>
+
 namespace tessera::ui {
 
 namespace {
@@ -157,8 +159,11 @@ void MainWindow::createActions()
     }
 
     auto* help = menuBar()->addMenu(tr("&Help"));
-    auto* about = help->addAction(tr("&About Tessera"), this, &MainWindow::showAbout);
-    about->setShortcut(QKeySequence::HelpContents);
+    auto* guide = help->addAction(tr("Quick &Guide"), this, &MainWindow::showGuide);
+    guide->setShortcut(QKeySequence::HelpContents);
+    help->addAction(tr("Keyboard &Shortcuts"), this, &MainWindow::showShortcuts);
+    help->addSeparator();
+    help->addAction(tr("&About Tessera"), this, &MainWindow::showAbout);
     help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
     updateRecentMenu();
 }
@@ -390,6 +395,47 @@ void MainWindow::updateRecentMenu()
     }
     m_recentMenu->setEnabled(!recent.isEmpty());
 }
+
+QString MainWindow::guideHtml() const
+{
+    return tr("<h3>Tessera in one minute</h3>"
+              "<ol><li><b>Open</b> a checkpoint folder (File → Open Folder…, or drop it on the window): a verl "
+              "actor/ or global_step_N folder, a DCP folder, Megatron mp_rank_* folders, or a Hugging Face model.</li>"
+              "<li><b>Tree and Summary</b>: every file, tensor and piece, and every problem in red. The Summary says "
+              "what a merge would refuse.</li>"
+              "<li><b>Placement</b>: where each rank's pieces sit in the tensor selected in the tree.</li>"
+              "<li><b>Mapping</b>: each name and the Hugging Face name it becomes, with the rules editor for "
+              "Megatron checkpoints and the factors of a LoRA adapter.</li>"
+              "<li><b>Merge</b>: choose an output folder, read the plan, press Merge. Test against reference "
+              "compares without writing; Open in Diff shows the differences tensor by tensor.</li>"
+              "<li><b>Diff</b>: compare with any other checkpoint or model; select a row for histograms and "
+              "heatmaps; Export… saves the table.</li></ol>"
+              "<p>Everything the workbench does, the <tt>tessera</tt> command line does too: the Merge page shows "
+              "the equivalent command.</p>");
+}
+
+QString MainWindow::shortcutsHtml() const
+{
+    QString rows;
+    std::function<void(const QMenu*, const QString&)> walk = [&](const QMenu* menu, const QString& path) {
+        for (QAction* action : menu->actions()) {
+            const QString name = path + action->text().remove(QLatin1Char('&'));
+            if (action->menu())
+                walk(action->menu(), name + QStringLiteral(" → "));
+            else if (!action->shortcut().isEmpty())
+                rows += QStringLiteral("<tr><td style='padding-right:16px'><b>%1</b></td><td>%2</td></tr>")
+                            .arg(action->shortcut().toString(QKeySequence::NativeText).toHtmlEscaped(), name.toHtmlEscaped());
+        }
+    };
+    for (QAction* top : menuBar()->actions())
+        if (top->menu())
+            walk(top->menu(), top->text().remove(QLatin1Char('&')) + QStringLiteral(" → "));
+    return tr("<h3>Keyboard shortcuts</h3>") + QStringLiteral("<table>") + rows + QStringLiteral("</table>");
+}
+
+void MainWindow::showGuide() { QMessageBox::information(this, tr("Quick Guide"), guideHtml()); }
+
+void MainWindow::showShortcuts() { QMessageBox::information(this, tr("Keyboard Shortcuts"), shortcutsHtml()); }
 
 void MainWindow::showAbout()
 {

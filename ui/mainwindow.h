@@ -39,6 +39,9 @@ public:
     /// when the scan succeeds.
     void openPath(const QString& path);
     void showView(View view);
+    /// The Help menu's short guide and the list of every menu shortcut, as shown.
+    QString guideHtml() const;
+    QString shortcutsHtml() const;
     View currentView() const;
     /// A reference folder for the merge test and the diff (`--reference DIR`).
     void setReferenceDir(const QString& dir);
@@ -78,6 +81,8 @@ private:
     void onCurrentTensorChanged(int tensorIndex, int pieceIndex);
     void selectInterestingTensor();
     void showAbout();
+    void showGuide();
+    void showShortcuts();
     void restoreSettings();
     void saveSettings() const;
 

@@ -67,6 +67,16 @@ private Q_SLOTS:
         QVERIFY(!image.isNull());
     }
 
+    void helpHasAGuideAndTheShortcuts()
+    {
+        MainWindow window;
+        QVERIFY(window.guideHtml().contains(QStringLiteral("Open in Diff")));
+        const QString shortcuts = window.shortcutsHtml();
+        for (const char* expected : { "File → Open Folder…", "View → Merge", "Help → Quick Guide", "View → Filter Tensors" })
+            QVERIFY2(shortcuts.contains(QString::fromUtf8(expected)), expected);
+        QVERIFY(shortcuts.contains(QKeySequence(QKeySequence::Open).toString(QKeySequence::NativeText)));
+    }
+
     void treeSelectionDrivesPlacement()
     {
         MainWindow window;
