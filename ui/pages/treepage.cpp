@@ -58,16 +58,13 @@ TreePage::TreePage(QWidget* parent)
     adjustColumns();
 
     connect(m_filter, &FilterBar::filterChanged, this, [this](const QRegularExpression& re) {
-        m_proxy->setFilterRegularExpression(re);
-        if (!re.pattern().isEmpty())
-            m_view->expandToDepth(2);
-        updateCount();
+        changeFilter([&] { m_proxy->setFilterRegularExpression(re); });
+    });
+    connect(m_filter, &FilterBar::invalidRegex, this, [this](const QString& why) {
+        m_count->setText(tr("Not filtered: the regex is invalid (%1)").arg(why));
     });
     connect(m_problemsOnly, &QCheckBox::toggled, this, [this](bool on) {
-        m_proxy->setProblemsOnly(on);
-        if (on)
-            m_view->expandToDepth(3);
-        updateCount();
+        changeFilter([&] { m_proxy->setProblemsOnly(on); });
     });
     connect(m_groupBy, &QComboBox::currentIndexChanged, this, [this] {
         const auto mode = static_cast<ShardTreeModel::GroupBy>(m_groupBy->currentData().toInt());
@@ -108,6 +105,45 @@ void TreePage::setGroupBy(ShardTreeModel::GroupBy groupBy)
 }
 
 ShardTreeModel::GroupBy TreePage::groupBy() const { return m_model->groupBy(); }
+
+void TreePage::collectExpanded(const QModelIndex& parent, QList<QPersistentModelIndex>& out) const
+{
+    for (int r = 0; r < m_proxy->rowCount(parent); ++r) {
+        const QModelIndex child = m_proxy->index(r, 0, parent);
+        if (!m_view->isExpanded(child))
+            continue;
+        out << QPersistentModelIndex(m_proxy->mapToSource(child));
+        collectExpanded(child, out);
+    }
+}
+
+void TreePage::changeFilter(const std::function<void()>& change)
+{
+    const bool wasFiltering = m_filtering;
+    if (!wasFiltering) {
+        // The user's own view, to come back to when the filter is cleared.
+        m_expandedBeforeFilter.clear();
+        collectExpanded({}, m_expandedBeforeFilter);
+    }
+    const QPersistentModelIndex current(m_proxy->mapToSource(m_view->currentIndex()));
+    change();
+    m_filtering = !m_proxy->filterRegularExpression().pattern().isEmpty() || m_proxy->problemsOnly();
+    if (m_filtering) {
+        m_view->expandToDepth(m_proxy->problemsOnly() ? 3 : 2); // matches are shown, not hidden in closed rows
+    } else if (wasFiltering) {
+        m_view->collapseAll();
+        for (const auto& source : m_expandedBeforeFilter)
+            m_view->expand(m_proxy->mapFromSource(source));
+    }
+    if (current.isValid()) {
+        const QModelIndex again = m_proxy->mapFromSource(current);
+        if (again.isValid()) {
+            m_view->selectionModel()->setCurrentIndex(again, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+            m_view->scrollTo(again);
+        }
+    }
+    updateCount();
+}
 
 void TreePage::expandDefault()
 {

@@ -4,7 +4,11 @@
 #include "checkpointptr.h"
 #include "models/shardtreemodel.h"
 
+#include <QList>
+#include <QPersistentModelIndex>
 #include <QWidget>
+
+#include <functional>
 
 class QCheckBox;
 class QComboBox;
@@ -46,6 +50,11 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
+    /// Runs a filter change keeping what the user sees: the current row stays current and visible, and clearing
+    /// the filter brings back the rows the user had expanded before.
+    void changeFilter(const std::function<void()>& change);
+    /// Source indices of the expanded rows under `parent` (proxy), expanded rows only.
+    void collectExpanded(const QModelIndex& parent, QList<QPersistentModelIndex>& out) const;
     void onCurrentChanged(const QModelIndex& current);
     void updateCount();
     void adjustColumns();
@@ -57,6 +66,9 @@ private:
     QCheckBox* m_problemsOnly;
     QTreeView* m_view;
     QLabel* m_count;
+    /// The user's expansion before a filter was applied, restored when the filter is cleared (source indices).
+    QList<QPersistentModelIndex> m_expandedBeforeFilter;
+    bool m_filtering = false;
 };
 
 } // namespace tessera::ui
