@@ -19,13 +19,17 @@ inline const char* const kLegacy = "megatron_legacy_qwen2_tp2_pp2/global_step_10
 inline const char* const kDist = "megatron_dist_llama_tp2_pp2/global_step_10/actor";
 
 /// The shared fixture `name` (relative to fixturesDir()), scanned; a scan error ends the test program.
-inline ui::CheckpointPtr scanFixture(const std::string& name)
+/// The checkpoint at `path`, scanned as the workbench shares it.
+inline ui::CheckpointPtr scanPath(const std::string& path)
 {
-    auto scanned = scanCheckpoint(fixture(name));
+    auto scanned = scanCheckpoint(path);
     if (!scanned)
         qFatal("%s", scanned.error().message.c_str());
     return std::make_shared<const CheckpointInfo>(std::move(scanned).value());
 }
+
+/// The shared fixture `name`, scanned.
+inline ui::CheckpointPtr scanFixture(const std::string& name) { return scanPath(fixture(name)); }
 
 /// How many of `model`'s rows have `status`.
 inline int countStatus(const ui::MappingModel& model, MappingStatus status)

@@ -2,6 +2,7 @@
 // The Summary says what a merge would refuse, so that it never disagrees with the Merge page.
 
 #include "formats/scan.h"
+#include "mappingfixtures.h"
 #include "pages/summarypage.h"
 #include "testutil.h"
 
@@ -12,23 +13,13 @@
 using namespace tessera::ui;
 namespace fs = std::filesystem;
 
-namespace {
-CheckpointPtr scan(const std::string& path)
-{
-    auto info = tessera::scanCheckpoint(path);
-    if (!info)
-        qFatal("%s", info.error().message.c_str());
-    return std::make_shared<const tessera::CheckpointInfo>(std::move(*info));
-}
-} // namespace
-
 class TestSummaryPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void mergeableCheckpointHasNoRefusal()
     {
         SummaryPage page;
-        page.setCheckpoint(scan(tessera::test::fixture("lora_llama_w2_fp32/global_step_10/actor")));
+        page.setCheckpoint(tessera::test::scanFixture("lora_llama_w2_fp32/global_step_10/actor"));
         QVERIFY(!page.html().contains(QStringLiteral("A merge would refuse it")));
         QVERIFY(page.html().contains(QStringLiteral("LoRA")));
     }
@@ -39,7 +30,7 @@ private Q_SLOTS:
         const std::string dir = tessera::test::copyFixtureFolder("lora_llama_w2_fp32");
         fs::remove(dir + "/global_step_10/actor/lora_train_meta.json");
         SummaryPage page;
-        page.setCheckpoint(scan(dir + "/global_step_10/actor"));
+        page.setCheckpoint(tessera::test::scanPath(dir + "/global_step_10/actor"));
         QVERIFY2(page.html().contains(QStringLiteral("A merge would refuse it")), qPrintable(page.html()));
         QVERIFY(page.html().contains(QStringLiteral("--lora_alpha")));
     }

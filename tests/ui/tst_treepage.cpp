@@ -2,6 +2,7 @@
 // The tree page's filters keep what the user looks at: the current row, and on clearing, their own expansion.
 
 #include "formats/scan.h"
+#include "mappingfixtures.h"
 #include "pages/treepage.h"
 #include "testutil.h"
 #include "widgets/filterbar.h"
@@ -15,13 +16,6 @@
 using namespace tessera::ui;
 
 namespace {
-CheckpointPtr scan(const std::string& path)
-{
-    auto info = tessera::scanCheckpoint(path);
-    if (!info)
-        qFatal("%s", info.error().message.c_str());
-    return std::make_shared<const tessera::CheckpointInfo>(std::move(*info));
-}
 
 /// The filter applied now, without waiting for the debounce.
 void filter(TreePage& page, const QString& text)
@@ -37,7 +31,7 @@ private Q_SLOTS:
     void filteringKeepsSelectionAndClearingRestoresExpansion()
     {
         TreePage page;
-        page.setCheckpoint(scan(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        page.setCheckpoint(tessera::test::scanFixture("fsdp2_llama_w4/global_step_10/actor"));
         QTreeView* view = page.view();
         const int tensor = 5;
         page.selectTensor(tensor);
@@ -59,7 +53,7 @@ private Q_SLOTS:
     void invalidRegexSaysWhy()
     {
         TreePage page;
-        page.setCheckpoint(scan(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        page.setCheckpoint(tessera::test::scanFixture("fsdp2_llama_w4/global_step_10/actor"));
         for (auto* box : page.findChildren<QCheckBox*>())
             if (box->text() == QStringLiteral("Regex"))
                 box->setChecked(true);
