@@ -68,7 +68,7 @@ int runInspect(const std::vector<std::string>& args)
     const bool mappingOk = !mapping || (mapping->ok() && mapping->value().problems.empty());
     if (parser.isSet("json")) {
         auto j = checkpointToJson(*info);
-        if (const auto lora = loraSummaryLines(*info); !lora.empty())
+        if (const auto lora = loraSummaryLines(mapping && mapping->ok() ? mapping->value().mapped : *info); !lora.empty())
             j["lora"] = lora;
         if (mapping)
             j["mapping"] = mapping->ok() ? mappingToJson(mapping->value())
@@ -77,7 +77,8 @@ int runInspect(const std::vector<std::string>& args)
         std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         std::cout << checkpointSummary(*info, parser.isSet("tensors"));
-        const auto lora = loraSummaryLines(*info);
+        // A Megatron checkpoint's adapter shows under its mapped (PEFT) names.
+        const auto lora = loraSummaryLines(mapping && mapping->ok() ? mapping->value().mapped : *info);
         for (std::size_t i = 0; i < lora.size(); ++i)
             std::cout << (i ? "            " : "LoRA        ") << lora[i] << "\n";
         if (mapping && mapping->ok())

@@ -190,6 +190,9 @@ private Q_SLOTS:
                             &stdOut, &stdErr),
                  0);
         QVERIFY2(stdOut.contains(QStringLiteral("14 weights fused")), qPrintable(stdOut + stdErr));
+        // inspect names the adapter under its mapped names.
+        QCOMPARE(runTessera({ QStringLiteral("inspect"), QString::fromStdString(c.actor) }, &stdOut, &stdErr), 0);
+        QVERIFY2(stdOut.contains(QStringLiteral("LoRA        adapter: 14 modules")), qPrintable(stdOut));
         auto adapter = scanSafetensorsFolder(out + "/lora_adapter");
         QVERIFY_RESULT(adapter);
         QCOMPARE(adapter->tensors.size(), std::size_t(28));
