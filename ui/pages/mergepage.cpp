@@ -293,7 +293,10 @@ MergePage::MergePage(QWidget* parent)
     connect(m_dtype, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
     connect(m_lora, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
     connect(m_loraAlpha, &QLineEdit::textChanged, this, &MergePage::updatePlan);
-    connect(m_baseModel, &QLineEdit::textChanged, this, &MergePage::updatePlan);
+    m_baseDebounce.setSingleShot(true);
+    m_baseDebounce.setInterval(400);
+    connect(&m_baseDebounce, &QTimer::timeout, this, &MergePage::updatePlan);
+    connect(m_baseModel, &QLineEdit::textChanged, this, [this] { m_baseDebounce.start(); });
     connect(m_maxShardSize, &QLineEdit::textChanged, this, &MergePage::updatePlan);
     connect(m_threads, &QSpinBox::valueChanged, this, &MergePage::updatePlan);
     connect(m_targetDir, &QLineEdit::textChanged, this, &MergePage::updatePlan);
@@ -355,6 +358,7 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
         m_lora->setCurrentIndex(0);
         m_loraAlpha->clear();
         m_baseModel->clear();
+        m_baseScan.reset();
         m_log->clear();
         m_progress->setValue(0);
         m_current->clear();
@@ -525,13 +529,16 @@ bool MergePage::planLora(const CheckpointPtr& input, const tessera::MergeOptions
     }
     std::optional<tessera::CheckpointInfo> base;
     if (const QString baseDir = m_baseModel->text().trimmed(); !baseDir.isEmpty()) {
-        // Headers only (a Hugging Face folder reads in milliseconds), so the plan stays live as the user types.
-        auto scanned = tessera::scanCheckpoint(baseDir.toStdString());
-        if (!scanned) {
-            showPlanError(tr("The base model cannot be read:\n\n%1").arg(qs(scanned.error().message)));
+        // Headers only, and once per path: the plan is redone whenever any option changes.
+        if (!m_baseScan || baseDir != m_basePath) {
+            m_basePath = baseDir;
+            m_baseScan = tessera::scanCheckpoint(baseDir.toStdString());
+        }
+        if (!*m_baseScan) {
+            showPlanError(tr("The base model cannot be read:\n\n%1").arg(qs(m_baseScan->error().message)));
             return false;
         }
-        base = std::move(*scanned);
+        base = m_baseScan->value();
     }
     auto read = tessera::readLoraCheckpoint(*input, settings, base ? &*base : nullptr);
     if (!read) {

@@ -2,12 +2,15 @@
 #pragma once
 
 #include "checkpointptr.h"
+#include "model/checkpoint.h"
+#include "result.h"
 #include "jobs/throughputmeter.h"
 
 #include <QTimer>
 #include <QWidget>
 
 #include <memory>
+#include <optional>
 
 class QCheckBox;
 class QComboBox;
@@ -117,6 +120,10 @@ private:
     std::shared_ptr<const tessera::MergePlan> m_mergePlan;
     CheckpointPtr m_mergeInput; ///< what the plan merges: the checkpoint, or its Hugging Face-named mapping
     std::shared_ptr<const LoraMerge> m_loraMerge; ///< a LoRA checkpoint's plans (m_mergePlan is the primary one)
+    /// --base_model as last scanned: the plan is redone on every option change, the base is read once per path.
+    QString m_basePath;
+    std::optional<tessera::Result<tessera::CheckpointInfo>> m_baseScan;
+    QTimer m_baseDebounce; ///< typing a base model path rescans once the user pauses, not per keystroke
     QString m_planText;
     MergeJob* m_job;
     CompareJob* m_compare;
