@@ -97,15 +97,14 @@ int runMerge(const std::vector<std::string>& args)
     auto label = [](const MergeOutput& o) { return o.subfolder.empty() ? std::string() : o.subfolder + "/"; };
     if (parser.isSet("dry_run")) {
         // A plan that the real merge would refuse is not OK: check the target as the merge does.
-        for (const auto& o : outputs) {
-            if (!o.subfolder.empty())
-                continue;
-            if (const Status usable = checkMergeTarget(*o.plan, target); !usable) {
-                if (json)
-                    std::cout << nlohmann::json { { "error", usable.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-                std::cerr << "tessera merge: " << usable.error().message << "\n";
-                return ExitProblems;
-            }
+        Status usable = outputs.empty() ? Status::success() : checkMergeTargets(outputs, target);
+        if (usable && separateAdapter)
+            usable = checkMergeTargets({ *separateAdapter }, peftTarget);
+        if (!usable) {
+            if (json)
+                std::cout << nlohmann::json { { "error", usable.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+            std::cerr << "tessera merge: " << usable.error().message << "\n";
+            return ExitProblems;
         }
         if (json) {
             nlohmann::json j = mergePlanToJson(*outputs.front().plan, *outputs.front().info);

@@ -571,33 +571,35 @@ Status checkSubfolder(const std::string& targetDir, const MergeOutput& output)
 
 } // namespace
 
+Status checkMergeTargets(const std::vector<MergeOutput>& outputs, const std::string& targetDir)
+{
+    std::uint64_t diskBytes = 0;
+    for (const auto& o : outputs) {
+        TESSERA_TRY(o.subfolder.empty() ? checkMergeTarget(*o.plan, targetDir) : checkSubfolder(targetDir, o));
+        diskBytes += o.plan->diskBytes;
+    }
+    if (auto free = freeDiskBytes(targetDir); free && *free < diskBytes)
+        return makeError("the merge writes " + std::to_string(diskBytes) + " bytes but only " + std::to_string(*free)
+                         + " are free on the disk holding " + fs::absolute(targetDir).lexically_normal().string());
+    return Status::success();
+}
+
 Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, const std::string& targetDir,
                                       const MergeRunOptions& options)
 {
     if (outputs.empty())
         return makeError("internal: nothing to merge");
     const MergeOutput* top = nullptr;
-    std::uint64_t diskBytes = 0;
-    for (const auto& o : outputs) {
+    for (const auto& o : outputs)
         if (o.subfolder.empty())
             top = &o;
-        diskBytes += o.plan->diskBytes;
-    }
-    const std::vector<std::string> topNames = top ? top->plan->outputFileNames() : std::vector<std::string>();
-    TESSERA_TRY(OutputStaging::checkTarget(targetDir, topNames));
+    TESSERA_TRY(OutputStaging::checkTarget(targetDir, top ? top->plan->outputFileNames() : std::vector<std::string>()));
     // Folders of dead runs go first: they hold disk space the checks below count.
     const auto notes = OutputStaging::removeStale(targetDir);
     if (options.onNote)
         for (const auto& note : notes)
             options.onNote(note);
-    if (top)
-        TESSERA_TRY(checkMergeTarget(*top->plan, targetDir));
-    for (const auto& o : outputs)
-        if (!o.subfolder.empty())
-            TESSERA_TRY(checkSubfolder(targetDir, o));
-    if (auto free = freeDiskBytes(targetDir); free && *free < diskBytes)
-        return makeError("the merge writes " + std::to_string(diskBytes) + " bytes but only " + std::to_string(*free)
-                         + " are free on the disk holding " + fs::absolute(targetDir).lexically_normal().string());
+    TESSERA_TRY(checkMergeTargets(outputs, targetDir));
     auto staging = OutputStaging::create(targetDir);
     TESSERA_TRY(staging);
     MergeOutcome total;

@@ -84,6 +84,10 @@ struct MergeOutput {
     std::string subfolder;
 };
 
+/// checkMergeTarget() for several models: the top-level one against the target, each sub-folder's against what
+/// is already in it, and the disk for all of them. --dry-run uses it too.
+Status checkMergeTargets(const std::vector<MergeOutput>& outputs, const std::string& targetDir);
+
 /// mergeCheckpoint() for several models published together: all of them appear at once, or none. A sub-folder
 /// that already exists in the target is replaced only when it holds nothing but files of the same names.
 Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, const std::string& targetDir,

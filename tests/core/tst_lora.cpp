@@ -460,6 +460,18 @@ private Q_SLOTS:
                             &out, &err),
                  1);
         QVERIFY2(err.contains(QStringLiteral("no LoRA update")), qPrintable(err));
+        // An adapter folder holding files of the user's is not replaced, and --dry-run says so as the merge would.
+        const std::string kept = makeTempDir() + "/kept";
+        fs::create_directories(kept + "/lora_adapter");
+        writeFile(kept + "/lora_adapter/notes.txt", "mine\n");
+        for (const char* dryRun : { "--dry-run", "--quiet" }) {
+            QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), QString::fromStdString(loraActor()),
+                                  QStringLiteral("--target_dir"), QString::fromStdString(kept), QString::fromUtf8(dryRun) },
+                                &out, &err),
+                     1);
+            QVERIFY2(err.contains(QStringLiteral("holds notes.txt")), qPrintable(err));
+        }
+        QVERIFY(!fs::exists(kept + "/model.safetensors"));
         // Usage errors.
         QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), QString::fromStdString(loraActor()),
                               QStringLiteral("--target_dir"), QString::fromStdString(target), QStringLiteral("--lora"),
