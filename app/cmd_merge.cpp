@@ -145,9 +145,13 @@ int runMerge(const std::vector<std::string>& args)
             std::cerr << "tessera merge: note: " << note << "\n";
     };
     auto outcome = outputs.empty() ? Result<MergeOutcome>(MergeOutcome {}) : mergeCheckpoints(outputs, target, run);
+    const bool fusedWritten = outcome && !outputs.empty();
     if (outcome && separateAdapter) {
         auto adapter = mergeCheckpoints({ *separateAdapter }, peftTarget, run);
-        if (!adapter) {
+        if (!adapter && adapter.error().message == "canceled" && fusedWritten) {
+            outcome = makeError("canceled while writing the adapter; the fused model is in " + target
+                                + ", the adapter folder " + peftTarget + " was left as it was");
+        } else if (!adapter) {
             outcome = adapter.error().withContext(outputs.empty() ? "the adapter"
                                                                   : "the fused model is in " + target
                                                                       + ", but the adapter could not be written");
