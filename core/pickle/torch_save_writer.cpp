@@ -3,11 +3,11 @@
 
 #include "io/crc32.h"
 
-#include <array>
-#include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <memory>
+#include <map>
+#include <unistd.h>
 
 namespace tessera {
 
@@ -32,7 +32,23 @@ const char* storageClass(DType dtype)
     }
 }
 
-/// A protocol-2 pickle writer emitting only what torch.load(weights_only=True) allows.
+std::uint64_t numelOf(const Shape& shape)
+{
+    std::uint64_t n = 1;
+    for (auto s : shape)
+        n *= static_cast<std::uint64_t>(s);
+    return n;
+}
+
+Shape contiguousStrides(const Shape& shape)
+{
+    Shape strides(shape.size(), 1);
+    for (std::size_t d = shape.size(); d-- > 1;)
+        strides[d - 1] = strides[d] * std::max<std::int64_t>(shape[d], 1);
+    return strides;
+}
+
+/// A protocol-2 pickle writer emitting only the opcodes torch.save's pickles use.
 class Pickler {
 public:
     std::string out;
@@ -56,10 +72,15 @@ public:
             op('J');
             le(static_cast<std::uint64_t>(static_cast<std::uint32_t>(static_cast<std::int32_t>(v))), 4);
         } else {
-            op('\x8a');
-            le(8, 1);
-            le(static_cast<std::uint64_t>(v), 8);
+            long8(v);
         }
+    }
+    /// LONG1 with 8 bytes: how Python pickles a 64-bit hash.
+    void long8(std::int64_t v)
+    {
+        op('\x8a');
+        le(8, 1);
+        le(static_cast<std::uint64_t>(v), 8);
     }
     void intTuple(const Shape& values)
     {
@@ -72,9 +93,30 @@ public:
             integer(v);
         op('t');
     }
+    void intList(const std::vector<std::int64_t>& values)
+    {
+        op(']');
+        if (values.empty())
+            return;
+        op('(');
+        for (auto v : values)
+            integer(v);
+        op('e');
+    }
     void dtype(DType d) { global("torch", std::string(torchName(d))); }
+    /// LONG_BINPUT / LONG_BINGET: one object shared by several references.
+    void put(std::uint32_t slot)
+    {
+        op('r');
+        le(slot, 4);
+    }
+    void get(std::uint32_t slot)
+    {
+        op('j');
+        le(slot, 4);
+    }
     /// `torch._utils._rebuild_tensor_v2(storage, 0, shape, stride, False, OrderedDict())`
-    void tensor(DType d, const Shape& shape, const std::string& key, std::int64_t numel)
+    void tensor(DType d, const Shape& shape, const std::string& key, std::uint64_t storageElements)
     {
         global("torch._utils", "_rebuild_tensor_v2");
         op('(');
@@ -83,25 +125,18 @@ public:
         global("torch", storageClass(d));
         str(key);
         str("cpu");
-        integer(numel);
+        integer(static_cast<std::int64_t>(storageElements));
         op('t');
         op('Q');
         integer(0);
         intTuple(shape);
-        intTuple(contiguous(shape));
+        intTuple(contiguousStrides(shape));
         op('\x89');
         global("collections", "OrderedDict");
         op(')');
         op('R');
         op('t');
         op('R');
-    }
-    static Shape contiguous(const Shape& shape)
-    {
-        Shape strides(shape.size(), 1);
-        for (std::size_t d = shape.size(); d-- > 1;)
-            strides[d - 1] = strides[d] * shape[d];
-        return strides;
     }
 
 private:
@@ -150,6 +185,70 @@ void placement(Pickler& p, const Placement& pl)
     }
 }
 
+/// A stable stand-in for the `_hash` fields torch caches in DeviceMesh and DTensorSpec (Python's own hashes are
+/// salted per process, so no file could reproduce them; torch only uses them as a cache key).
+std::int64_t stableHash(const std::string& text)
+{
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : text)
+        h = (h ^ c) * 1099511628211ull;
+    return static_cast<std::int64_t>(h);
+}
+
+std::string meshText(const DeviceMesh& mesh)
+{
+    std::string s = shapeToString(mesh.shape);
+    for (const auto& n : mesh.dimNames)
+        s += "," + n;
+    for (auto r : mesh.ranks)
+        s += ";" + std::to_string(r);
+    return s;
+}
+
+/// DeviceMesh's `_dim_group_infos` entry for mesh dim `dim` at `coordinate`: (tag, ranks, group name) of the
+/// process group torch 2.6 creates for that slice. A 1-D mesh uses the default group ("0"); otherwise groups are
+/// numbered from 1 in creation order: dim by dim, the slices of `mesh.swapdims(-1, dim)` in row-major order.
+void dimGroupInfo(Pickler& p, const DeviceMesh& mesh, std::size_t dim, const Shape& coordinate)
+{
+    const std::size_t nd = mesh.shape.size();
+    std::vector<std::int64_t> ranks;
+    Shape at = coordinate;
+    for (std::int64_t i = 0; i < mesh.shape[dim]; ++i) {
+        at[dim] = i;
+        std::uint64_t flat = 0;
+        for (std::size_t d = 0; d < nd; ++d)
+            flat = flat * static_cast<std::uint64_t>(mesh.shape[d]) + static_cast<std::uint64_t>(at[d]);
+        ranks.push_back(flat < mesh.ranks.size() ? mesh.ranks[flat] : 0);
+    }
+    std::int64_t name = 0;
+    if (nd > 1) {
+        const std::uint64_t total = numelOf(mesh.shape);
+        name = 1;
+        for (std::size_t d = 0; d < dim; ++d)
+            name += static_cast<std::int64_t>(total / static_cast<std::uint64_t>(mesh.shape[d]));
+        Shape swapped = mesh.shape, coord = coordinate;
+        std::swap(swapped[dim], swapped[nd - 1]);
+        std::swap(coord[dim], coord[nd - 1]);
+        std::int64_t slice = 0;
+        for (std::size_t d = 0; d + 1 < nd; ++d)
+            slice = slice * swapped[d] + coord[d];
+        name += slice;
+    }
+    p.str("ptd:" + std::to_string(name));
+    p.intList(ranks);
+    p.str(std::to_string(name));
+    p.op('\x87');
+}
+
+} // namespace
+
+std::uint64_t TorchSaveTensor::storageBytes() const
+{
+    return std::max<std::uint64_t>(storageElements, numelOf(shape)) * dtypeSize(dtype);
+}
+
+namespace {
+
 struct Record {
     std::string name;
     std::uint64_t offset = 0; ///< local header offset
@@ -159,7 +258,9 @@ struct Record {
 
 class ZipWriter {
 public:
-    explicit ZipWriter(std::FILE* f, std::string prefix) : m_file(f), m_prefix(std::move(prefix)) { }
+    ZipWriter(std::FILE* f, std::string prefix) : m_file(f), m_prefix(std::move(prefix)) { }
+    std::uint64_t cursor() const { return m_cursor; }
+    std::uint64_t recordBytes() const { return m_records.empty() ? 0 : m_written; }
 
     bool begin(const std::string& record, std::uint64_t size)
     {
@@ -184,11 +285,13 @@ public:
         h.append(padding, 'Z');
         m_records.push_back(r);
         m_crc = 0;
+        m_written = 0;
         return write(h.data(), h.size());
     }
     bool data(const void* bytes, std::uint64_t n)
     {
         m_crc = crc32Update(m_crc, static_cast<const std::uint8_t*>(bytes), static_cast<std::size_t>(n));
+        m_written += n;
         return write(bytes, n);
     }
     bool end()
@@ -300,40 +403,69 @@ private:
     std::string m_prefix;
     std::uint64_t m_cursor = 0;
     std::uint32_t m_crc = 0;
+    std::uint64_t m_written = 0;
     std::vector<Record> m_records;
 };
 
-std::int64_t numelOf(const Shape& shape)
-{
-    std::int64_t n = 1;
-    for (auto s : shape)
-        n *= s;
-    return n;
-}
-
 } // namespace
 
-Status writeTorchSave(const std::string& path, const std::vector<TorchSaveTensor>& tensors, const TorchSaveFill& fill)
+struct TorchSaveWriter::State {
+    std::FILE* file = nullptr;
+    std::string path;
+    std::unique_ptr<ZipWriter> zip;
+    std::vector<TorchSaveTensor> tensors;
+    std::vector<std::string> keys;                ///< storage key of each tensor
+    std::vector<bool> written;
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> meshStorages; ///< key, int32 ranks
+    std::size_t current = static_cast<std::size_t>(-1);
+    std::uint64_t currentExpected = 0;
+    bool failed = false;
+
+    Error ioError()
+    {
+        failed = true;
+        return Error { path + ": write failed (disk full?)" };
+    }
+    bool record(const std::string& name, const std::string& bytes)
+    {
+        return zip->begin(name, bytes.size()) && zip->data(bytes.data(), bytes.size()) && zip->end();
+    }
+};
+
+namespace {
+
+/// The pickle of the saved value, assigning storage keys in the order torch does (first use while pickling).
+std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSaveWriter::Value value,
+                          std::vector<std::string>& keys,
+                          std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages)
 {
-    // Storage keys: one per tensor ("0", "1", …), then one per DTensor's mesh layout.
     Pickler p;
     p.op('\x80');
     p.op('\x02');
+    std::size_t nextKey = 0;
+    std::map<std::string, std::uint32_t> meshSlots; // mesh text → memo slot of its DeviceMesh
+    std::uint32_t nextSlot = 0;
+    auto localTensor = [&](const TorchSaveTensor& t) {
+        const std::string key = std::to_string(nextKey++);
+        keys.push_back(key);
+        p.tensor(t.dtype, t.shape, key, std::max<std::uint64_t>(t.storageElements, numelOf(t.shape)));
+    };
+    if (value == TorchSaveWriter::Value::BareTensor) {
+        localTensor(tensors.front());
+        p.op('.');
+        return p.out;
+    }
     p.global("collections", "OrderedDict");
     p.op(')');
     p.op('R');
     p.op('(');
-    std::vector<std::pair<std::string, std::vector<std::int64_t>>> meshStorages;
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-        const auto& t = tensors[i];
-        if (!storageClass(t.dtype))
-            return makeError(path + ": " + t.name + ": dtype " + std::string(torchName(t.dtype)) + " cannot be written");
+    for (const auto& t : tensors) {
         p.str(t.name);
-        const std::string key = std::to_string(i);
         if (!t.dtensor) {
-            p.tensor(t.dtype, t.shape, key, numelOf(t.shape));
+            localTensor(t);
             continue;
         }
+        const Shape globalStride = contiguousStrides(t.globalShape);
         p.global("torch._tensor", "_rebuild_from_type_v2");
         p.op('(');
         p.global("torch._utils", "_rebuild_wrapper_subclass");
@@ -342,7 +474,7 @@ Status writeTorchSave(const std::string& path, const std::vector<TorchSaveTensor
         p.global("torch.distributed.tensor", "DTensor");
         p.dtype(t.dtype);
         p.intTuple(t.globalShape);
-        p.intTuple(Pickler::contiguous(t.globalShape));
+        p.intTuple(globalStride);
         p.integer(0);
         p.global("torch.serialization", "_get_layout");
         p.str("torch.strided");
@@ -359,7 +491,7 @@ Status writeTorchSave(const std::string& path, const std::vector<TorchSaveTensor
         p.op('}');
         p.op('(');
         p.str("_local_tensor");
-        p.tensor(t.dtype, t.shape, key, numelOf(t.shape));
+        localTensor(t);
         p.str("_spec");
         p.global("torch.distributed.tensor._dtensor_spec", "DTensorSpec");
         p.op(')');
@@ -367,50 +499,69 @@ Status writeTorchSave(const std::string& path, const std::vector<TorchSaveTensor
         p.op('}');
         p.op('(');
         p.str("mesh");
-        p.global("torch.distributed.device_mesh", "DeviceMesh");
-        p.op(')');
-        p.op('\x81');
-        p.op('}');
-        p.op('(');
-        p.str("device_type");
-        p.str("cpu");
-        p.str("mesh");
-        const std::string meshKey = std::to_string(tensors.size() + meshStorages.size());
-        meshStorages.emplace_back(meshKey, t.mesh.ranks);
-        p.tensor(DType::Int64, t.mesh.shape, meshKey, static_cast<std::int64_t>(t.mesh.ranks.size()));
-        p.str("mesh_dim_names");
-        if (t.mesh.dimNames.empty()) {
-            p.op('N');
+        const std::string mesh = meshText(t.mesh);
+        if (auto it = meshSlots.find(mesh); it != meshSlots.end()) {
+            p.get(it->second);
         } else {
+            p.global("torch.distributed.device_mesh", "DeviceMesh");
+            p.op(')');
+            p.op('\x81');
+            p.op('}');
             p.op('(');
-            for (const auto& n : t.mesh.dimNames)
-                p.str(n);
-            p.op('t');
+            p.str("device_type");
+            p.str("cpu");
+            p.str("mesh");
+            const std::string meshKey = std::to_string(nextKey++);
+            meshStorages.emplace_back(meshKey, t.mesh.ranks);
+            p.tensor(DType::Int32, t.mesh.shape, meshKey, t.mesh.ranks.size());
+            p.str("mesh_dim_names");
+            if (t.mesh.dimNames.empty()) {
+                p.op('N');
+            } else {
+                p.op('(');
+                for (const auto& n : t.mesh.dimNames)
+                    p.str(n);
+                p.op('t');
+            }
+            p.str("_flatten_mesh_list");
+            p.intTuple(t.mesh.ranks);
+            p.str("_thread_id");
+            p.op('N');
+            p.str("_dim_group_infos");
+            p.op(']');
+            p.op('(');
+            for (std::size_t d = 0; d < t.mesh.shape.size(); ++d)
+                dimGroupInfo(p, t.mesh, d, t.coordinate);
+            p.op('e');
+            p.str("_coordinate_on_dim");
+            p.intList(t.coordinate);
+            p.str("_hash");
+            p.long8(stableHash(mesh));
+            p.op('u');
+            p.op('b');
+            p.put(nextSlot);
+            meshSlots.emplace(mesh, nextSlot++);
         }
-        p.str("_coordinate_on_dim");
-        p.op(']');
-        p.op('(');
-        for (auto c : t.coordinate)
-            p.integer(c);
-        p.op('e');
-        p.op('u');
-        p.op('b');
         p.str("placements");
         p.op('(');
-        for (const auto& pl : t.placements)
+        std::string placementText;
+        for (const auto& pl : t.placements) {
             placement(p, pl);
+            placementText += pl.text();
+        }
         p.op('t');
         p.str("tensor_meta");
         p.global("torch.distributed.tensor._dtensor_spec", "TensorMeta");
-        p.op('(');
         p.global("torch", "Size");
         p.intTuple(t.globalShape);
         p.op('\x85');
         p.op('R');
-        p.intTuple(Pickler::contiguous(t.globalShape));
+        p.intTuple(globalStride);
         p.dtype(t.dtype);
-        p.op('t');
+        p.op('\x87');
         p.op('\x81');
+        p.str("_hash");
+        p.long8(stableHash(mesh + placementText + shapeToString(t.globalShape) + std::string(torchName(t.dtype))));
         p.op('u');
         p.op('b');
         p.op('u');
@@ -420,59 +571,158 @@ Status writeTorchSave(const std::string& path, const std::vector<TorchSaveTensor
     }
     p.op('u');
     p.op('.');
+    return p.out;
+}
 
-    const std::string prefix = std::filesystem::path(path).stem().string();
+/// torch 2.6 records a random 40-digit serialization id; a stable one derived from the content serves the same
+/// purpose (telling archives apart) and keeps outputs reproducible.
+std::string serializationId(const std::string& pickle)
+{
+    std::string id;
+    std::uint64_t h = static_cast<std::uint64_t>(stableHash(pickle));
+    while (id.size() < 40) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        id += std::to_string((h >> 33) % 10);
+    }
+    return id;
+}
+
+} // namespace
+
+Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file, const std::string& path,
+                                                                 const std::string& archiveName,
+                                                                 const std::vector<TorchSaveTensor>& tensors,
+                                                                 Value value)
+{
+    if (value == Value::BareTensor && tensors.size() != 1)
+        return makeError(path + ": a bare tensor archive holds exactly one tensor");
+    for (const auto& t : tensors)
+        if (!storageClass(t.dtype))
+            return makeError(path + ": " + t.name + ": dtype " + std::string(torchName(t.dtype)) + " cannot be written");
+    std::unique_ptr<TorchSaveWriter> w(new TorchSaveWriter);
+    w->m = std::make_unique<State>();
+    State& s = *w->m;
+    s.file = file;
+    s.path = path;
+    s.tensors = tensors;
+    s.written.assign(tensors.size(), false);
+    const std::string pickle = picklePayload(tensors, value, s.keys, s.meshStorages);
+    s.zip = std::make_unique<ZipWriter>(file, archiveName);
+    if (!s.record("data.pkl", pickle) || !s.record("byteorder", "little"))
+        return s.ioError();
+    return w;
+}
+
+TorchSaveWriter::~TorchSaveWriter() = default;
+
+Status TorchSaveWriter::beginStorage(std::size_t index)
+{
+    State& s = *m;
+    if (index >= s.tensors.size() || s.written[index] || s.current != static_cast<std::size_t>(-1))
+        return makeError(s.path + ": storage " + std::to_string(index) + " written out of turn");
+    s.current = index;
+    s.currentExpected = s.tensors[index].storageBytes();
+    if (!s.zip->begin("data/" + s.keys[index], s.currentExpected))
+        return s.ioError();
+    return Status::success();
+}
+
+Status TorchSaveWriter::append(const void* bytes, std::uint64_t n)
+{
+    State& s = *m;
+    if (s.current == static_cast<std::size_t>(-1) || s.zip->recordBytes() + n > s.currentExpected)
+        return makeError(s.path + ": more bytes than the storage holds");
+    if (n && !s.zip->data(bytes, n))
+        return s.ioError();
+    return Status::success();
+}
+
+Status TorchSaveWriter::appendZeros(std::uint64_t n)
+{
+    static const std::vector<std::uint8_t> zeros(1u << 20, 0);
+    while (n) {
+        const std::uint64_t k = std::min<std::uint64_t>(n, zeros.size());
+        TESSERA_TRY(append(zeros.data(), k));
+        n -= k;
+    }
+    return Status::success();
+}
+
+Status TorchSaveWriter::endStorage()
+{
+    State& s = *m;
+    if (s.current == static_cast<std::size_t>(-1) || s.zip->recordBytes() != s.currentExpected)
+        return makeError(s.path + ": storage of " + (s.current < s.tensors.size() ? s.tensors[s.current].name : "?")
+                         + " ended before all its bytes were written");
+    if (!s.zip->end())
+        return s.ioError();
+    s.written[s.current] = true;
+    s.current = static_cast<std::size_t>(-1);
+    return Status::success();
+}
+
+Result<std::uint64_t> TorchSaveWriter::finish()
+{
+    State& s = *m;
+    for (std::size_t i = 0; i < s.tensors.size(); ++i)
+        if (!s.written[i])
+            return makeError(s.path + ": " + s.tensors[i].name + ": storage never written");
+    for (const auto& [key, ranks] : s.meshStorages) {
+        std::string bytes;
+        for (auto r : ranks) {
+            const auto v = static_cast<std::uint32_t>(static_cast<std::int32_t>(r));
+            for (int b = 0; b < 4; ++b)
+                bytes += static_cast<char>((v >> (8 * b)) & 0xFF);
+        }
+        if (!s.record("data/" + key, bytes))
+            return s.ioError();
+    }
+    std::string pickleKey;
+    for (const auto& k : s.keys)
+        pickleKey += k + s.tensors.front().name;
+    if (!s.record("version", "3\n") || !s.record(".data/serialization_id", serializationId(s.path + pickleKey))
+        || !s.zip->finish())
+        return s.ioError();
+    return s.zip->cursor();
+}
+
+Status writeTorchSave(const std::string& path, const std::vector<TorchSaveTensor>& tensors, const TorchSaveFill& fill)
+{
     const std::string temp = path + ".tmp";
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(temp.c_str(), "wb"), &std::fclose);
     if (!file)
         return makeError(path + ": cannot be created");
-    ZipWriter zip(file.get(), prefix);
-    auto ioError = [&] {
+    auto fail = [&](const Error& e) {
         file.reset();
         std::remove(temp.c_str());
-        return makeError(path + ": write failed (disk full?)");
+        return Status(e);
     };
-    auto record = [&](const std::string& name, const std::string& bytes) {
-        return zip.begin(name, bytes.size()) && zip.data(bytes.data(), bytes.size()) && zip.end();
-    };
-    if (!record("data.pkl", p.out) || !record("byteorder", "little"))
-        return ioError();
-    // Records in torch 1.13–2.6's order: storage keys sorted as strings.
-    std::vector<std::string> keys;
-    for (std::size_t i = 0; i < tensors.size() + meshStorages.size(); ++i)
-        keys.push_back(std::to_string(i));
-    std::sort(keys.begin(), keys.end());
+    auto writer = TorchSaveWriter::begin(file.get(), path, std::filesystem::path(path).stem().string(), tensors);
+    if (!writer)
+        return fail(writer.error());
     std::vector<std::uint8_t> buffer;
-    for (const auto& key : keys) {
-        const std::size_t i = std::stoul(key);
-        if (i >= tensors.size()) {
-            const auto& ranks = meshStorages[i - tensors.size()].second;
-            std::string bytes(ranks.size() * 8, '\0');
-            std::memcpy(bytes.data(), ranks.data(), bytes.size());
-            if (!record("data/" + key, bytes))
-                return ioError();
-            continue;
-        }
-        const std::uint64_t total = static_cast<std::uint64_t>(numelOf(tensors[i].shape)) * dtypeSize(tensors[i].dtype);
-        if (!zip.begin("data/" + key, total))
-            return ioError();
-        for (std::uint64_t off = 0; off < total; off += kChunk) {
-            const std::uint64_t n = std::min(kChunk, total - off);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (auto s = (*writer)->beginStorage(i); !s)
+            return fail(s.error());
+        const std::uint64_t data = numelOf(tensors[i].shape) * dtypeSize(tensors[i].dtype);
+        for (std::uint64_t off = 0; off < data; off += kChunk) {
+            const std::uint64_t n = std::min(kChunk, data - off);
             buffer.resize(n);
-            auto status = fill(i, off, buffer.data(), n);
-            if (!status) {
-                file.reset();
-                std::remove(temp.c_str());
-                return status.error().withContext(path + ": " + tensors[i].name);
-            }
-            if (!zip.data(buffer.data(), n))
-                return ioError();
+            if (auto status = fill(i, off, buffer.data(), n); !status)
+                return fail(status.error().withContext(path + ": " + tensors[i].name));
+            if (auto s = (*writer)->append(buffer.data(), n); !s)
+                return fail(s.error());
         }
-        if (!zip.end())
-            return ioError();
+        if (auto s = (*writer)->appendZeros(tensors[i].storageBytes() - data); !s)
+            return fail(s.error());
+        if (auto s = (*writer)->endStorage(); !s)
+            return fail(s.error());
     }
-    if (!record("version", "3\n") || !zip.finish() || std::fflush(file.get()) != 0)
-        return ioError();
+    auto finished = (*writer)->finish();
+    if (!finished)
+        return fail(finished.error());
+    if (std::fflush(file.get()) != 0)
+        return fail(Error { path + ": write failed (disk full?)" });
     file.reset();
     std::error_code ec;
     std::filesystem::rename(temp, path, ec);
