@@ -40,6 +40,8 @@ public:
     bool isTurnedOff(const std::string& name) const;
     std::string value(const std::string& name) const; ///< option value or its default
     std::string positional(const std::string& name) const;
+    /// Gives option `name` a value as if the user had passed it (an alias such as split's --hf_dir).
+    void assign(const std::string& name, const std::string& value) { m_values[name] = value; }
 
 private:
     struct Spec {

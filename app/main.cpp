@@ -24,7 +24,7 @@ commands:
   merge           merge a checkpoint into a Hugging Face safetensors folder
   test            merge in memory and compare with a reference model
   diff A B        compare two checkpoints tensor by tensor
-  split           (not available yet) split a Hugging Face model back into per-rank shards
+  split           write a Hugging Face model (or reshard any checkpoint) as FSDP2 rank files or DCP
 
 Run 'tessera COMMAND --help' for the options of a command.
 )";

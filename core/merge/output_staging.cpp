@@ -350,8 +350,10 @@ Status OutputStaging::publishInto(const std::vector<std::string>& keystones)
     std::vector<std::string> names;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(temp, ec)) {
+        // Everything written is published, hidden names too (a DCP folder's .metadata); only the staging's
+        // own bookkeeping stays behind.
         const std::string name = entry.path().filename().string();
-        if (name.empty() || name[0] != '.')
+        if (!name.empty() && name != kJournal && name != kReplaced && name.rfind(std::string(kJournal) + ".", 0) != 0)
             names.push_back(name);
     }
     if (ec)

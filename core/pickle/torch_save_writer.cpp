@@ -2,6 +2,7 @@
 #include "pickle/torch_save_writer.h"
 
 #include "io/crc32.h"
+#include "pickle/pickle_writer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -15,23 +16,6 @@ namespace {
 
 constexpr std::uint64_t kChunk = 16u << 20;
 
-const char* storageClass(DType dtype)
-{
-    switch (dtype) {
-    case DType::Bool: return "BoolStorage";
-    case DType::UInt8: return "ByteStorage";
-    case DType::Int8: return "CharStorage";
-    case DType::Int16: return "ShortStorage";
-    case DType::Int32: return "IntStorage";
-    case DType::Int64: return "LongStorage";
-    case DType::Float16: return "HalfStorage";
-    case DType::BFloat16: return "BFloat16Storage";
-    case DType::Float32: return "FloatStorage";
-    case DType::Float64: return "DoubleStorage";
-    default: return nullptr;
-    }
-}
-
 std::uint64_t numelOf(const Shape& shape)
 {
     std::uint64_t n = 1;
@@ -39,113 +23,6 @@ std::uint64_t numelOf(const Shape& shape)
         n *= static_cast<std::uint64_t>(s);
     return n;
 }
-
-Shape contiguousStrides(const Shape& shape)
-{
-    Shape strides(shape.size(), 1);
-    for (std::size_t d = shape.size(); d-- > 1;)
-        strides[d - 1] = strides[d] * std::max<std::int64_t>(shape[d], 1);
-    return strides;
-}
-
-/// A protocol-2 pickle writer emitting only the opcodes torch.save's pickles use.
-class Pickler {
-public:
-    std::string out;
-    void op(char c) { out += c; }
-    void global(const std::string& module, const std::string& name) { out += 'c' + module + '\n' + name + '\n'; }
-    void str(const std::string& s)
-    {
-        op('X');
-        le(static_cast<std::uint32_t>(s.size()), 4);
-        out += s;
-    }
-    void integer(std::int64_t v)
-    {
-        if (v >= 0 && v < 256) {
-            op('K');
-            le(static_cast<std::uint64_t>(v), 1);
-        } else if (v >= 0 && v < 65536) {
-            op('M');
-            le(static_cast<std::uint64_t>(v), 2);
-        } else if (v >= INT32_MIN && v <= INT32_MAX) {
-            op('J');
-            le(static_cast<std::uint64_t>(static_cast<std::uint32_t>(static_cast<std::int32_t>(v))), 4);
-        } else {
-            long8(v);
-        }
-    }
-    /// LONG1 with 8 bytes: how Python pickles a 64-bit hash.
-    void long8(std::int64_t v)
-    {
-        op('\x8a');
-        le(8, 1);
-        le(static_cast<std::uint64_t>(v), 8);
-    }
-    void intTuple(const Shape& values)
-    {
-        if (values.empty()) {
-            op(')');
-            return;
-        }
-        op('(');
-        for (auto v : values)
-            integer(v);
-        op('t');
-    }
-    void intList(const std::vector<std::int64_t>& values)
-    {
-        op(']');
-        if (values.empty())
-            return;
-        op('(');
-        for (auto v : values)
-            integer(v);
-        op('e');
-    }
-    void dtype(DType d) { global("torch", std::string(torchName(d))); }
-    /// LONG_BINPUT / LONG_BINGET: one object shared by several references.
-    void put(std::uint32_t slot)
-    {
-        op('r');
-        le(slot, 4);
-    }
-    void get(std::uint32_t slot)
-    {
-        op('j');
-        le(slot, 4);
-    }
-    /// `torch._utils._rebuild_tensor_v2(storage, 0, shape, stride, False, OrderedDict())`
-    void tensor(DType d, const Shape& shape, const std::string& key, std::uint64_t storageElements)
-    {
-        global("torch._utils", "_rebuild_tensor_v2");
-        op('(');
-        op('(');
-        str("storage");
-        global("torch", storageClass(d));
-        str(key);
-        str("cpu");
-        integer(static_cast<std::int64_t>(storageElements));
-        op('t');
-        op('Q');
-        integer(0);
-        intTuple(shape);
-        intTuple(contiguousStrides(shape));
-        op('\x89');
-        global("collections", "OrderedDict");
-        op(')');
-        op('R');
-        op('t');
-        op('R');
-    }
-
-private:
-    void le(std::uint64_t v, int bytes)
-    {
-        for (int i = 0; i < bytes; ++i)
-            out += static_cast<char>((v >> (8 * i)) & 0xFF);
-    }
-};
 
 void placement(Pickler& p, const Placement& pl)
 {
@@ -597,7 +474,7 @@ Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file,
     if (value == Value::BareTensor && tensors.size() != 1)
         return makeError(path + ": a bare tensor archive holds exactly one tensor");
     for (const auto& t : tensors)
-        if (!storageClass(t.dtype))
+        if (!torchStorageClass(t.dtype))
             return makeError(path + ": " + t.name + ": dtype " + std::string(torchName(t.dtype)) + " cannot be written");
     std::unique_ptr<TorchSaveWriter> w(new TorchSaveWriter);
     w->m = std::make_unique<State>();

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `tessera split`: a Hugging Face model, or any checkpoint Tessera reads, written as a distributed checkpoint.
+
+#include "commands.h"
+#include "merge_common.h"
+#include "terminal_progress.h"
+
+#include "io/byte_size.h"
+#include "split/split_engine.h"
+#include "split/split_plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <regex>
+
+namespace tessera::cli {
+
+namespace {
+
+void printJson(const nlohmann::json& j)
+{
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+int fail(const ArgParser& parser, int code, const std::string& message)
+{
+    if (parser.isSet("json"))
+        printJson({ { "error", message } });
+    std::cerr << "tessera split: " << message << "\n";
+    return code;
+}
+
+/// "2x2", "2,2" or "4" → {2, 2} / {4}.
+Result<Shape> parseMesh(const std::string& text)
+{
+    Shape mesh;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = text.find_first_of("x×,*", start);
+        const std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        char* stop = nullptr;
+        const long long v = std::strtoll(part.c_str(), &stop, 10);
+        if (part.empty() || *stop != '\0' || v < 1 || v > 1'000'000)
+            return makeError("--mesh must be sizes like 2x2 or 8 (got '" + text + "')");
+        mesh.push_back(v);
+        if (end == std::string::npos)
+            break;
+        start = end + (text.compare(end, 2, "×") == 0 ? 2 : 1);
+    }
+    return mesh;
+}
+
+std::vector<std::string> splitNames(const std::string& text)
+{
+    std::vector<std::string> names;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = text.find(',', start);
+        names.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        if (end == std::string::npos)
+            break;
+        start = end + 1;
+    }
+    return names;
+}
+
+/// verl keeps steps as RUN/global_step_N/actor and the newest N in RUN/latest_checkpointed_iteration.txt.
+std::optional<std::int64_t> runIterationOf(const std::string& target)
+{
+    namespace fs = std::filesystem;
+    fs::path p = fs::path(target).lexically_normal();
+    if (p.filename().empty())
+        p = p.parent_path();
+    static const std::regex step("global_step_([0-9]{1,15})");
+    std::smatch m;
+    const std::string parent = p.parent_path().filename().string();
+    if (p.filename() != "actor" || !std::regex_match(parent, m, step))
+        return std::nullopt;
+    return std::stoll(m[1].str());
+}
+
+} // namespace
+
+int runSplit(const std::vector<std::string>& args)
+{
+    ArgParser parser("split", "(--hf_dir DIR | --local_dir DIR) --target_dir DIR --format F [sizes] [options]",
+                     "Write a Hugging Face model (--hf_dir: safetensors, single or sharded, any dtype) or reshard any\n"
+                     "checkpoint Tessera reads (--local_dir: FSDP, DCP, Megatron in any layout, mapped to Hugging\n"
+                     "Face names) as a distributed checkpoint, streaming tensor by tensor: no intermediate folder,\n"
+                     "memory within about twice the largest tensor. Formats:\n"
+                     "  fsdp  verl's FSDP2 actor folder: model_world_size_N_rank_R.pt holding DTensors as FSDP2's\n"
+                     "        state_dict() and torch.save write them, fsdp_config.json and huggingface/ (config and\n"
+                     "        tokenizer); a target named RUN/global_step_N/actor also updates\n"
+                     "        RUN/latest_checkpointed_iteration.txt\n"
+                     "  dcp   a PyTorch Distributed Checkpoint (.metadata + __R_0.distcp) with the model's keys,\n"
+                     "        every tensor Shard(0) over the ranks, as torchtitan saves it\n"
+                     "The output appears atomically and never replaces files: on error or Ctrl-C nothing is left.\n"
+                     "`tessera merge` turns the result back into the same Hugging Face model, bit for bit.");
+    addCommonMergeOptions(parser);
+    parser.addOption("hf_dir", "DIR", "the Hugging Face model to split (a folder of *.safetensors and config.json)");
+    parser.addOption("target_dir", "DIR", "output folder (created; must not hold a checkpoint already)");
+    parser.addOption("format", "F", "fsdp or dcp", "fsdp");
+    parser.addOption("world_size", "N", "number of ranks");
+    parser.addOption("mesh", "SHAPE", "fsdp: the device mesh, e.g. 2x4 for HSDP (Replicate() over the first dims, "
+                                      "Shard(0) over the last)", "N");
+    parser.addOption("mesh_dim_names", "A,B", "fsdp: mesh dim names", "fsdp, or ddp,fsdp for a 2-D mesh");
+    parser.addSwitch("dry_run", "print the split plan (files, tensors, boxes, memory, disk) and write nothing");
+    parser.addSwitch("tensors", "with --dry-run: list the tensors of the first file and the box each holds");
+    if (const auto exitCode = parseCommandLine(parser, args))
+        return *exitCode;
+
+    const bool fromHf = parser.isSet("hf_dir");
+    if (fromHf == parser.isSet("local_dir"))
+        return fail(parser, ExitUsage, "give either --hf_dir (a Hugging Face model) or --local_dir (a checkpoint)");
+    if (fromHf)
+        parser.assign("local_dir", parser.value("hf_dir"));
+    const std::string target = parser.value("target_dir");
+    if (target.empty())
+        return fail(parser, ExitUsage, "--target_dir is required");
+    auto format = splitFormatFromName(parser.value("format"));
+    if (!format)
+        return fail(parser, ExitUsage, format.error().message);
+    SplitOptions options;
+    options.format = *format;
+    if (parser.isSet("world_size")) {
+        char* end = nullptr;
+        const std::string text = parser.value("world_size");
+        const long long n = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || n < 1 || n > 1'000'000)
+            return fail(parser, ExitUsage, "--world_size must be a positive number (got '" + text + "')");
+        options.worldSize = static_cast<int>(n);
+    }
+    if (parser.isSet("mesh")) {
+        auto mesh = parseMesh(parser.value("mesh"));
+        if (!mesh)
+            return fail(parser, ExitUsage, mesh.error().message);
+        options.mesh = *mesh;
+    }
+    if (parser.isSet("mesh_dim_names"))
+        options.meshDimNames = splitNames(parser.value("mesh_dim_names"));
+    if (!parser.isSet("world_size") && !parser.isSet("mesh"))
+        return fail(parser, ExitUsage, "give the number of ranks: --world_size N (or --mesh for --format fsdp)");
+    if (options.format == SplitFormat::Fsdp)
+        options.runIteration = runIterationOf(target);
+
+    auto setup = prepareMerge(parser, "split");
+    if (setup.exitCode >= 0)
+        return setup.exitCode;
+    if (fromHf && setup.info->layout != "hf-safetensors")
+        return fail(parser, ExitProblems, parser.value("hf_dir") + " is a " + setup.info->layout
+                                              + " checkpoint, not a Hugging Face model: give it as --local_dir");
+    if (setup.lora)
+        setup.loraOutput = LoraOutput::Fused; // a LoRA checkpoint splits as its fused model
+    auto planned = planSetup(setup);
+    if (!planned)
+        return fail(parser, ExitProblems, planned.error().message);
+    const MergePlan& model = planned->primary();
+    const CheckpointInfo& info = planned->primaryInfo(setup);
+    options.moduleOrder = info.layout == "hf-safetensors";
+    auto plan = planSplit(model, options);
+    if (!plan)
+        return fail(parser, ExitProblems, plan.error().message);
+
+    const bool json = parser.isSet("json");
+    const bool quiet = parser.isSet("quiet") || json;
+    if (parser.isSet("dry_run")) {
+        if (auto usable = checkSplitTarget(*plan, target); !usable)
+            return fail(parser, ExitProblems, usable.error().message);
+        if (json)
+            printJson(splitPlanToJson(*plan, model));
+        else
+            std::cout << splitPlanSummary(*plan, model, parser.isSet("tensors"));
+        return ExitOk;
+    }
+    if (!quiet) {
+        for (const auto& w : model.warnings)
+            std::cerr << "tessera split: warning: " << w << "\n";
+        for (const auto& w : plan->warnings)
+            std::cerr << "tessera split: note: " << w << "\n";
+    }
+
+    TerminalProgress progress("Splitting", TerminalProgress::Unit::Bytes, quiet);
+    SplitRunOptions run;
+    run.progress = &progress;
+    run.onNote = [quiet](const std::string& note) {
+        if (!quiet)
+            std::cerr << "tessera split: note: " << note << "\n";
+    };
+    auto outcome = runSplit(info, model, *plan, target, run);
+    progress.finish();
+    setup.debug.stage("write");
+    if (!outcome)
+        return fail(parser, ExitProblems,
+                    outcome.error().message == "canceled" ? "canceled; nothing was written" : outcome.error().message);
+    if (json) {
+        printJson({ { "output_dir", outcome->outputDir }, { "format", splitFormatName(plan->format) },
+                    { "layout", plan->layout }, { "files", outcome->files }, { "total_size", outcome->bytesWritten },
+                    { "seconds", outcome->seconds }, { "notes", outcome->notes } });
+    } else if (!parser.isSet("quiet")) {
+        const double rate = outcome->seconds > 0 ? static_cast<double>(outcome->bytesWritten) / outcome->seconds : 0;
+        std::cout << "Split " << model.tensors.size() << " tensors (" << formatBytes(outcome->bytesWritten) << ") into "
+                  << outcome->outputDir << " as " << plan->layout << " in " << std::fixed
+                  << std::setprecision(outcome->seconds < 10 ? 2 : 1) << outcome->seconds << " s ("
+                  << formatBytes(static_cast<std::uint64_t>(rate)) << "/s)\n";
+        const std::size_t shown = std::min<std::size_t>(outcome->files.size(), 12);
+        for (std::size_t i = 0; i < shown; ++i)
+            std::cout << "  " << outcome->files[i] << "\n";
+        if (shown < outcome->files.size())
+            std::cout << "  … and " << outcome->files.size() - shown << " more\n";
+    }
+    return ExitOk;
+}
+
+} // namespace tessera::cli

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "split/split_engine.h"
+
+#include "io/byte_size.h"
+#include "io/durable_file.h"
+#include "merge/box_copy.h"
+#include "merge/hf_output.h"
+#include "merge/merge_engine.h"
+#include "merge/output_staging.h"
+#include "merge/source_files.h"
+#include "pickle/dcp_metadata_writer.h"
+#include "pickle/torch_save_writer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+constexpr std::uint64_t kChunk = 16u << 20;
+
+Error canceledError() { return makeError("canceled"); }
+
+bool isCanceled(const SplitRunOptions& o)
+{
+    return (o.cancel && o.cancel->load()) || (o.progress && o.progress->isCanceled());
+}
+
+/// Names a split target must not already hold: another checkpoint there would mix with the new one.
+bool looksLikeCheckpointFile(const std::string& name)
+{
+    auto ends = [&](const char* s) {
+        const std::size_t n = std::strlen(s);
+        return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+    };
+    return name.rfind("model_world_size_", 0) == 0 || ends(".distcp") || name == ".metadata"
+        || name.rfind("mp_rank_", 0) == 0 || name == "fsdp_config.json";
+}
+
+/// One output file while it is written.
+struct OpenFile {
+    std::string path;
+    std::FILE* file = nullptr;
+    std::unique_ptr<TorchSaveWriter> writer; ///< StateDict files
+    std::uint64_t cursor = 0;                ///< DcpItems files: where the next archive starts
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> items; ///< DcpItems: (offset, length) per tensor
+    ~OpenFile()
+    {
+        if (file)
+            std::fclose(file);
+    }
+};
+
+/// Lets a split of many ranks keep one descriptor per output file open.
+void raiseOpenFileLimit(std::size_t needed)
+{
+    rlimit limit {};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed + 64)
+        return;
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, static_cast<rlim_t>(needed + 64));
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
+/// Progress shared by the writes of one split.
+struct Meter {
+    const SplitRunOptions& options;
+    std::uint64_t done = 0;
+    std::uint64_t total = 0;
+    void add(std::uint64_t bytes, const std::string& name)
+    {
+        done += bytes;
+        if (options.progress)
+            options.progress->report(done, total, name);
+    }
+};
+
+/// Appends the local tensor `t` (its fragments read from `sources`, the assembled model tensors) and its
+/// storage padding to an archive whose storage `t` is begun.
+Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const MergePlan& model,
+                         const std::map<std::size_t, PageBuffer>& sources, Meter& meter)
+{
+    const std::size_t esize = dtypeSize(t.spec.dtype);
+    const std::uint64_t bytes = t.bytes();
+    auto stream = [&](const std::uint8_t* data) -> Status {
+        for (std::uint64_t off = 0; off < bytes; off += kChunk) {
+            if (isCanceled(meter.options))
+                return canceledError();
+            const std::uint64_t n = std::min(kChunk, bytes - off);
+            TESSERA_TRY(writer.append(data + off, n));
+            meter.add(n, t.spec.name);
+        }
+        return Status::success();
+    };
+    if (bytes) {
+        const SplitFragment* whole = t.fragments.size() == 1 ? &t.fragments.front() : nullptr;
+        const Shape& sourceShape = whole ? model.tensors[whole->source].shape : Shape {};
+        if (whole && whole->shape == t.spec.shape && boxIsContiguousInTensor(whole->sourceOffsets, whole->shape, sourceShape)) {
+            // A block of whole rows (FSDP's Shard(0)): written straight from the assembled tensor.
+            const std::uint8_t* src = sources.at(whole->source).data()
+                + elementOffset(whole->sourceOffsets, globalStrides(sourceShape)) * esize;
+            TESSERA_TRY(stream(src));
+        } else {
+            auto local = PageBuffer::allocate(bytes);
+            TESSERA_TRY(local);
+            const Shape localStrides = globalStrides(t.spec.shape);
+            for (const auto& f : t.fragments) {
+                const Shape& shape = model.tensors[f.source].shape;
+                const Shape srcStrides = globalStrides(shape);
+                copyBox(sources.at(f.source).data() + elementOffset(f.sourceOffsets, srcStrides) * esize, srcStrides,
+                        f.shape, esize, local->data() + elementOffset(f.localOffsets, localStrides) * esize,
+                        localStrides);
+            }
+            TESSERA_TRY(stream(local->data()));
+        }
+    }
+    return writer.appendZeros(t.spec.storageBytes() - bytes);
+}
+
+Status finishFile(OpenFile& f, bool sync)
+{
+    if (f.writer) {
+        auto size = f.writer->finish();
+        TESSERA_TRY(size);
+    }
+    if (std::fflush(f.file) != 0 || (sync && ::fdatasync(::fileno(f.file)) != 0))
+        return makeError(f.path + ": cannot be written to disk: " + std::strerror(errno));
+    const int closed = std::fclose(f.file);
+    f.file = nullptr;
+    if (closed != 0)
+        return makeError(f.path + ": cannot be closed: " + std::strerror(errno));
+    return Status::success();
+}
+
+/// The DCP .metadata of the written items: every tensor with its chunks in rank order.
+std::string dcpMetadata(const SplitPlan& plan, const std::vector<std::unique_ptr<OpenFile>>& open)
+{
+    std::vector<DcpTensorRecord> records;
+    std::map<std::string, std::size_t> index;
+    for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
+        const SplitFile& f = plan.files[fi];
+        for (std::size_t ti = 0; ti < f.tensors.size(); ++ti) {
+            const SplitTensor& t = f.tensors[ti];
+            auto [it, inserted] = index.emplace(t.spec.name, records.size());
+            if (inserted)
+                records.push_back({ t.spec.name, t.spec.dtype, t.globalShape, {} });
+            const auto [offset, length] = open[fi]->items[ti];
+            records[it->second].chunks.push_back({ t.chunkOffsets, t.spec.shape, f.name, offset, length });
+        }
+    }
+    std::string id = "tessera-split-" + std::to_string(plan.worldSize) + "-" + std::to_string(records.size());
+    return dcpMetadataPickle(records, id);
+}
+
+/// verl's run root records the newest step; written next to global_step_N/ once the step is complete.
+Status writeRunIteration(const std::string& target, std::int64_t iteration, std::string& note)
+{
+    const fs::path root = fs::path(target).lexically_normal().parent_path().parent_path();
+    const fs::path file = root / "latest_checkpointed_iteration.txt";
+    const std::string temp = file.string() + ".tessera-new";
+    TESSERA_TRY(writeFileSynced(temp, std::to_string(iteration)));
+    if (::rename(temp.c_str(), file.c_str()) != 0) {
+        ::unlink(temp.c_str());
+        return makeError(file.string() + ": cannot be written: " + std::strerror(errno));
+    }
+    note = file.string() + " now says " + std::to_string(iteration);
+    return syncFolder(root.string());
+}
+
+} // namespace
+
+Status checkSplitTarget(const SplitPlan& plan, const std::string& targetDir)
+{
+    TESSERA_TRY(OutputStaging::checkTarget(targetDir, {}));
+    std::error_code ec;
+    if (fs::is_directory(targetDir, ec)) {
+        const auto names = plan.topLevelNames();
+        std::vector<std::string> taken;
+        for (const auto& entry : fs::directory_iterator(targetDir, ec)) {
+            const std::string name = entry.path().filename().string();
+            if (std::find(names.begin(), names.end(), name) != names.end() || looksLikeCheckpointFile(name))
+                taken.push_back(name);
+        }
+        if (!taken.empty()) {
+            std::sort(taken.begin(), taken.end());
+            std::string list;
+            for (std::size_t i = 0; i < taken.size() && i < 4; ++i)
+                list += (i ? ", " : "") + taken[i];
+            if (taken.size() > 4)
+                list += ", …";
+            return makeError(targetDir + " already holds a checkpoint (" + list + "); split never replaces files: "
+                             "choose an empty or new folder");
+        }
+    }
+    if (auto free = freeDiskBytes(targetDir); free && *free < plan.diskBytes)
+        return makeError("not enough free disk for " + targetDir + ": the split needs about "
+                         + formatBytes(plan.diskBytes) + ", " + formatBytes(*free) + " are free");
+    return Status::success();
+}
+
+Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
+                              const std::string& targetDir, const SplitRunOptions& options)
+{
+    const auto start = std::chrono::steady_clock::now();
+    const auto stale = OutputStaging::removeStale(targetDir);
+    if (options.onNote)
+        for (const auto& note : stale)
+            options.onNote(note);
+    TESSERA_TRY(checkSplitTarget(plan, targetDir));
+    auto staging = OutputStaging::create(targetDir);
+    TESSERA_TRY(staging);
+    const fs::path dir(staging->path());
+
+    raiseOpenFileLimit(plan.files.size());
+    std::vector<std::unique_ptr<OpenFile>> open;
+    for (const auto& f : plan.files) {
+        auto o = std::make_unique<OpenFile>();
+        o->path = (dir / f.name).string();
+        fs::create_directories(fs::path(o->path).parent_path());
+        o->file = std::fopen(o->path.c_str(), "wb");
+        if (!o->file)
+            return makeError(o->path + ": cannot be created: " + std::strerror(errno)
+                             + (errno == EMFILE ? " (too many open files: raise `ulimit -n`)" : ""));
+        if (f.kind == SplitFile::Kind::StateDict) {
+            std::vector<TorchSaveTensor> specs;
+            for (const auto& t : f.tensors)
+                specs.push_back(t.spec);
+            auto writer = TorchSaveWriter::begin(o->file, o->path, f.archiveName, specs);
+            TESSERA_TRY(writer);
+            o->writer = std::move(*writer);
+        } else {
+            o->items.resize(f.tensors.size());
+        }
+        open.push_back(std::move(o));
+    }
+
+    // Each output tensor is written once the last model tensor it draws from is assembled; a model tensor is
+    // dropped once the last output tensor drawing from it is written.
+    struct Ref {
+        std::size_t file, tensor;
+    };
+    std::vector<std::vector<Ref>> writeAfter(model.tensors.size());
+    std::vector<std::size_t> lastUse(model.tensors.size(), 0);
+    std::vector<bool> used(model.tensors.size(), false);
+    for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
+        for (std::size_t ti = 0; ti < plan.files[fi].tensors.size(); ++ti) {
+            std::size_t last = 0;
+            for (const auto& fr : plan.files[fi].tensors[ti].fragments)
+                last = std::max(last, fr.source);
+            writeAfter[last].push_back({ fi, ti });
+            for (const auto& fr : plan.files[fi].tensors[ti].fragments) {
+                lastUse[fr.source] = std::max(lastUse[fr.source], last);
+                used[fr.source] = true;
+            }
+        }
+
+    SourceFiles sources;
+    std::map<std::size_t, PageBuffer> assembled;
+    Meter meter { options, 0, plan.totalBytes };
+    auto canceled = [&] { return isCanceled(options); };
+    for (std::size_t i = 0; i < model.tensors.size(); ++i) {
+        if (canceled())
+            return canceledError();
+        const PlannedTensor& pt = model.tensors[i];
+        if (used[i]) {
+            auto buffer = PageBuffer::allocate(std::max<std::uint64_t>(pt.bytes, 1));
+            TESSERA_TRY(buffer);
+            if (pt.bytes)
+                TESSERA_TRY(materializeTensor(sources, info.tensors[pt.source], pt, buffer->data(), canceled));
+            assembled.emplace(i, std::move(*buffer));
+        }
+        for (const Ref& ref : writeAfter[i]) {
+            const SplitFile& f = plan.files[ref.file];
+            const SplitTensor& t = f.tensors[ref.tensor];
+            OpenFile& o = *open[ref.file];
+            Status status;
+            if (f.kind == SplitFile::Kind::StateDict) {
+                status = o.writer->beginStorage(ref.tensor);
+                if (status)
+                    status = appendLocalTensor(*o.writer, t, model, assembled, meter);
+                if (status)
+                    status = o.writer->endStorage();
+            } else {
+                auto item = TorchSaveWriter::begin(o.file, o.path, f.archiveName, { t.spec },
+                                                   TorchSaveWriter::Value::BareTensor);
+                status = item ? (*item)->beginStorage(0) : Status(item.error());
+                if (status)
+                    status = appendLocalTensor(**item, t, model, assembled, meter);
+                if (status)
+                    status = (*item)->endStorage();
+                if (status) {
+                    auto length = (*item)->finish();
+                    if (length) {
+                        o.items[ref.tensor] = { o.cursor, *length };
+                        o.cursor += *length;
+                    } else {
+                        status = length.error();
+                    }
+                }
+            }
+            if (!status)
+                return status.error().message == "canceled" ? status.error()
+                                                             : makeError(status.error().message + " (nothing was written to "
+                                                                         + staging->target() + ")");
+        }
+        for (auto it = assembled.begin(); it != assembled.end();)
+            it = lastUse[it->first] <= i ? assembled.erase(it) : std::next(it);
+    }
+    for (auto& o : open)
+        TESSERA_TRY(finishFile(*o, options.sync));
+
+    SplitOutcome outcome;
+    for (const auto& f : plan.files)
+        outcome.files.push_back(f.name);
+    if (plan.format == SplitFormat::Dcp) {
+        TESSERA_TRY(writeFileSynced((dir / ".metadata").string(), dcpMetadata(plan, open)));
+        outcome.files.push_back(".metadata");
+    }
+    for (const auto& [name, content] : plan.generatedFiles) {
+        TESSERA_TRY(writeFileSynced((dir / name).string(), content));
+        outcome.files.push_back(name);
+    }
+    if (!plan.configDir.empty() && !plan.sideFiles.empty()) {
+        const fs::path side = plan.sideFolder.empty() ? dir : dir / plan.sideFolder;
+        fs::create_directories(side);
+        TESSERA_TRY(copyHfSideFiles(plan.configDir, side.string(), model.configDtype, model.configTied));
+        for (const auto& s : plan.sideFiles)
+            outcome.files.push_back(plan.sideFolder.empty() ? s : plan.sideFolder + "/" + s);
+        TESSERA_TRY(syncFolder(side.string()));
+    }
+    // What makes the folder a checkpoint goes in last.
+    const std::vector<std::string> keystones { plan.format == SplitFormat::Dcp ? ".metadata" : "fsdp_config.json" };
+    TESSERA_TRY(staging->publish(keystones));
+    outcome.outputDir = staging->target();
+    outcome.notes = stale;
+    if (plan.runIteration) {
+        std::string note;
+        auto written = writeRunIteration(outcome.outputDir, *plan.runIteration, note);
+        if (!written)
+            return written.error().withContext("the checkpoint is in " + outcome.outputDir + ", but");
+        outcome.notes.push_back(note);
+        if (options.onNote)
+            options.onNote(note);
+    }
+    outcome.bytesWritten = plan.totalBytes;
+    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return outcome;
+}
+
+} // namespace tessera

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "merge/merge_plan.h"
+#include "model/checkpoint.h"
+#include "progress.h"
+#include "result.h"
+#include "split/split_plan.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// How to run a split.
+struct SplitRunOptions {
+    bool sync = true;                               ///< fdatasync the files before publishing them
+    Progress* progress = nullptr;                   ///< bytes written of SplitPlan::totalBytes; asked isCanceled()
+    const std::atomic<bool>* cancel = nullptr;      ///< the workbench's cancel flag
+    std::function<void(const std::string&)> onNote; ///< things done besides the split, as they happen
+};
+
+/// What a finished split did.
+struct SplitOutcome {
+    std::string outputDir;
+    std::vector<std::string> files;   ///< paths written, relative to outputDir
+    std::uint64_t bytesWritten = 0;   ///< tensor bytes
+    double seconds = 0;
+    std::vector<std::string> notes;
+};
+
+/// Refuses, before anything is written, a target the split cannot complete: not a folder, not writable, a
+/// checkpoint (or any file the split would write) already there, too little free disk. --dry-run uses it too.
+Status checkSplitTarget(const SplitPlan& plan, const std::string& targetDir);
+
+/// The whole split: every model tensor of `model` (read from `info`, the checkpoint or Hugging Face folder
+/// it was planned from) is assembled once, in model order, and its boxes appended to every output file that
+/// holds one, so memory stays within about twice the largest tensor whatever the number of ranks. Everything
+/// is written into a hidden temporary folder and published when complete; on any error, cancel or kill the
+/// target is left as it was.
+Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
+                              const std::string& targetDir, const SplitRunOptions& options);
+
+} // namespace tessera

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// The way back: a model (the tensors a merge would write, read from a Hugging Face folder or any checkpoint
+// Tessera reads) laid out as a distributed checkpoint. The plan says, before anything is read, which file holds
+// which box of which tensor; the engine (split_engine.h) then streams it.
+
+#include "merge/merge_plan.h"
+#include "model/checkpoint.h"
+#include "pickle/torch_save_writer.h"
+#include "result.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// The distributed layouts split writes.
+enum class SplitFormat {
+    Fsdp, ///< verl's FSDP2 actor folder: model_world_size_N_rank_R.pt of DTensors
+    Dcp,  ///< a PyTorch Distributed Checkpoint folder (.metadata + __R_0.distcp), keys as in the model
+};
+
+/// "fsdp", "dcp".
+const char* splitFormatName(SplitFormat format);
+Result<SplitFormat> splitFormatFromName(const std::string& name);
+
+/// What the user asked of a split.
+struct SplitOptions {
+    SplitFormat format = SplitFormat::Fsdp;
+    int worldSize = 0;                      ///< ranks; 0 = the product of `mesh`
+    Shape mesh;                             ///< FSDP device mesh (e.g. {2, 2}); empty = {worldSize}
+    std::vector<std::string> meshDimNames;  ///< empty = ("fsdp",), or ("ddp", "fsdp") for a 2-D mesh
+    /// When the target is verl's run layout (…/global_step_N/actor), the iteration written to
+    /// latest_checkpointed_iteration.txt at the run root; nullopt = not a run layout.
+    std::optional<std::int64_t> runIteration;
+    /// List each file's keys in the model's module order (moduleOrder()) rather than the source's: for a
+    /// Hugging Face folder, whose safetensors files keep their keys sorted by name.
+    bool moduleOrder = false;
+};
+
+/// One box of a model tensor copied into an output tensor.
+struct SplitFragment {
+    std::size_t source = 0;   ///< index into MergePlan::tensors
+    Shape sourceOffsets;      ///< where the box starts in the model tensor
+    Shape shape;              ///< box shape
+    Shape localOffsets;       ///< where it starts in the output (local) tensor
+};
+
+/// One tensor of an output file: a rank's local shard.
+struct SplitTensor {
+    TorchSaveTensor spec;                 ///< key, dtype, local shape, padded storage, DTensor spec
+    std::vector<SplitFragment> fragments; ///< together they fill the local tensor exactly
+    Shape globalShape;                    ///< the model tensor's shape
+    Shape chunkOffsets;                   ///< DCP: the chunk's offsets in the global tensor (as torch records them)
+    std::uint64_t bytes() const;          ///< the local tensor's bytes (without storage padding)
+};
+
+/// One file of the output.
+struct SplitFile {
+    enum class Kind {
+        StateDict, ///< one torch.save archive of an ordered state dict
+        DcpItems,  ///< DCP data: one torch.save archive per tensor, back to back
+    };
+    std::string name;                     ///< relative to the target ("model_world_size_4_rank_0.pt")
+    Kind kind = Kind::StateDict;
+    std::string archiveName;              ///< torch.save's record folder (the file stem, or "archive")
+    int rank = 0;
+    std::vector<SplitTensor> tensors;     ///< in key order
+    std::uint64_t bytes = 0;              ///< storage bytes, padding included
+};
+
+/// Everything a split will do, computed from the model's description alone.
+struct SplitPlan {
+    SplitFormat format = SplitFormat::Fsdp;
+    std::string layout;                   ///< "FSDP2, world size 4, Shard(0) on fsdp=4"
+    int worldSize = 0;
+    Shape mesh;
+    std::vector<std::string> meshDimNames;
+    std::vector<SplitFile> files;
+    /// Files written from memory (path relative to the target → content): fsdp_config.json, …
+    std::vector<std::pair<std::string, std::string>> generatedFiles;
+    std::string configDir;                ///< where config and tokenizer files come from, empty if none
+    std::vector<std::string> sideFiles;   ///< file names copied from configDir
+    std::string sideFolder;               ///< where they go ("huggingface"; "" = the target itself)
+    std::optional<std::int64_t> runIteration;
+    std::uint64_t totalBytes = 0;         ///< tensor bytes written (padding included)
+    std::uint64_t diskBytes = 0;          ///< estimated bytes on disk
+    std::uint64_t largestTensorBytes = 0; ///< the largest model tensor
+    std::uint64_t memoryBytes = 0;        ///< estimated peak memory of the engine
+    std::vector<std::string> warnings;
+    /// Top-level names the split creates in the target, in publish order (data first, keystones last).
+    std::vector<std::string> topLevelNames() const;
+};
+
+/// Plans writing `model` (a merge plan: the tensors, their dtypes and the config files) as `options` asks.
+/// Refuses what the layout cannot express, with every reason listed.
+Result<SplitPlan> planSplit(const MergePlan& model, const SplitOptions& options);
+
+/// The plan as JSON for `tessera split --dry-run --json`.
+nlohmann::json splitPlanToJson(const SplitPlan& plan, const MergePlan& model);
+/// A readable summary; `listTensors` adds one line per output tensor of the first file.
+std::string splitPlanSummary(const SplitPlan& plan, const MergePlan& model, bool listTensors);
+
+} // namespace tessera
