@@ -100,12 +100,17 @@ private Q_SLOTS:
         // About 8 MB in 2 ranks: a merge long enough (with its flushes) to be killed at many different moments,
         // short enough for 40 runs.
         QVERIFY_RESULT(bench::writeCheckpoint(m_checkpoint, 0.005, 2, 64));
-        const std::string target = test::makeTempDir() + "/reference";
-        QElapsedTimer timer;
-        timer.start();
-        QString out, err;
-        QCOMPARE(test::runTessera(mergeArgs(m_checkpoint, target), &out, &err), 0);
-        m_mergeMs = timer.elapsed();
+        // The fastest of three merges: the first pays for cold caches, and a time measured too long lets later
+        // merges finish before the kill lands.
+        std::string target;
+        for (int run = 0; run < 3; ++run) {
+            target = test::makeTempDir() + "/reference";
+            QElapsedTimer timer;
+            timer.start();
+            QString out, err;
+            QCOMPARE(test::runTessera(mergeArgs(m_checkpoint, target), &out, &err), 0);
+            m_mergeMs = run == 0 ? timer.elapsed() : std::min(m_mergeMs, timer.elapsed());
+        }
         qInfo("a complete merge takes %lld ms", static_cast<long long>(m_mergeMs));
         m_reference = folderFiles(target);
         QVERIFY(m_reference.count("model.safetensors") == 1 && m_reference.count("config.json") == 1);
