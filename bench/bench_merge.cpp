@@ -10,6 +10,7 @@
 //               [--rounds 2] [--keep]
 
 #include "bench_args.h"
+#include "bench_timing.h"
 #include "io/byte_size.h"
 #include "mapping/lora.h"
 #include "merge/lora_plan.h"
@@ -38,44 +39,6 @@ using namespace tessera::bench;
 namespace fs = std::filesystem;
 
 namespace {
-
-double now()
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-/// A plain copy of every data file of the checkpoint: what `cp` does (copy_file_range, then fdatasync).
-double plainCopy(const std::vector<std::string>& files, const std::string& outDir, std::uint64_t& bytes)
-{
-    fs::remove_all(outDir);
-    fs::create_directories(outDir);
-    const double start = now();
-    bytes = 0;
-    for (const auto& f : files) {
-        const int in = ::open(f.c_str(), O_RDONLY);
-        const int out = ::open((outDir + "/" + fs::path(f).filename().string()).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const auto size = fs::file_size(f);
-        std::uint64_t done = 0;
-        while (done < size) {
-            const ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, size - done, 0);
-            if (n <= 0) {
-                std::vector<char> buf(16 << 20);
-                ssize_t k;
-                while ((k = ::read(in, buf.data(), buf.size())) > 0)
-                    if (::write(out, buf.data(), static_cast<size_t>(k)) != k)
-                        break;
-                done = size;
-                break;
-            }
-            done += static_cast<std::uint64_t>(n);
-        }
-        bytes += size;
-        ::fdatasync(out);
-        ::close(in);
-        ::close(out);
-    }
-    return now() - start;
-}
 
 /// The merge of `info` as `tessera merge` does it: one plan, or a LoRA checkpoint's fused model and adapter.
 struct BenchMerge {
