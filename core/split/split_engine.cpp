@@ -8,8 +8,10 @@
 #include "merge/merge_engine.h"
 #include "merge/output_staging.h"
 #include "merge/source_files.h"
+#include "io/mapped_file.h"
 #include "pickle/dcp_metadata_writer.h"
 #include "pickle/torch_save_writer.h"
+#include "parallel.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -74,21 +77,77 @@ void raiseOpenFileLimit(std::size_t needed)
 
 /// Progress shared by the writes of one split.
 struct Meter {
+    Meter(const SplitRunOptions& o, std::uint64_t t) : options(o), total(t) { }
     const SplitRunOptions& options;
-    std::uint64_t done = 0;
     std::uint64_t total = 0;
+    std::uint64_t done = 0;
+    std::mutex mutex;
     void add(std::uint64_t bytes, const std::string& name)
     {
+        std::lock_guard<std::mutex> lock(mutex);
         done += bytes;
         if (options.progress)
             options.progress->report(done, total, name);
     }
 };
 
-/// Appends the local tensor `t` (its fragments read from `sources`, the assembled model tensors) and its
-/// storage padding to an archive whose storage `t` is begun.
+/// A model tensor's bytes while output tensors are cut from it: assembled in a buffer, or used in place.
+struct ModelTensor {
+    PageBuffer buffer;
+    std::shared_ptr<MappedFile> map; ///< set when the bytes are read in place from a source file
+    const std::uint8_t* data = nullptr;
+    std::uint64_t offset = 0, bytes = 0;
+    ~ModelTensor()
+    {
+        if (map)
+            map->adviseDontNeed(offset, bytes); // read once: its pages need not stay resident
+    }
+};
+using ModelTensors = std::map<std::size_t, std::unique_ptr<ModelTensor>>;
+
+/// The piece holding model tensor `pt` whole and contiguous in the dtype written (a Hugging Face model's
+/// tensors, a single torch.save file's): its bytes are used in place through the mapping instead of being
+/// copied into a buffer first. nullptr when the tensor must be assembled.
+const Piece* inPlacePiece(const TensorInfo& t, const PlannedTensor& pt)
+{
+    if (pt.delta || pt.mode != CopyMode::Direct || pt.pieces.size() != 1)
+        return nullptr;
+    const Piece& p = t.pieces[pt.pieces.front()];
+    const bool whole = p.role == PieceRole::Primary && p.shape == t.shape && p.storedDtype == pt.dtype
+        && isContiguous(p.shape, p.strides);
+    return whole ? &p : nullptr;
+}
+
+Result<std::unique_ptr<ModelTensor>> readModelTensor(SourceFiles& files, const TensorInfo& t, const PlannedTensor& pt,
+                                                     const std::function<bool()>& canceled)
+{
+    auto m = std::make_unique<ModelTensor>();
+    if (const Piece* p = inPlacePiece(t, pt)) {
+        TESSERA_TRY(files.verifyStorage(*p, canceled));
+        auto map = files.map(p->file);
+        TESSERA_TRY(map);
+        if (p->dataOffset > (*map)->size() || pt.bytes > (*map)->size() - p->dataOffset)
+            return makeError(p->file + ": " + t.name + " reaches past the end of the file (truncated or damaged?)");
+        m->map = *map;
+        m->offset = p->dataOffset;
+        m->bytes = pt.bytes;
+        m->data = (*map)->view().data() + p->dataOffset;
+        m->map->adviseWillNeed(m->offset, m->bytes);
+        return m;
+    }
+    auto buffer = PageBuffer::allocate(std::max<std::uint64_t>(pt.bytes, 1));
+    TESSERA_TRY(buffer);
+    m->buffer = std::move(*buffer);
+    m->data = m->buffer.data();
+    if (pt.bytes)
+        TESSERA_TRY(materializeTensor(files, t, pt, m->buffer.data(), canceled));
+    return m;
+}
+
+/// Appends the local tensor `t` (its fragments read from `sources`, the model tensors at hand) and its storage
+/// padding to an archive whose storage `t` is begun.
 Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const MergePlan& model,
-                         const std::map<std::size_t, PageBuffer>& sources, Meter& meter)
+                         const ModelTensors& sources, Meter& meter)
 {
     const std::size_t esize = dtypeSize(t.spec.dtype);
     const std::uint64_t bytes = t.bytes();
@@ -107,7 +166,7 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
         const Shape& sourceShape = whole ? model.tensors[whole->source].shape : Shape {};
         if (whole && whole->shape == t.spec.shape && boxIsContiguousInTensor(whole->sourceOffsets, whole->shape, sourceShape)) {
             // A block of whole rows (FSDP's Shard(0)): written straight from the assembled tensor.
-            const std::uint8_t* src = sources.at(whole->source).data()
+            const std::uint8_t* src = sources.at(whole->source)->data
                 + elementOffset(whole->sourceOffsets, globalStrides(sourceShape)) * esize;
             TESSERA_TRY(stream(src));
         } else {
@@ -117,7 +176,7 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
             for (const auto& f : t.fragments) {
                 const Shape& shape = model.tensors[f.source].shape;
                 const Shape srcStrides = globalStrides(shape);
-                copyBox(sources.at(f.source).data() + elementOffset(f.sourceOffsets, srcStrides) * esize, srcStrides,
+                copyBox(sources.at(f.source)->data + elementOffset(f.sourceOffsets, srcStrides) * esize, srcStrides,
                         f.shape, esize, local->data() + elementOffset(f.localOffsets, localStrides) * esize,
                         localStrides);
             }
@@ -125,6 +184,28 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
         }
     }
     return writer.appendZeros(t.spec.storageBytes() - bytes);
+}
+
+/// Writes output tensor `index` of `f` into its open file: a storage of the state dict, or a DCP item.
+Status writeOutputTensor(const SplitFile& f, std::size_t index, OpenFile& o, const MergePlan& model,
+                         const ModelTensors& assembled, Meter& meter)
+{
+    const SplitTensor& t = f.tensors[index];
+    if (f.kind == SplitFile::Kind::StateDict) {
+        TESSERA_TRY(o.writer->beginStorage(index));
+        TESSERA_TRY(appendLocalTensor(*o.writer, t, model, assembled, meter));
+        return o.writer->endStorage();
+    }
+    auto item = TorchSaveWriter::begin(o.file, o.path, f.archiveName, { t.spec }, TorchSaveWriter::Value::BareTensor);
+    TESSERA_TRY(item);
+    TESSERA_TRY((*item)->beginStorage(0));
+    TESSERA_TRY(appendLocalTensor(**item, t, model, assembled, meter));
+    TESSERA_TRY((*item)->endStorage());
+    auto length = (*item)->finish();
+    TESSERA_TRY(length);
+    o.items[index] = { o.cursor, *length };
+    o.cursor += *length;
+    return Status::success();
 }
 
 Status finishFile(OpenFile& f, bool sync)
@@ -265,54 +346,37 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
         }
 
     SourceFiles sources;
-    std::map<std::size_t, PageBuffer> assembled;
-    Meter meter { options, 0, plan.totalBytes };
+    ModelTensors assembled;
+    Meter meter(options, plan.totalBytes);
+    const unsigned threads = resolveThreads(static_cast<int>(options.threads));
     auto canceled = [&] { return isCanceled(options); };
     for (std::size_t i = 0; i < model.tensors.size(); ++i) {
         if (canceled())
             return canceledError();
         const PlannedTensor& pt = model.tensors[i];
         if (used[i]) {
-            auto buffer = PageBuffer::allocate(std::max<std::uint64_t>(pt.bytes, 1));
-            TESSERA_TRY(buffer);
-            if (pt.bytes)
-                TESSERA_TRY(materializeTensor(sources, info.tensors[pt.source], pt, buffer->data(), canceled));
-            assembled.emplace(i, std::move(*buffer));
+            auto tensor = readModelTensor(sources, info.tensors[pt.source], pt, canceled);
+            TESSERA_TRY(tensor);
+            assembled.emplace(i, std::move(*tensor));
         }
-        for (const Ref& ref : writeAfter[i]) {
-            const SplitFile& f = plan.files[ref.file];
-            const SplitTensor& t = f.tensors[ref.tensor];
-            OpenFile& o = *open[ref.file];
-            Status status;
-            if (f.kind == SplitFile::Kind::StateDict) {
-                status = o.writer->beginStorage(ref.tensor);
-                if (status)
-                    status = appendLocalTensor(*o.writer, t, model, assembled, meter);
-                if (status)
-                    status = o.writer->endStorage();
-            } else {
-                auto item = TorchSaveWriter::begin(o.file, o.path, f.archiveName, { t.spec },
-                                                   TorchSaveWriter::Value::BareTensor);
-                status = item ? (*item)->beginStorage(0) : Status(item.error());
-                if (status)
-                    status = appendLocalTensor(**item, t, model, assembled, meter);
-                if (status)
-                    status = (*item)->endStorage();
-                if (status) {
-                    auto length = (*item)->finish();
-                    if (length) {
-                        o.items[ref.tensor] = { o.cursor, *length };
-                        o.cursor += *length;
-                    } else {
-                        status = length.error();
-                    }
-                }
-            }
+        // The files are independent: their parts of this tensor are written (and checksummed) in parallel.
+        const auto& refs = writeAfter[i];
+        std::vector<std::size_t> groupStart;
+        for (std::size_t k = 0; k < refs.size(); ++k)
+            if (k == 0 || refs[k].file != refs[k - 1].file)
+                groupStart.push_back(k);
+        std::vector<Status> results(groupStart.size());
+        parallelFor(groupStart.size(), threads, [&](std::size_t g) {
+            const std::size_t end = g + 1 < groupStart.size() ? groupStart[g + 1] : refs.size();
+            for (std::size_t k = groupStart[g]; k < end && results[g]; ++k)
+                results[g] = writeOutputTensor(plan.files[refs[k].file], refs[k].tensor, *open[refs[k].file], model,
+                                               assembled, meter);
+        });
+        for (const Status& status : results)
             if (!status)
                 return status.error().message == "canceled" ? status.error()
                                                              : makeError(status.error().message + " (nothing was written to "
                                                                          + staging->target() + ")");
-        }
         for (auto it = assembled.begin(); it != assembled.end();)
             it = lastUse[it->first] <= i ? assembled.erase(it) : std::next(it);
     }

@@ -17,6 +17,7 @@ namespace tessera {
 
 /// How to run a split.
 struct SplitRunOptions {
+    unsigned threads = 0;                           ///< files written at once; 0 = one per core
     bool sync = true;                               ///< fdatasync the files before publishing them
     Progress* progress = nullptr;                   ///< bytes written of SplitPlan::totalBytes; asked isCanceled()
     const std::atomic<bool>* cancel = nullptr;      ///< the workbench's cancel flag
