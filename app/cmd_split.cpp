@@ -98,6 +98,10 @@ int runSplit(const std::vector<std::string>& args)
                      "        RUN/latest_checkpointed_iteration.txt\n"
                      "  dcp   a PyTorch Distributed Checkpoint (.metadata + __R_0.distcp) with the model's keys,\n"
                      "        every tensor Shard(0) over the ranks, as torchtitan saves it\n"
+                     "  megatron  verl's Megatron actor folder: model/mp_rank_XX[_YYY][_ZZZ]/model.pt (one state dict\n"
+                     "        per virtual stage) with Megatron-core names, QKV fused per query group, [gate; up] fused,\n"
+                     "        the vocabulary padded, layers numbered per stage, experts per EP rank;\n"
+                     "        transformer_config.json and hf_config_and_tokenizer/\n"
                      "The output appears atomically and never replaces files: on error or Ctrl-C nothing is left.\n"
                      "`tessera merge` turns the result back into the same Hugging Face model, bit for bit.");
     addCommonMergeOptions(parser);
@@ -108,6 +112,12 @@ int runSplit(const std::vector<std::string>& args)
     parser.addOption("mesh", "SHAPE", "fsdp: the device mesh, e.g. 2x4 for HSDP (Replicate() over the first dims, "
                                       "Shard(0) over the last)", "N");
     parser.addOption("mesh_dim_names", "A,B", "fsdp: mesh dim names", "fsdp, or ddp,fsdp for a 2-D mesh");
+    parser.addOption("tp", "T", "megatron: tensor-parallel size", "1");
+    parser.addOption("pp", "P", "megatron: pipeline-parallel size", "1");
+    parser.addOption("vpp", "V", "megatron: virtual pipeline stages per pipeline stage (interleaved)", "1");
+    parser.addOption("ep", "E", "megatron: expert-parallel size (mixture-of-experts models)", "1");
+    parser.addOption("make_vocab_size_divisible_by", "N", "megatron: the vocabulary is padded to a multiple of N × TP",
+                     "128");
     parser.addSwitch("dry_run", "print the split plan (files, tensors, boxes, memory, disk) and write nothing");
     parser.addSwitch("tensors", "with --dry-run: list the tensors of the first file and the box each holds");
     if (const auto exitCode = parseCommandLine(parser, args))
@@ -142,9 +152,24 @@ int runSplit(const std::vector<std::string>& args)
     }
     if (parser.isSet("mesh_dim_names"))
         options.meshDimNames = splitNames(parser.value("mesh_dim_names"));
-    if (!parser.isSet("world_size") && !parser.isSet("mesh"))
+    for (auto [flag, field] : { std::pair { "tp", &options.tp }, { "pp", &options.pp }, { "vpp", &options.vpp },
+                                { "ep", &options.ep }, { "make_vocab_size_divisible_by", &options.vocabDivisibleBy } }) {
+        char* end = nullptr;
+        const std::string text = parser.value(flag);
+        const long long n = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || n < 1 || n > 1'000'000)
+            return fail(parser, ExitUsage, std::string("--") + flag + " must be a positive number (got '" + text + "')");
+        *field = static_cast<int>(n);
+    }
+    const bool megatron = options.format == SplitFormat::Megatron;
+    if (megatron && (parser.isSet("world_size") || parser.isSet("mesh")))
+        return fail(parser, ExitUsage, "--format megatron takes --tp, --pp, --vpp and --ep, not --world_size or --mesh");
+    if (!megatron && (parser.isSet("tp") || parser.isSet("pp") || parser.isSet("vpp") || parser.isSet("ep")))
+        return fail(parser, ExitUsage, "--tp, --pp, --vpp and --ep are for --format megatron");
+    if (!megatron && !parser.isSet("world_size") && !parser.isSet("mesh"))
         return fail(parser, ExitUsage, "give the number of ranks: --world_size N (or --mesh for --format fsdp)");
-    if (options.format == SplitFormat::Fsdp)
+    options.userRulesFile = parser.value("param_mapping");
+    if (options.format != SplitFormat::Dcp)
         options.runIteration = runIterationOf(target);
 
     auto setup = prepareMerge(parser, "split");

@@ -313,7 +313,7 @@ namespace {
 
 /// The pickle of the saved value, assigning storage keys in the order torch does (first use while pickling).
 std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSaveWriter::Value value,
-                          std::vector<std::string>& keys,
+                          const std::vector<std::size_t>& listChunks, std::vector<std::string>& keys,
                           std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages)
 {
     Pickler p;
@@ -332,11 +332,31 @@ std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSave
         p.op('.');
         return p.out;
     }
-    p.global("collections", "OrderedDict");
-    p.op(')');
-    p.op('R');
+    // A list of plain dicts (as verl saves Megatron's model chunks), or one OrderedDict (module.state_dict()).
+    const bool list = value == TorchSaveWriter::Value::StateDictList;
+    std::vector<std::size_t> dictEnds;
+    if (list) {
+        std::size_t end = 0;
+        for (auto n : listChunks)
+            dictEnds.push_back(end += n);
+        p.op(']');
+        p.op('(');
+        p.op('}');
+    } else {
+        p.global("collections", "OrderedDict");
+        p.op(')');
+        p.op('R');
+    }
     p.op('(');
-    for (const auto& t : tensors) {
+    for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+        const auto& t = tensors[ti];
+        while (list && !dictEnds.empty() && dictEnds.front() == ti) {
+            // The previous dict is complete (possibly empty): the next one starts.
+            p.op('u');
+            p.op('}');
+            p.op('(');
+            dictEnds.erase(dictEnds.begin());
+        }
         p.str(t.name);
         if (!t.dtensor) {
             localTensor(t);
@@ -447,6 +467,14 @@ std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSave
         p.op('R');
     }
     p.op('u');
+    if (list) {
+        for (std::size_t i = 1; i < dictEnds.size(); ++i) {
+            p.op('}'); // trailing empty dicts
+            p.op('(');
+            p.op('u');
+        }
+        p.op('e');
+    }
     p.op('.');
     return p.out;
 }
@@ -469,7 +497,7 @@ std::string serializationId(const std::string& pickle)
 Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file, const std::string& path,
                                                                  const std::string& archiveName,
                                                                  const std::vector<TorchSaveTensor>& tensors,
-                                                                 Value value)
+                                                                 Value value, const std::vector<std::size_t>& listChunks)
 {
     if (value == Value::BareTensor && tensors.size() != 1)
         return makeError(path + ": a bare tensor archive holds exactly one tensor");
@@ -483,7 +511,14 @@ Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file,
     s.path = path;
     s.tensors = tensors;
     s.written.assign(tensors.size(), false);
-    const std::string pickle = picklePayload(tensors, value, s.keys, s.meshStorages);
+    if (value == Value::StateDictList) {
+        std::size_t total = 0;
+        for (auto n : listChunks)
+            total += n;
+        if (listChunks.empty() || total != tensors.size())
+            return makeError(path + ": the state dicts of the list do not add up to the tensors written");
+    }
+    const std::string pickle = picklePayload(tensors, value, listChunks, s.keys, s.meshStorages);
     s.zip = std::make_unique<ZipWriter>(file, archiveName);
     if (!s.record("data.pkl", pickle) || !s.record("byteorder", "little"))
         return s.ioError();

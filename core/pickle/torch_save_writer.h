@@ -46,16 +46,18 @@ using TorchSaveFill = std::function<Status(std::size_t index, std::uint64_t offs
 /// follow each other in one file (DCP's .distcp files).
 class TorchSaveWriter {
 public:
-    /// The whole value saved: an ordered state dict of `tensors` (torch.save(model.state_dict())), or a single
-    /// bare tensor (torch.save(tensor), as DCP saves each item).
-    enum class Value { StateDict, BareTensor };
+    /// The whole value saved: an ordered state dict of `tensors` (torch.save(model.state_dict())), a list of
+    /// state dicts (verl's Megatron model.pt: one per virtual pipeline stage, `listChunks` tensors each), or a
+    /// single bare tensor (torch.save(tensor), as DCP saves each item).
+    enum class Value { StateDict, StateDictList, BareTensor };
 
     /// Starts an archive on `file` (not owned; `path` names it in messages) under `archiveName`
     /// (torch uses the file's stem, or "archive" for a stream) and writes its pickle.
     static Result<std::unique_ptr<TorchSaveWriter>> begin(std::FILE* file, const std::string& path,
                                                           const std::string& archiveName,
                                                           const std::vector<TorchSaveTensor>& tensors,
-                                                          Value value = Value::StateDict);
+                                                          Value value = Value::StateDict,
+                                                          const std::vector<std::size_t>& listChunks = {});
     ~TorchSaveWriter();
     TorchSaveWriter(const TorchSaveWriter&) = delete;
     TorchSaveWriter& operator=(const TorchSaveWriter&) = delete;

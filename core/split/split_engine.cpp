@@ -48,7 +48,7 @@ bool looksLikeCheckpointFile(const std::string& name)
         return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
     };
     return name.rfind("model_world_size_", 0) == 0 || ends(".distcp") || name == ".metadata"
-        || name.rfind("mp_rank_", 0) == 0 || name == "fsdp_config.json";
+        || name.rfind("mp_rank_", 0) == 0 || name == "fsdp_config.json" || name == "transformer_config.json";
 }
 
 /// One output file while it is written.
@@ -164,7 +164,7 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
     if (bytes) {
         const SplitFragment* whole = t.fragments.size() == 1 ? &t.fragments.front() : nullptr;
         const Shape& sourceShape = whole ? model.tensors[whole->source].shape : Shape {};
-        if (whole && whole->shape == t.spec.shape && boxIsContiguousInTensor(whole->sourceOffsets, whole->shape, sourceShape)) {
+        if (whole && !whole->localElement && whole->shape == t.spec.shape && boxIsContiguousInTensor(whole->sourceOffsets, whole->shape, sourceShape)) {
             // A block of whole rows (FSDP's Shard(0)): written straight from the assembled tensor.
             const std::uint8_t* src = sources.at(whole->source)->data
                 + elementOffset(whole->sourceOffsets, globalStrides(sourceShape)) * esize;
@@ -176,9 +176,9 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
             for (const auto& f : t.fragments) {
                 const Shape& shape = model.tensors[f.source].shape;
                 const Shape srcStrides = globalStrides(shape);
+                const std::uint64_t at = f.localElement ? *f.localElement : elementOffset(f.localOffsets, localStrides);
                 copyBox(sources.at(f.source)->data + elementOffset(f.sourceOffsets, srcStrides) * esize, srcStrides,
-                        f.shape, esize, local->data() + elementOffset(f.localOffsets, localStrides) * esize,
-                        localStrides);
+                        f.shape, esize, local->data() + at * esize, f.localElement ? f.localStrides : localStrides);
             }
             TESSERA_TRY(stream(local->data()));
         }
@@ -316,7 +316,10 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
             std::vector<TorchSaveTensor> specs;
             for (const auto& t : f.tensors)
                 specs.push_back(t.spec);
-            auto writer = TorchSaveWriter::begin(o->file, o->path, f.archiveName, specs);
+            auto writer = TorchSaveWriter::begin(o->file, o->path, f.archiveName, specs,
+                                                 f.listChunks.empty() ? TorchSaveWriter::Value::StateDict
+                                                                      : TorchSaveWriter::Value::StateDictList,
+                                                 f.listChunks);
             TESSERA_TRY(writer);
             o->writer = std::move(*writer);
         } else {
@@ -403,7 +406,9 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
         TESSERA_TRY(syncFolder(side.string()));
     }
     // What makes the folder a checkpoint goes in last.
-    const std::vector<std::string> keystones { plan.format == SplitFormat::Dcp ? ".metadata" : "fsdp_config.json" };
+    const std::vector<std::string> keystones { plan.format == SplitFormat::Dcp        ? ".metadata"
+                                               : plan.format == SplitFormat::Megatron ? "transformer_config.json"
+                                                                                      : "fsdp_config.json" };
     TESSERA_TRY(staging->publish(keystones));
     outcome.outputDir = staging->target();
     outcome.notes = stale;

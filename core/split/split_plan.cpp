@@ -4,6 +4,7 @@
 #include "io/byte_size.h"
 #include "model/module_order.h"
 #include "model/placement.h"
+#include "split/split_megatron.h"
 
 #include <nlohmann/json.hpp>
 
@@ -105,6 +106,7 @@ const char* splitFormatName(SplitFormat format)
     switch (format) {
     case SplitFormat::Fsdp: return "fsdp";
     case SplitFormat::Dcp: return "dcp";
+    case SplitFormat::Megatron: return "megatron";
     }
     return "?";
 }
@@ -115,7 +117,9 @@ Result<SplitFormat> splitFormatFromName(const std::string& name)
         return SplitFormat::Fsdp;
     if (name == "dcp")
         return SplitFormat::Dcp;
-    return makeError("--format must be fsdp or dcp (got '" + name + "')");
+    if (name == "megatron")
+        return SplitFormat::Megatron;
+    return makeError("--format must be fsdp, dcp or megatron (got '" + name + "')");
 }
 
 std::uint64_t SplitTensor::bytes() const { return numel(spec.shape) * dtypeSize(spec.dtype); }
@@ -142,6 +146,8 @@ std::vector<std::string> SplitPlan::topLevelNames() const
 
 Result<SplitPlan> planSplit(const MergePlan& model, const SplitOptions& options)
 {
+    if (options.format == SplitFormat::Megatron)
+        return planMegatronSplit(model, options);
     SplitPlan plan;
     plan.format = options.format;
     TESSERA_TRY(checkSizes(options, plan.mesh, plan.meshDimNames, plan.worldSize));
@@ -214,7 +220,7 @@ Result<SplitPlan> planSplit(const MergePlan& model, const SplitOptions& options)
                 out.spec.storageElements = fsdpPaddedElements(src.shape, shards);
             }
             for (const auto& box : layout->boxes)
-                out.fragments.push_back({ i, box.globalOffsets, box.shape, box.localOffsets });
+                out.fragments.push_back({ i, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {} });
             file.bytes += out.spec.storageBytes();
             file.tensors.push_back(std::move(out));
         }

@@ -21,11 +21,12 @@ namespace tessera {
 
 /// The distributed layouts split writes.
 enum class SplitFormat {
-    Fsdp, ///< verl's FSDP2 actor folder: model_world_size_N_rank_R.pt of DTensors
-    Dcp,  ///< a PyTorch Distributed Checkpoint folder (.metadata + __R_0.distcp), keys as in the model
+    Fsdp,     ///< verl's FSDP2 actor folder: model_world_size_N_rank_R.pt of DTensors
+    Dcp,      ///< a PyTorch Distributed Checkpoint folder (.metadata + __R_0.distcp), keys as in the model
+    Megatron, ///< verl's Megatron actor folder: model/mp_rank_XX[_YYY][_ZZZ]/model.pt with Megatron-core names
 };
 
-/// "fsdp", "dcp".
+/// "fsdp", "dcp", "megatron".
 const char* splitFormatName(SplitFormat format);
 Result<SplitFormat> splitFormatFromName(const std::string& name);
 
@@ -41,6 +42,10 @@ struct SplitOptions {
     /// List each file's keys in the model's module order (moduleOrder()) rather than the source's: for a
     /// Hugging Face folder, whose safetensors files keep their keys sorted by name.
     bool moduleOrder = false;
+    // Megatron: the parallel sizes and how the vocabulary is padded.
+    int tp = 1, pp = 1, vpp = 1, ep = 1;
+    int vocabDivisibleBy = 128;           ///< Megatron's make_vocab_size_divisible_by (padded to a multiple of it × TP)
+    std::string userRulesFile;            ///< --param_mapping: rules layered over the built-in family
 };
 
 /// One box of a model tensor copied into an output tensor.
@@ -49,6 +54,10 @@ struct SplitFragment {
     Shape sourceOffsets;      ///< where the box starts in the model tensor
     Shape shape;              ///< box shape
     Shape localOffsets;       ///< where it starts in the output (local) tensor
+    /// Set when the box lies in the local tensor with strides of its own (a q, k or v block inside Megatron's
+    /// fused linear_qkv): its first element's offset and its element strides there; localOffsets is then unused.
+    std::optional<std::uint64_t> localElement;
+    Shape localStrides;
 };
 
 /// One tensor of an output file: a rank's local shard.
@@ -71,6 +80,9 @@ struct SplitFile {
     std::string archiveName;              ///< torch.save's record folder (the file stem, or "archive")
     int rank = 0;
     std::vector<SplitTensor> tensors;     ///< in key order
+    /// A list of state dicts instead of one (verl's Megatron model.pt, one per virtual pipeline stage): how many
+    /// of `tensors` each holds, in order. Empty: one state dict.
+    std::vector<std::size_t> listChunks;
     std::uint64_t bytes = 0;              ///< storage bytes, padding included
 };
 

@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "split/split_megatron.h"
+
+#include "formats/megatron_names.h"
+#include "merge/box_copy.h"
+#include "mapping/hf_expected.h"
+#include "mapping/megatron_mapping.h"
+#include "mapping/megatron_mapping_rules.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+
+namespace tessera {
+
+namespace {
+
+constexpr int kMaxParallel = 4096;
+/// Synthetic byte offsets of the planned Megatron tensors: (tensor, TP rank) in the high bits, the byte inside
+/// the rank's local tensor in the low 40 (a terabyte per local tensor).
+constexpr int kLocalBits = 40;
+
+using Captures = std::map<std::string, std::string>;
+
+/// A rule template ("model.layers.{layer}.mlp.experts.{expert}.w1.weight") as a regex capturing its fields.
+std::regex templateRegex(const std::string& text, std::vector<std::string>& fields)
+{
+    static const std::regex field(R"(\{(layer|expert|param)\})");
+    std::string pattern;
+    std::size_t last = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), field); it != std::sregex_iterator(); ++it) {
+        for (std::size_t i = last; i < static_cast<std::size_t>(it->position()); ++i) {
+            const char c = text[i];
+            if (std::string(".^$|()[]{}*+?\\").find(c) != std::string::npos)
+                pattern += '\\';
+            pattern += c;
+        }
+        const std::string name = (*it)[1].str();
+        fields.push_back(name);
+        pattern += name == "param" ? "([A-Za-z][A-Za-z0-9_.]*)" : "([0-9]+)";
+        last = static_cast<std::size_t>(it->position() + it->length());
+    }
+    for (std::size_t i = last; i < text.size(); ++i) {
+        const char c = text[i];
+        if (std::string(".^$|()[]{}*+?\\").find(c) != std::string::npos)
+            pattern += '\\';
+        pattern += c;
+    }
+    return std::regex(pattern);
+}
+
+std::string instantiate(std::string pattern, const Captures& captures)
+{
+    for (const auto& [name, value] : captures) {
+        const std::string key = "{" + name + "}";
+        for (std::size_t at; (at = pattern.find(key)) != std::string::npos;)
+            pattern.replace(at, key.size(), value);
+    }
+    return pattern;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// One planned Megatron tensor (global name, global numbering) and the model tensors it is made of.
+struct MegatronTensor {
+    std::string name;
+    std::size_t rule = 0;
+    Captures captures;
+    std::vector<std::optional<std::size_t>> parts; ///< model tensor per hf template of the rule
+    MappingTransform transform = MappingTransform::Copy;
+    DType dtype = DType::Unknown;
+    Shape shape;
+    MegatronTpSplit split = MegatronTpSplit::Replicated;
+    int stage = 0, virtualStage = 0;      ///< pipeline stage and virtual stage holding it
+    std::string localName;                ///< the name in its rank file (local layer and expert numbers)
+    std::optional<std::int64_t> epRank;   ///< the expert rank holding it; nullopt = every expert rank
+    std::optional<std::size_t> copyOf;    ///< a tied output layer: the embedding it copies
+};
+
+/// Where a Megatron-core module comes in its layer's state dict (module registration order).
+int layerOrder(const std::string& rest)
+{
+    static const std::vector<std::string> order { "input_layernorm", "self_attention.linear_proj",
+                                                  "self_attention.linear_qkv.layer_norm", "self_attention.linear_qkv",
+                                                  "self_attention.q_layernorm", "self_attention.k_layernorm",
+                                                  "pre_mlp_layernorm", "mlp.router", "mlp.linear_fc1.layer_norm",
+                                                  "mlp.linear_fc1", "mlp.linear_fc2", "mlp.experts", "mlp.shared_experts" };
+    for (std::size_t i = 0; i < order.size(); ++i)
+        if (rest.rfind(order[i], 0) == 0)
+            return static_cast<int>(i);
+    return static_cast<int>(order.size());
+}
+
+/// Sort key of a Megatron tensor in its rank file: embedding, layers in order, final norm, output layer.
+std::tuple<int, std::int64_t, int, std::int64_t, std::string> fileOrder(const MegatronTensor& m)
+{
+    if (auto layer = parseMegatronLayerName(m.localName)) {
+        std::int64_t expert = -1;
+        if (auto e = parseMegatronExpertName(layer->rest))
+            expert = e->expert;
+        return { 1, layer->layer, layerOrder(layer->rest), expert, m.localName };
+    }
+    if (m.localName.rfind("embedding.", 0) == 0)
+        return { 0, 0, 0, 0, m.localName };
+    if (m.localName.rfind("decoder.final_layernorm", 0) == 0)
+        return { 2, 0, 0, 0, m.localName };
+    if (m.localName.rfind("output_layer", 0) == 0)
+        return { 3, 0, 0, 0, m.localName };
+    return { 0, 1, 0, 0, m.localName };
+}
+
+std::string listed(const std::vector<std::string>& items, std::size_t max = 6)
+{
+    std::string s;
+    for (std::size_t i = 0; i < items.size() && i < max; ++i)
+        s += "\n  " + items[i];
+    if (items.size() > max)
+        s += "\n  … and " + std::to_string(items.size() - max) + " more";
+    return s;
+}
+
+std::int64_t var(const ConfigVars& vars, const std::string& name, std::int64_t fallback = 0)
+{
+    auto it = vars.find(name);
+    return it == vars.end() ? fallback : it->second;
+}
+
+} // namespace
+
+Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& options)
+{
+    const int tp = options.tp, pp = options.pp, vpp = options.vpp, ep = options.ep;
+    std::vector<std::string> errors;
+    for (auto [value, flag] : { std::pair { tp, "--tp" }, { pp, "--pp" }, { vpp, "--vpp" }, { ep, "--ep" } })
+        if (value < 1 || value > kMaxParallel)
+            errors.push_back(std::string(flag) + " must be between 1 and " + std::to_string(kMaxParallel));
+    if (vpp > 1 && pp < 2)
+        errors.push_back("virtual pipeline stages (--vpp " + std::to_string(vpp) + ") need --pp 2 or more");
+    if (options.vocabDivisibleBy < 1)
+        errors.push_back("--make_vocab_size_divisible_by must be positive");
+    if (model.configDir.empty())
+        errors.push_back("no config.json was found for the model; Megatron names and sizes come from it (give "
+                         "--hf_model_path)");
+    auto fail = [&]() -> Error {
+        return makeError("cannot lay the model out as Megatron TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
+                         + (vpp > 1 ? " × VPP " + std::to_string(vpp) : "") + (ep > 1 ? " × EP " + std::to_string(ep) : "")
+                         + ":" + listed(errors, 12));
+    };
+    if (!errors.empty())
+        return fail();
+
+    auto config = readHfModelConfig(model.configDir);
+    TESSERA_TRY(config);
+    auto builtin = selectMappingRules(config->architectures, config->modelType);
+    if (!builtin && options.userRulesFile.empty())
+        return builtin.error().withContext(config->path);
+    MappingRuleSet rules = builtin ? std::move(*builtin) : MappingRuleSet {};
+    if (!options.userRulesFile.empty()) {
+        auto user = applyUserMappingRules(rules, options.userRulesFile);
+        TESSERA_TRY(user);
+        rules = std::move(*user);
+    }
+    std::map<std::string, std::size_t> modelIndex;
+    for (std::size_t i = 0; i < model.tensors.size(); ++i)
+        modelIndex.emplace(model.tensors[i].name, i);
+    const bool valueModel = modelIndex.count("score.weight") && !modelIndex.count("lm_head.weight");
+    auto vars = resolveConfigVars(*config, rules, { { "value_model", valueModel ? 1 : 0 } });
+    TESSERA_TRY(vars);
+    const bool tied = var(*vars, "tie_word_embeddings") != 0;
+
+    // The model's tensors read backwards through the rules: which Megatron tensor each one is part of.
+    struct Compiled {
+        std::vector<std::regex> hf;
+        std::vector<std::vector<std::string>> fields;
+    };
+    std::vector<Compiled> compiled;
+    for (const auto& rule : rules.rules) {
+        Compiled c;
+        for (const auto& t : rule.hf) {
+            c.fields.emplace_back();
+            c.hf.push_back(templateRegex(t, c.fields.back()));
+        }
+        compiled.push_back(std::move(c));
+    }
+    std::vector<MegatronTensor> megatron;
+    std::map<std::pair<std::size_t, Captures>, std::size_t> groups;
+    std::vector<std::string> unmatched;
+    for (std::size_t i = 0; i < model.tensors.size(); ++i) {
+        const std::string& name = model.tensors[i].name;
+        bool found = false;
+        for (std::size_t r = 0; r < rules.rules.size() && !found; ++r) {
+            if (rules.rules[r].megatron.empty())
+                continue;
+            for (std::size_t k = 0; k < compiled[r].hf.size() && !found; ++k) {
+                std::smatch m;
+                if (!std::regex_match(name, m, compiled[r].hf[k]))
+                    continue;
+                Captures captures;
+                for (std::size_t f = 0; f < compiled[r].fields[k].size(); ++f)
+                    captures[compiled[r].fields[k][f]] = m[f + 1].str();
+                auto [it, inserted] = groups.emplace(std::make_pair(r, captures), megatron.size());
+                if (inserted) {
+                    MegatronTensor t;
+                    t.rule = r;
+                    t.captures = captures;
+                    t.parts.assign(rules.rules[r].hf.size(), std::nullopt);
+                    t.transform = rules.rules[r].transform;
+                    megatron.push_back(std::move(t));
+                }
+                megatron[it->second].parts[k] = i;
+                found = true;
+            }
+        }
+        if (!found)
+            unmatched.push_back(name);
+    }
+    if (!unmatched.empty())
+        errors.push_back("no rule of the " + rules.family + " family gives these tensors a Megatron name (add one "
+                         "with --param_mapping):" + listed(unmatched));
+
+    // The Megatron spelling: the first alternative, except a Transformer Engine fused norm
+    // (`X.layer_norm_weight`) where the linear X it is fused into does not exist (MoE layers: pre_mlp_layernorm).
+    std::set<std::string> firstNames;
+    for (const auto& t : megatron)
+        firstNames.insert(instantiate(rules.rules[t.rule].megatron.front(), t.captures));
+    for (auto& t : megatron) {
+        const auto& alternatives = rules.rules[t.rule].megatron;
+        t.name = instantiate(alternatives.front(), t.captures);
+        for (const auto& alt : alternatives) {
+            const std::string name = instantiate(alt, t.captures);
+            std::string host;
+            for (const char* fused : { ".layer_norm_weight", ".layer_norm_bias" })
+                if (endsWith(name, fused))
+                    host = name.substr(0, name.size() - std::string(fused).size()) + ".weight";
+            if (host.empty() || firstNames.count(host)) {
+                t.name = name;
+                break;
+            }
+        }
+    }
+
+    // Global shapes, from the parts.
+    const std::int64_t vocabPad = static_cast<std::int64_t>(options.vocabDivisibleBy) * tp;
+    bool gated = false;
+    for (auto& t : megatron) {
+        std::vector<std::string> missing;
+        for (std::size_t k = 0; k < t.parts.size(); ++k)
+            if (!t.parts[k])
+                missing.push_back(instantiate(rules.rules[t.rule].hf[k], t.captures));
+        if (!missing.empty()) {
+            errors.push_back(t.name + " needs every part it fuses; missing:" + listed(missing));
+            continue;
+        }
+        const PlannedTensor& first = model.tensors[*t.parts.front()];
+        t.dtype = first.dtype;
+        t.shape = first.shape;
+        for (std::size_t k = 1; k < t.parts.size(); ++k) {
+            const PlannedTensor& part = model.tensors[*t.parts[k]];
+            if (part.dtype != t.dtype || part.shape.size() != t.shape.size() || t.shape.empty()
+                || !std::equal(part.shape.begin() + 1, part.shape.end(), t.shape.begin() + 1)) {
+                errors.push_back(t.name + ": its parts differ in dtype or trailing dims (" + first.name + " "
+                                 + shapeToString(first.shape) + ", " + part.name + " " + shapeToString(part.shape) + ")");
+                break;
+            }
+            t.shape[0] += part.shape[0];
+        }
+        if (t.transform == MappingTransform::TrimVocab && !t.shape.empty())
+            t.shape[0] = (t.shape[0] + vocabPad - 1) / vocabPad * vocabPad;
+        gated |= t.transform == MappingTransform::SplitGateUp;
+    }
+    if (!errors.empty())
+        return fail();
+
+    // Tied embeddings: a pipeline's last stage keeps its own copy of the embedding as output_layer.weight.
+    const auto findTensor = [&](const std::string& name) -> std::optional<std::size_t> {
+        for (std::size_t i = 0; i < megatron.size(); ++i)
+            if (megatron[i].name == name)
+                return i;
+        return std::nullopt;
+    };
+    if (tied && pp > 1 && !findTensor("output_layer.weight"))
+        if (auto embedding = findTensor("embedding.word_embeddings.weight")) {
+            MegatronTensor head = megatron[*embedding];
+            head.name = "output_layer.weight";
+            head.copyOf = *embedding;
+            megatron.push_back(std::move(head));
+        }
+
+    // Where each tensor lives: TP split, pipeline and virtual stage, expert rank, local name.
+    const std::int64_t layers = var(*vars, "num_hidden_layers");
+    const std::int64_t chunks = static_cast<std::int64_t>(pp) * vpp;
+    if (layers <= 0 || layers % chunks != 0)
+        errors.push_back("the " + std::to_string(layers) + " layers (num_hidden_layers) do not split evenly over "
+                         + std::to_string(pp) + " pipeline stage(s) × " + std::to_string(vpp) + " virtual stage(s)");
+    const std::int64_t perChunk = layers > 0 && layers % chunks == 0 ? layers / chunks : 1;
+    std::int64_t experts = 0;
+    if (auto range = rules.ranges.find("expert"); range != rules.ranges.end())
+        if (auto n = evaluateExpression(range->second, *vars))
+            experts = *n;
+    const std::int64_t groupsKv = var(*vars, "num_key_value_heads", var(*vars, "num_attention_heads"));
+    for (auto& t : megatron) {
+        t.split = megatronTpSplit(t.name, gated);
+        if (t.name == "output_layer.weight" && t.shape.size() == 2 && t.shape[0] == 1)
+            t.split = MegatronTpSplit::Replicated; // a value head (LinearForLastLayer)
+        const auto dimOf = [&]() -> std::size_t { return t.split == MegatronTpSplit::Columns ? 1 : 0; };
+        if (t.split != MegatronTpSplit::Replicated) {
+            const std::size_t d = dimOf();
+            const std::int64_t unit = t.split == MegatronTpSplit::GluRows ? 2 * tp : tp;
+            if (t.shape.size() <= d || t.shape[d] % unit != 0)
+                errors.push_back(t.name + " " + shapeToString(t.shape) + ": dim " + std::to_string(d)
+                                 + " does not split evenly over TP " + std::to_string(tp));
+        }
+        if (t.transform == MappingTransform::SplitQkv && groupsKv % tp != 0)
+            errors.push_back("TP " + std::to_string(tp) + " does not divide the " + std::to_string(groupsKv)
+                             + " key/value heads: Megatron keeps each query group whole on one rank");
+        t.localName = t.name;
+        if (auto layer = parseMegatronLayerName(t.name)) {
+            const std::int64_t chunk = layer->layer / perChunk;
+            t.stage = static_cast<int>(chunk % pp);
+            t.virtualStage = static_cast<int>(chunk / pp);
+            std::string rest = layer->rest;
+            if (auto e = parseMegatronExpertName(rest)) {
+                if (experts <= 0 || experts % ep != 0) {
+                    errors.push_back("the " + std::to_string(experts) + " experts do not split evenly over EP "
+                                     + std::to_string(ep));
+                    continue;
+                }
+                const std::int64_t per = experts / ep;
+                t.epRank = e->expert / per;
+                rest = e->before + std::to_string(e->expert % per) + e->after;
+            }
+            t.localName = layer->prefix + std::to_string(layer->layer % perChunk) + "." + rest;
+        } else if (t.name.rfind("decoder.final_layernorm", 0) == 0 || t.name.rfind("output_layer", 0) == 0) {
+            t.stage = pp - 1;
+            t.virtualStage = vpp - 1;
+        }
+    }
+    if (ep > 1 && experts <= 0)
+        errors.push_back("--ep " + std::to_string(ep) + " needs a mixture-of-experts model; this one has no experts");
+    if (!errors.empty())
+        return fail();
+
+    // The planned checkpoint as the reader would describe it, with synthetic offsets, mapped exactly as a
+    // merge maps it: each mapped piece is a box of a model tensor inside one rank's local tensor.
+    CheckpointInfo planned;
+    planned.layout = "megatron-legacy";
+    planned.root = "(planned split)";
+    planned.hfConfigDir = model.configDir;
+    planned.parallel.tensorParallel = tp;
+    planned.parallel.pipelineParallel = pp;
+    planned.parallel.virtualPipeline = vpp;
+    planned.parallel.expertParallel = ep;
+    planned.parallel.worldSize = tp * pp * ep;
+    planned.notes["num_layers"] = std::to_string(layers);
+    std::vector<Shape> localShapes(megatron.size());
+    for (std::size_t mi = 0; mi < megatron.size(); ++mi) {
+        const MegatronTensor& m = megatron[mi];
+        Shape local = m.shape;
+        if (m.split == MegatronTpSplit::Columns)
+            local[1] /= tp;
+        else if (m.split != MegatronTpSplit::Replicated)
+            local[0] /= tp;
+        localShapes[mi] = local;
+        if (m.copyOf)
+            continue; // mapped as the embedding it copies
+        TensorInfo t;
+        t.name = m.name;
+        t.dtype = m.dtype;
+        t.shape = m.shape;
+        const std::size_t esize = dtypeSize(m.dtype);
+        const Shape strides = globalStrides(local);
+        std::uint64_t rowBytes = esize;
+        for (std::size_t d = 1; d < local.size(); ++d)
+            rowBytes *= static_cast<std::uint64_t>(local[d]);
+        const int holders = m.split == MegatronTpSplit::Replicated ? 1 : tp;
+        for (int r = 0; r < holders; ++r) {
+            const std::uint64_t base = (static_cast<std::uint64_t>(mi) * static_cast<std::uint64_t>(tp) + r) << kLocalBits;
+            auto piece = [&](Shape offsets, Shape box, std::uint64_t byteOffset) {
+                Piece p;
+                p.file = planned.root;
+                p.rank = r;
+                p.offsets = std::move(offsets);
+                p.shape = std::move(box);
+                p.strides = strides;
+                p.storedDtype = m.dtype;
+                p.dataOffset = base + byteOffset;
+                p.storageBegin = base;
+                p.storageBytes = rowBytes * static_cast<std::uint64_t>(local.empty() ? 1 : local[0]);
+                t.pieces.push_back(std::move(p));
+            };
+            Shape offsets(local.size(), 0);
+            switch (m.split) {
+            case MegatronTpSplit::Replicated:
+                piece(offsets, local, 0);
+                break;
+            case MegatronTpSplit::Rows:
+                offsets[0] = r * local[0];
+                piece(offsets, local, 0);
+                break;
+            case MegatronTpSplit::Columns:
+                offsets[1] = r * local[1];
+                piece(offsets, local, 0);
+                break;
+            case MegatronTpSplit::GluRows: {
+                const std::int64_t half = local[0] / 2;
+                Shape box = local;
+                box[0] = half;
+                offsets[0] = r * half;
+                piece(offsets, box, 0);
+                offsets[0] = tp * half + r * half;
+                piece(offsets, box, static_cast<std::uint64_t>(half) * rowBytes);
+                break;
+            }
+            }
+        }
+        planned.tensors.push_back(std::move(t));
+    }
+    MappingOptions mappingOptions;
+    mappingOptions.configDir = model.configDir;
+    mappingOptions.userRulesFile = options.userRulesFile;
+    mappingOptions.valueModel = valueModel;
+    auto mapped = mapMegatronToHf(planned, mappingOptions);
+    TESSERA_TRY(mapped);
+    for (const auto& row : mapped->rows)
+        if (row.status != MappingStatus::Ok && row.status != MappingStatus::Tied)
+            errors.push_back((row.source.empty() ? row.target : row.source) + ": " + mappingStatusName(row.status)
+                             + (row.detail.empty() ? "" : " (" + row.detail + ")"));
+    for (const auto& p : mapped->problems)
+        errors.push_back(p.text());
+    if (!errors.empty()) {
+        errors.insert(errors.begin(), "the planned Megatron checkpoint does not map back to the model:");
+        return fail();
+    }
+    // fragments[mi][r]: what fills rank r's local tensor of megatron[mi].
+    std::vector<std::vector<std::vector<SplitFragment>>> fragments(megatron.size(),
+                                                                  std::vector<std::vector<SplitFragment>>(tp));
+    std::set<std::size_t> covered;
+    for (const TensorInfo& h : mapped->mapped.tensors) {
+        auto it = modelIndex.find(h.name);
+        if (it == modelIndex.end())
+            continue; // e.g. a tied head the merge drops
+        covered.insert(it->second);
+        const std::size_t esize = dtypeSize(h.dtype);
+        for (const Piece& p : h.pieces) {
+            const std::uint64_t key = p.dataOffset >> kLocalBits;
+            const std::size_t mi = static_cast<std::size_t>(key / static_cast<std::uint64_t>(tp));
+            const std::size_t r = static_cast<std::size_t>(key % static_cast<std::uint64_t>(tp));
+            SplitFragment f;
+            f.source = it->second;
+            f.sourceOffsets = p.offsets;
+            f.shape = p.shape;
+            f.localElement = (p.dataOffset & ((std::uint64_t(1) << kLocalBits) - 1)) / esize;
+            f.localStrides = p.strides;
+            fragments[mi][r].push_back(std::move(f));
+        }
+    }
+    std::vector<std::string> uncovered;
+    for (std::size_t i = 0; i < model.tensors.size(); ++i)
+        if (!covered.count(i) && !(tied && model.tensors[i].name == "lm_head.weight"))
+            uncovered.push_back(model.tensors[i].name);
+    if (!uncovered.empty()) {
+        errors.push_back("these tensors would not be written:" + listed(uncovered));
+        return fail();
+    }
+    for (std::size_t mi = 0; mi < megatron.size(); ++mi) {
+        if (megatron[mi].copyOf)
+            fragments[mi] = fragments[*megatron[mi].copyOf];
+        if (megatron[mi].split == MegatronTpSplit::Replicated)
+            for (int r = 1; r < tp; ++r)
+                fragments[mi][static_cast<std::size_t>(r)] = fragments[mi][0];
+    }
+
+    // The files: one per (TP, PP, EP) rank, each a list of one state dict per virtual stage.
+    SplitPlan plan;
+    plan.format = SplitFormat::Megatron;
+    plan.worldSize = tp * pp * ep;
+    plan.mesh = { pp, ep, tp };
+    plan.meshDimNames = { "pp", "ep", "tp" };
+    plan.configDir = model.configDir;
+    plan.sideFiles = model.sideFiles;
+    plan.sideFolder = "hf_config_and_tokenizer";
+    plan.runIteration = options.runIteration;
+    for (const auto& t : model.tensors)
+        plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
+    for (const auto& m : megatron) {
+        std::uint64_t bytes = dtypeSize(m.dtype);
+        for (auto s : m.shape)
+            bytes *= static_cast<std::uint64_t>(s);
+        plan.largestTensorBytes = std::max(plan.largestTensorBytes, bytes);
+    }
+    std::vector<std::size_t> order(megatron.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return fileOrder(megatron[a]) < fileOrder(megatron[b]); });
+    char folder[64];
+    for (int s = 0; s < pp; ++s)
+        for (int e = 0; e < ep; ++e)
+            for (int r = 0; r < tp; ++r) {
+                SplitFile file;
+                std::snprintf(folder, sizeof folder, "mp_rank_%02d", r);
+                std::string name = folder;
+                if (pp > 1) {
+                    std::snprintf(folder, sizeof folder, "_%03d", s);
+                    name += folder;
+                }
+                if (ep > 1) {
+                    std::snprintf(folder, sizeof folder, "_%03d", e);
+                    name += folder;
+                }
+                file.name = "model/" + name + "/model.pt";
+                file.archiveName = "model";
+                file.kind = SplitFile::Kind::StateDict;
+                file.rank = (s * ep + e) * tp + r;
+                for (int v = 0; v < vpp; ++v) {
+                    std::size_t count = 0;
+                    for (std::size_t mi : order) {
+                        const MegatronTensor& m = megatron[mi];
+                        if (m.stage != s || m.virtualStage != v || (m.epRank && *m.epRank != e))
+                            continue;
+                        SplitTensor out;
+                        out.spec.name = m.localName;
+                        out.spec.dtype = m.dtype;
+                        out.spec.shape = localShapes[mi];
+                        out.globalShape = m.shape;
+                        out.fragments = fragments[mi][static_cast<std::size_t>(r)];
+                        file.bytes += out.spec.storageBytes();
+                        file.tensors.push_back(std::move(out));
+                        ++count;
+                    }
+                    file.listChunks.push_back(count);
+                }
+                plan.totalBytes += file.bytes;
+                plan.diskBytes += file.bytes + file.tensors.size() * 400 + 4096;
+                plan.files.push_back(std::move(file));
+            }
+
+    const std::int64_t heads = var(*vars, "num_attention_heads");
+    const std::int64_t hidden = var(*vars, "hidden_size");
+    nlohmann::json transformer {
+        { "num_layers", layers },
+        { "hidden_size", hidden },
+        { "ffn_hidden_size", var(*vars, "intermediate_size") },
+        { "num_attention_heads", heads },
+        { "num_query_groups", groupsKv },
+        { "kv_channels", var(*vars, "head_dim", heads ? hidden / heads : 0) },
+        { "tensor_model_parallel_size", tp },
+        { "pipeline_model_parallel_size", pp },
+        { "virtual_pipeline_model_parallel_size", vpp > 1 ? nlohmann::json(vpp) : nlohmann::json(nullptr) },
+        { "expert_model_parallel_size", ep },
+        { "gated_linear_unit", gated },
+        { "add_qkv_bias", modelIndex.count("model.layers.0.self_attn.q_proj.bias") > 0 },
+        { "params_dtype", "torch." + std::string(torchName(model.tensors.empty() ? DType::BFloat16 : model.tensors.front().dtype)) },
+        { "make_vocab_size_divisible_by", options.vocabDivisibleBy },
+    };
+    if (experts > 0)
+        transformer["num_moe_experts"] = experts;
+    plan.generatedFiles.emplace_back("transformer_config.json", transformer.dump(2));
+    std::string padded;
+    if (auto e = findTensor("embedding.word_embeddings.weight"))
+        padded = ", vocabulary padded to " + std::to_string(megatron[*e].shape[0]);
+    plan.layout = "Megatron-core (verl), TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
+        + (vpp > 1 ? " × VPP " + std::to_string(vpp) : "") + (ep > 1 ? " × EP " + std::to_string(ep) : "") + ", "
+        + rules.family + " names" + padded;
+    plan.diskBytes += 1u << 20;
+    plan.memoryBytes = 2 * plan.largestTensorBytes + (64ull << 20);
+    return plan;
+}
+
+} // namespace tessera
