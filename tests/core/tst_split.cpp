@@ -5,12 +5,16 @@
 
 #include "testutil.h"
 
+#include "formats/safetensors_writer.h"
 #include "formats/scan.h"
 #include "io/mapped_file.h"
+#include "mapping/hf_expected.h"
+#include "mapping/megatron_mapping_rules.h"
 #include "model/module_order.h"
 
 #include <QTest>
 
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -48,9 +52,9 @@ std::string pieceBytes(const Piece& p, std::uint64_t bytes)
     return std::string(reinterpret_cast<const char*>((*map)->view().data() + p.dataOffset), bytes);
 }
 
-/// Two checkpoints hold the same tensors in the same key order, laid out the same way: placements, meshes,
-/// every rank's box, storage size and bytes.
-void sameCheckpoint(const std::string& ours, const std::string& real)
+/// Two checkpoints hold the same tensors (in the same key order when `sameOrder`), laid out the same way:
+/// placements, meshes, every rank's box, storage size and bytes.
+void sameCheckpoint(const std::string& ours, const std::string& real, bool sameOrder = true)
 {
     auto a = scanCheckpoint(ours);
     auto b = scanCheckpoint(real);
@@ -62,7 +66,9 @@ void sameCheckpoint(const std::string& ours, const std::string& real)
     QCOMPARE(a->tensors.size(), b->tensors.size());
     for (std::size_t i = 0; i < a->tensors.size(); ++i) {
         const TensorInfo& x = a->tensors[i];
-        const TensorInfo& y = b->tensors[i];
+        const TensorInfo* found = sameOrder ? &b->tensors[i] : b->find(x.name);
+        QVERIFY2(found, qPrintable(QString::fromStdString(x.name + " is not in " + real)));
+        const TensorInfo& y = *found;
         QCOMPARE(x.name, y.name);
         QVERIFY(x.dtype == y.dtype);
         QVERIFY(x.shape == y.shape);
@@ -81,6 +87,48 @@ void sameCheckpoint(const std::string& ours, const std::string& real)
         }
     }
 }
+
+/// A Hugging Face folder for `configJson` with every parameter its family's rules expect, each element a distinct
+/// bf16 value, so that a misplaced box can never compare equal.
+std::string writeHfModel(const std::string& configJson)
+{
+    const std::string dir = test::makeTempDir() + "/hf";
+    fs::create_directories(dir);
+    test::writeFile(dir + "/config.json", configJson);
+    auto config = readHfModelConfig(dir);
+    auto rules = config ? selectMappingRules(config->architectures, config->modelType) : Result<MappingRuleSet>(config.error());
+    auto vars = rules ? resolveConfigVars(*config, *rules, { { "value_model", 0 } }) : Result<ConfigVars>(rules.error());
+    auto expected = vars ? expectedHfParameters(*rules, *vars) : Result<std::vector<ExpectedParameter>>(vars.error());
+    if (!expected)
+        qFatal("%s", expected.error().message.c_str());
+    std::vector<SafetensorsEntry> entries;
+    for (const auto& p : *expected)
+        entries.push_back({ p.name, DType::BFloat16, p.shape });
+    auto layout = planSafetensorsFile(entries, { { "format", "pt" } });
+    if (!layout)
+        qFatal("%s", layout.error().message.c_str());
+    std::string bytes(layout->fileSize, '\0');
+    std::memcpy(bytes.data(), layout->header.data(), layout->header.size());
+    std::uint16_t next = 0x3c00;
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        for (std::uint64_t b = 0; b < layout->byteSizes[i]; b += 2, ++next)
+            std::memcpy(bytes.data() + layout->dataOffsets[i] + b, &next, 2);
+    test::writeFile(dir + "/model.safetensors", bytes);
+    return dir;
+}
+
+const char* const kQwen2MoeConfig = R"({
+  "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 32,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "num_hidden_layers": 4,
+  "intermediate_size": 64, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 32, "num_experts": 4,
+  "num_experts_per_tok": 2, "vocab_size": 100, "tie_word_embeddings": false, "torch_dtype": "bfloat16"
+})";
+
+const char* const kTiedQwen2Config = R"({
+  "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 32, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "head_dim": 8, "num_hidden_layers": 4, "intermediate_size": 48, "vocab_size": 100,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16"
+})";
 
 } // namespace
 
@@ -155,6 +203,13 @@ private Q_SLOTS:
             << "megatron_dist_llama_tp2_pp2/global_step_10/actor" << "megatron_dist_llama_tp2_pp2" << "dcp" << "--world_size=5";
         QTest::newRow("FSDP1 DTensor -> DCP 3 ranks")
             << "fsdp1_llama_w2_dtensor/global_step_10/actor" << "fsdp1_llama_w2_dtensor" << "dcp" << "--world_size=3";
+        QTest::newRow("FSDP2 world 4 -> Megatron TP2 PP2")
+            << "fsdp2_llama_w4/global_step_10/actor" << "fsdp2_llama_w4" << "megatron" << "--tp=2 --pp=2";
+        QTest::newRow("Megatron TP2 PP2 -> Megatron TP1 PP2 VPP2") << "megatron_legacy_qwen2_tp2_pp2/global_step_10/actor"
+                                                                   << "megatron_legacy_qwen2_tp2_pp2" << "megatron"
+                                                                   << "--pp=2 --vpp=2";
+        QTest::newRow("torch_dist TP2 PP2 -> Megatron TP2 PP4")
+            << "megatron_dist_llama_tp2_pp2/global_step_10/actor" << "megatron_dist_llama_tp2_pp2" << "megatron" << "--tp=2 --pp=4";
     }
     void reshardsAnyCheckpoint()
     {
@@ -163,8 +218,104 @@ private Q_SLOTS:
         QFETCH(QString, format);
         QFETCH(QString, sizes);
         const std::string target = test::makeTempDir() + "/out";
-        split(A({ "--local_dir", test::fixture(source.toStdString()), "--target_dir", target, "--format", format, sizes }));
+        split(A({ "--local_dir", test::fixture(source.toStdString()), "--target_dir", target, "--format", format })
+              + sizes.split(QLatin1Char(' ')));
         mergesBackTo(target, test::fixture(fixture.toStdString() + "/reference"));
+    }
+
+    void megatronMatchesRealMegatronFiles()
+    {
+        // The fixture was written by torch.save from Megatron-core's per-rank tensors (TP 2, PP 2).
+        const std::string run = test::makeTempDir() + "/run";
+        const std::string actor = run + "/global_step_10/actor";
+        split(A({ "--hf_dir", test::fixture("megatron_legacy_qwen2_tp2_pp2/reference"), "--target_dir", actor, "--format",
+                  "megatron", "--tp", "2", "--pp", "2" }));
+        // A state dict's key order is the writer's (the fixture's generator has its own), so tensors match by name.
+        sameCheckpoint(actor, test::fixture("megatron_legacy_qwen2_tp2_pp2/global_step_10/actor"), false);
+        QVERIFY(fs::exists(actor + "/hf_config_and_tokenizer/config.json"));
+        QVERIFY(test::readFile(actor + "/transformer_config.json").find("\"tensor_model_parallel_size\": 2") != std::string::npos);
+        QCOMPARE(test::readFile(run + "/latest_checkpointed_iteration.txt"), std::string("10"));
+        mergesBackTo(actor, test::fixture("megatron_legacy_qwen2_tp2_pp2/reference"));
+    }
+
+    void megatronRoundTripsForEveryLayout_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QStringList>("sizes");
+        for (const char* f : { "megatron_legacy_qwen2_tp2_pp2", "fsdp2_llama_w4" }) {
+            QTest::addRow("%s tp1", f) << f << A({ "--tp", "1" });
+            QTest::addRow("%s tp2", f) << f << A({ "--tp", "2" });
+            QTest::addRow("%s pp2", f) << f << A({ "--pp", "2" });
+            QTest::addRow("%s pp4", f) << f << A({ "--pp", "4" });
+            QTest::addRow("%s tp2 pp2", f) << f << A({ "--tp", "2", "--pp", "2" });
+            QTest::addRow("%s tp2 pp2 vpp2", f) << f << A({ "--tp", "2", "--pp", "2", "--vpp", "2" });
+            QTest::addRow("%s vocab padded to 64", f) << f << A({ "--tp", "2", "--make_vocab_size_divisible_by", "32" });
+        }
+    }
+    void megatronRoundTripsForEveryLayout()
+    {
+        QFETCH(QString, fixture);
+        QFETCH(QStringList, sizes);
+        const std::string reference = test::fixture(fixture.toStdString() + "/reference");
+        const std::string target = test::makeTempDir() + "/actor";
+        split(A({ "--hf_dir", reference, "--target_dir", target, "--format", "megatron" }) + sizes);
+        mergesBackTo(target, reference);
+    }
+
+    void megatronMixtureOfExpertsPerExpertRank()
+    {
+        // Qwen2-MoE: routed experts split over EP ranks (renumbered locally), the shared expert and the router on
+        // every rank, TP 2 over both.
+        const std::string hf = writeHfModel(kQwen2MoeConfig);
+        for (const QStringList& sizes : { A({ "--tp", "2", "--ep", "2" }), A({ "--ep", "4", "--pp", "2" }) }) {
+            const std::string target = test::makeTempDir() + "/actor";
+            split(A({ "--hf_dir", hf, "--target_dir", target, "--format", "megatron" }) + sizes);
+            mergesBackTo(target, hf);
+        }
+        const std::string target = test::makeTempDir() + "/actor";
+        split(A({ "--hf_dir", hf, "--target_dir", target, "--format", "megatron", "--tp", "2", "--ep", "2" }));
+        QVERIFY(fs::exists(target + "/model/mp_rank_01_001/model.pt"));
+        auto scanned = scanCheckpoint(target);
+        QVERIFY_RESULT(scanned);
+        QVERIFY(scanned->find("decoder.layers.0.mlp.experts.local_experts.3.linear_fc1.weight"));
+        QVERIFY(scanned->find("decoder.layers.0.pre_mlp_layernorm.weight"));
+        QVERIFY(!scanned->find("decoder.layers.0.mlp.linear_fc1.layer_norm_weight"));
+    }
+
+    void megatronTiedEmbeddingsKeepAHeadOnTheLastStage()
+    {
+        const std::string hf = writeHfModel(kTiedQwen2Config);
+        const std::string target = test::makeTempDir() + "/actor";
+        split(A({ "--hf_dir", hf, "--target_dir", target, "--format", "megatron", "--pp", "2" }));
+        auto scanned = scanCheckpoint(target);
+        QVERIFY_RESULT(scanned);
+        QVERIFY(scanned->find("output_layer.weight"));
+        mergesBackTo(target, hf);
+    }
+
+    void megatronRefusesWhatItCannotExpress_data()
+    {
+        QTest::addColumn<QStringList>("sizes");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("TP over the KV heads") << A({ "--tp", "4" }) << "key/value heads";
+        QTest::newRow("layers over stages") << A({ "--pp", "3" }) << "do not split evenly";
+        QTest::newRow("VPP without PP") << A({ "--vpp", "2" }) << "--pp 2 or more";
+        QTest::newRow("EP on a dense model") << A({ "--ep", "2" }) << "mixture-of-experts";
+        QTest::newRow("world size") << A({ "--world_size", "2" }) << "--tp";
+    }
+    void megatronRefusesWhatItCannotExpress()
+    {
+        QFETCH(QStringList, sizes);
+        QFETCH(QString, message);
+        const std::string target = test::makeTempDir() + "/actor";
+        QString out, err;
+        QVERIFY(test::runTessera(A({ "split", "--hf_dir", test::fixture("megatron_legacy_qwen2_tp2_pp2/reference"),
+                                     "--target_dir", target, "--format", "megatron" })
+                                     + sizes,
+                                 &out, &err)
+                != 0);
+        QVERIFY2(err.contains(message), qPrintable(err));
+        QVERIFY(!fs::exists(target));
     }
 
     void reshardedSplitReshardsAgain()
