@@ -102,12 +102,14 @@ int runSplit(const std::vector<std::string>& args)
                      "        per virtual stage) with Megatron-core names, QKV fused per query group, [gate; up] fused,\n"
                      "        the vocabulary padded, layers numbered per stage, experts per EP rank;\n"
                      "        transformer_config.json and hf_config_and_tokenizer/\n"
+                     "  megatron-dist  Megatron-core torch_dist in dist_ckpt/ (a DCP folder of tensors stacked on a\n"
+                     "        layer axis, metadata.json, common.pt), transformer_config.json and huggingface/\n"
                      "The output appears atomically and never replaces files: on error or Ctrl-C nothing is left.\n"
                      "`tessera merge` turns the result back into the same Hugging Face model, bit for bit.");
     addCommonMergeOptions(parser);
     parser.addOption("hf_dir", "DIR", "the Hugging Face model to split (a folder of *.safetensors and config.json)");
     parser.addOption("target_dir", "DIR", "output folder (created; must not hold a checkpoint already)");
-    parser.addOption("format", "F", "fsdp or dcp", "fsdp");
+    parser.addOption("format", "F", "fsdp, dcp, megatron or megatron-dist", "fsdp");
     parser.addOption("world_size", "N", "number of ranks");
     parser.addOption("mesh", "SHAPE", "fsdp: the device mesh, e.g. 2x4 for HSDP (Replicate() over the first dims, "
                                       "Shard(0) over the last)", "N");
@@ -161,11 +163,11 @@ int runSplit(const std::vector<std::string>& args)
             return fail(parser, ExitUsage, std::string("--") + flag + " must be a positive number (got '" + text + "')");
         *field = static_cast<int>(n);
     }
-    const bool megatron = options.format == SplitFormat::Megatron;
+    const bool megatron = options.format == SplitFormat::Megatron || options.format == SplitFormat::MegatronDist;
     if (megatron && (parser.isSet("world_size") || parser.isSet("mesh")))
-        return fail(parser, ExitUsage, "--format megatron takes --tp, --pp, --vpp and --ep, not --world_size or --mesh");
+        return fail(parser, ExitUsage, "--format " + std::string(splitFormatName(options.format)) + " takes --tp, --pp, --vpp and --ep, not --world_size or --mesh");
     if (!megatron && (parser.isSet("tp") || parser.isSet("pp") || parser.isSet("vpp") || parser.isSet("ep")))
-        return fail(parser, ExitUsage, "--tp, --pp, --vpp and --ep are for --format megatron");
+        return fail(parser, ExitUsage, "--tp, --pp, --vpp and --ep are for --format megatron and megatron-dist");
     if (!megatron && !parser.isSet("world_size") && !parser.isSet("mesh"))
         return fail(parser, ExitUsage, "give the number of ranks: --world_size N (or --mesh for --format fsdp)");
     options.userRulesFile = parser.value("param_mapping");

@@ -8,6 +8,7 @@
 #include "pickle/torch_save.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,15 @@ public:
         } else {
             long8(v);
         }
+    }
+    /// BINFLOAT: an 8-byte big-endian IEEE double.
+    void real(double v)
+    {
+        op('G');
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &v, sizeof bits);
+        for (int i = 7; i >= 0; --i)
+            out += static_cast<char>((bits >> (8 * i)) & 0xFF);
     }
     /// LONG1 with 8 bytes: how Python pickles a 64-bit hash.
     void long8(std::int64_t v)

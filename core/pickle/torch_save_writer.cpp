@@ -598,6 +598,22 @@ Result<std::uint64_t> TorchSaveWriter::finish()
     return s.zip->cursor();
 }
 
+Status writeTorchSavePickle(const std::string& path, const std::string& archiveName, const std::string& pickle)
+{
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
+    if (!file)
+        return makeError(path + ": cannot be created");
+    ZipWriter zip(file.get(), archiveName);
+    auto record = [&](const std::string& name, const std::string& bytes) {
+        return zip.begin(name, bytes.size()) && zip.data(bytes.data(), bytes.size()) && zip.end();
+    };
+    if (!record("data.pkl", pickle) || !record("byteorder", "little") || !record("version", "3\n")
+        || !record(".data/serialization_id", serializationId(path + pickle)) || !zip.finish()
+        || std::fflush(file.get()) != 0 || ::fdatasync(::fileno(file.get())) != 0)
+        return makeError(path + ": write failed (disk full?)");
+    return Status::success();
+}
+
 Status writeTorchSave(const std::string& path, const std::vector<TorchSaveTensor>& tensors, const TorchSaveFill& fill)
 {
     const std::string temp = path + ".tmp";

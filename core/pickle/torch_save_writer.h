@@ -79,6 +79,10 @@ private:
     std::unique_ptr<State> m;
 };
 
+/// Writes a torch.save archive of a value without tensors, given as its pickle (protocol 2), into `path`, flushed
+/// to disk: e.g. Megatron's common.pt ({"checkpoint_version": 3.0, "iteration": N}).
+Status writeTorchSavePickle(const std::string& path, const std::string& archiveName, const std::string& pickle);
+
 /// Writes `tensors` as an ordered state dict into the file `path` (through `path.tmp`, renamed when complete),
 /// loadable by `torch.load` (torch ≥ 1.6). Data is streamed through `fill` in chunks, so checkpoints larger than
 /// memory can be written.

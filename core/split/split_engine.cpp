@@ -48,7 +48,8 @@ bool looksLikeCheckpointFile(const std::string& name)
         return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
     };
     return name.rfind("model_world_size_", 0) == 0 || ends(".distcp") || name == ".metadata"
-        || name.rfind("mp_rank_", 0) == 0 || name == "fsdp_config.json" || name == "transformer_config.json";
+        || name.rfind("mp_rank_", 0) == 0 || name == "fsdp_config.json" || name == "transformer_config.json"
+        || name == "dist_ckpt";
 }
 
 /// One output file while it is written.
@@ -236,7 +237,8 @@ std::string dcpMetadata(const SplitPlan& plan, const std::vector<std::unique_ptr
             if (inserted)
                 records.push_back({ t.spec.name, t.spec.dtype, t.globalShape, {} });
             const auto [offset, length] = open[fi]->items[ti];
-            records[it->second].chunks.push_back({ t.chunkOffsets, t.spec.shape, f.name, offset, length });
+            const std::string relative = plan.dcpFolder.empty() ? f.name : f.name.substr(plan.dcpFolder.size() + 1);
+            records[it->second].chunks.push_back({ t.chunkOffsets, t.spec.shape, relative, offset, length });
         }
     }
     std::string id = "tessera-split-" + std::to_string(plan.worldSize) + "-" + std::to_string(records.size());
@@ -389,14 +391,25 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
     SplitOutcome outcome;
     for (const auto& f : plan.files)
         outcome.files.push_back(f.name);
-    if (plan.format == SplitFormat::Dcp) {
-        TESSERA_TRY(writeFileSynced((dir / ".metadata").string(), dcpMetadata(plan, open)));
-        outcome.files.push_back(".metadata");
+    const bool dcp = std::any_of(plan.files.begin(), plan.files.end(),
+                                 [](const SplitFile& f) { return f.kind == SplitFile::Kind::DcpItems; });
+    if (dcp) {
+        const fs::path folder = plan.dcpFolder.empty() ? dir : dir / plan.dcpFolder;
+        TESSERA_TRY(writeFileSynced((folder / ".metadata").string(), dcpMetadata(plan, open)));
+        outcome.files.push_back(plan.dcpFolder.empty() ? ".metadata" : plan.dcpFolder + "/.metadata");
     }
     for (const auto& [name, content] : plan.generatedFiles) {
+        fs::create_directories((dir / name).parent_path());
         TESSERA_TRY(writeFileSynced((dir / name).string(), content));
         outcome.files.push_back(name);
     }
+    for (const auto& [name, pickle] : plan.generatedPickles) {
+        fs::create_directories((dir / name).parent_path());
+        TESSERA_TRY(writeTorchSavePickle((dir / name).string(), fs::path(name).stem().string(), pickle));
+        outcome.files.push_back(name);
+    }
+    if (!plan.dcpFolder.empty())
+        TESSERA_TRY(syncFolder((dir / plan.dcpFolder).string()));
     if (!plan.configDir.empty() && !plan.sideFiles.empty()) {
         const fs::path side = plan.sideFolder.empty() ? dir : dir / plan.sideFolder;
         fs::create_directories(side);
@@ -406,9 +419,9 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
         TESSERA_TRY(syncFolder(side.string()));
     }
     // What makes the folder a checkpoint goes in last.
-    const std::vector<std::string> keystones { plan.format == SplitFormat::Dcp        ? ".metadata"
-                                               : plan.format == SplitFormat::Megatron ? "transformer_config.json"
-                                                                                      : "fsdp_config.json" };
+    const std::vector<std::string> keystones { plan.format == SplitFormat::Dcp    ? ".metadata"
+                                               : plan.format == SplitFormat::Fsdp ? "fsdp_config.json"
+                                                                                  : "transformer_config.json" };
     TESSERA_TRY(staging->publish(keystones));
     outcome.outputDir = staging->target();
     outcome.notes = stale;

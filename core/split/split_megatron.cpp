@@ -3,6 +3,7 @@
 
 #include "formats/megatron_names.h"
 #include "merge/box_copy.h"
+#include "pickle/pickle_writer.h"
 #include "mapping/hf_expected.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/megatron_mapping_rules.h"
@@ -142,6 +143,10 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             errors.push_back(std::string(flag) + " must be between 1 and " + std::to_string(kMaxParallel));
     if (vpp > 1 && pp < 2)
         errors.push_back("virtual pipeline stages (--vpp " + std::to_string(vpp) + ") need --pp 2 or more");
+    const bool dist = options.format == SplitFormat::MegatronDist;
+    if (dist && (vpp > 1 || ep > 1))
+        errors.push_back("--format megatron-dist writes TP × PP layouts (virtual pipeline stages and expert ranks "
+                         "only change who saves which chunk there); give --tp and --pp");
     if (options.vocabDivisibleBy < 1)
         errors.push_back("--make_vocab_size_divisible_by must be positive");
     if (model.configDir.empty())
@@ -284,7 +289,8 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                 return i;
         return std::nullopt;
     };
-    if (tied && pp > 1 && !findTensor("output_layer.weight"))
+    // (torch_dist saves it as a replica of the embedding, that is not at all.)
+    if (tied && pp > 1 && !dist && !findTensor("output_layer.weight"))
         if (auto embedding = findTensor("embedding.word_embeddings.weight")) {
             MegatronTensor head = megatron[*embedding];
             head.name = "output_layer.weight";
@@ -341,6 +347,8 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             t.virtualStage = vpp - 1;
         }
     }
+    if (dist && experts > 0)
+        errors.push_back("--format megatron-dist does not write mixture-of-experts models yet; use --format megatron");
     if (ep > 1 && experts <= 0)
         errors.push_back("--ep " + std::to_string(ep) + " needs a mixture-of-experts model; this one has no experts");
     if (!errors.empty())
@@ -499,47 +507,132 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         order[i] = i;
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return fileOrder(megatron[a]) < fileOrder(megatron[b]); });
-    char folder[64];
-    for (int s = 0; s < pp; ++s)
-        for (int e = 0; e < ep; ++e)
+    if (dist) {
+        // torch_dist: one DCP item per chunk. A layer's tensors are chunks [1, …] of a tensor stacked on a leading
+        // global layer axis; a gated linear_fc1 is two chunks per TP rank (its gate and up rows of the global
+        // [gate; up]); a tensor every TP rank holds is saved by the first one only, as Megatron dedups replicas.
+        plan.dcpFolder = "dist_ckpt";
+        plan.sideFolder = "huggingface";
+        plan.mesh = { pp, tp };
+        plan.meshDimNames = { "pp", "tp" };
+        for (int s = 0; s < pp; ++s)
             for (int r = 0; r < tp; ++r) {
                 SplitFile file;
-                std::snprintf(folder, sizeof folder, "mp_rank_%02d", r);
-                std::string name = folder;
-                if (pp > 1) {
-                    std::snprintf(folder, sizeof folder, "_%03d", s);
-                    name += folder;
-                }
-                if (ep > 1) {
-                    std::snprintf(folder, sizeof folder, "_%03d", e);
-                    name += folder;
-                }
-                file.name = "model/" + name + "/model.pt";
-                file.archiveName = "model";
-                file.kind = SplitFile::Kind::StateDict;
-                file.rank = (s * ep + e) * tp + r;
-                for (int v = 0; v < vpp; ++v) {
-                    std::size_t count = 0;
-                    for (std::size_t mi : order) {
-                        const MegatronTensor& m = megatron[mi];
-                        if (m.stage != s || m.virtualStage != v || (m.epRank && *m.epRank != e))
-                            continue;
+                file.rank = s * tp + r;
+                file.name = plan.dcpFolder + "/__" + std::to_string(file.rank) + "_0.distcp";
+                file.archiveName = "archive";
+                file.kind = SplitFile::Kind::DcpItems;
+                for (std::size_t mi : order) {
+                    const MegatronTensor& m = megatron[mi];
+                    if (m.stage != s || (m.split == MegatronTpSplit::Replicated && r != 0))
+                        continue;
+                    const auto layer = parseMegatronLayerName(m.name);
+                    const Shape& local = localShapes[mi];
+                    Shape offsets(local.size(), 0);
+                    if (m.split == MegatronTpSplit::Rows)
+                        offsets[0] = r * local[0];
+                    else if (m.split == MegatronTpSplit::Columns)
+                        offsets[1] = r * local[1];
+                    std::vector<std::pair<Shape, Shape>> chunkBoxes; // (offsets, sizes) in the unstacked tensor
+                    if (m.split == MegatronTpSplit::GluRows) {
+                        Shape half = local;
+                        half[0] /= 2;
+                        Shape gate = offsets, up = offsets;
+                        gate[0] = r * half[0];
+                        up[0] = tp * half[0] + r * half[0];
+                        chunkBoxes = { { gate, half }, { up, half } };
+                    } else {
+                        chunkBoxes = { { offsets, local } };
+                    }
+                    std::uint64_t chunkElements = 1;
+                    for (auto d : chunkBoxes.front().second)
+                        chunkElements *= static_cast<std::uint64_t>(d);
+                    for (std::size_t c = 0; c < chunkBoxes.size(); ++c) {
                         SplitTensor out;
-                        out.spec.name = m.localName;
+                        out.spec.name = layer ? layer->prefix.substr(0, layer->prefix.size() - 1) + "." + layer->rest : m.name;
                         out.spec.dtype = m.dtype;
-                        out.spec.shape = localShapes[mi];
+                        out.spec.shape = chunkBoxes[c].second;
+                        out.chunkOffsets = chunkBoxes[c].first;
                         out.globalShape = m.shape;
-                        out.fragments = fragments[mi][static_cast<std::size_t>(r)];
+                        if (layer) {
+                            out.spec.shape.insert(out.spec.shape.begin(), 1);
+                            out.chunkOffsets.insert(out.chunkOffsets.begin(), layer->layer);
+                            out.globalShape.insert(out.globalShape.begin(), layers);
+                        }
+                        // The fragments of this chunk, at their place inside it.
+                        const std::uint64_t begin = c * chunkElements, end = begin + chunkElements;
+                        for (SplitFragment f : fragments[mi][static_cast<std::size_t>(r)])
+                            if (*f.localElement >= begin && *f.localElement < end) {
+                                *f.localElement -= begin;
+                                out.fragments.push_back(std::move(f));
+                            }
                         file.bytes += out.spec.storageBytes();
                         file.tensors.push_back(std::move(out));
-                        ++count;
                     }
-                    file.listChunks.push_back(count);
                 }
                 plan.totalBytes += file.bytes;
-                plan.diskBytes += file.bytes + file.tensors.size() * 400 + 4096;
+                plan.diskBytes += file.bytes + file.tensors.size() * 1200 + 4096;
                 plan.files.push_back(std::move(file));
             }
+        plan.generatedFiles.emplace_back(plan.dcpFolder + "/metadata.json",
+                                         R"({"sharded_backend": "torch_dist", "sharded_backend_version": 1, )"
+                                         R"("common_backend": "torch", "common_backend_version": 1})");
+        Pickler common;
+        common.op('\x80');
+        common.op('\x02');
+        common.op('}');
+        common.op('(');
+        common.str("checkpoint_version");
+        common.real(3.0);
+        common.str("iteration");
+        common.integer(options.runIteration.value_or(0));
+        common.op('u');
+        common.op('.');
+        plan.generatedPickles.emplace_back(plan.dcpFolder + "/common.pt", common.out);
+    } else {
+        char folder[64];
+        for (int s = 0; s < pp; ++s)
+            for (int e = 0; e < ep; ++e)
+                for (int r = 0; r < tp; ++r) {
+                    SplitFile file;
+                    std::snprintf(folder, sizeof folder, "mp_rank_%02d", r);
+                    std::string name = folder;
+                    if (pp > 1) {
+                        std::snprintf(folder, sizeof folder, "_%03d", s);
+                        name += folder;
+                    }
+                    if (ep > 1) {
+                        std::snprintf(folder, sizeof folder, "_%03d", e);
+                        name += folder;
+                    }
+                    file.name = "model/" + name + "/model.pt";
+                    file.archiveName = "model";
+                    file.kind = SplitFile::Kind::StateDict;
+                    file.rank = (s * ep + e) * tp + r;
+                    for (int v = 0; v < vpp; ++v) {
+                        std::size_t count = 0;
+                        for (std::size_t mi : order) {
+                            const MegatronTensor& m = megatron[mi];
+                            if (m.stage != s || m.virtualStage != v || (m.epRank && *m.epRank != e))
+                                continue;
+                            SplitTensor out;
+                            out.spec.name = m.localName;
+                            out.spec.dtype = m.dtype;
+                            out.spec.shape = localShapes[mi];
+                            out.globalShape = m.shape;
+                            out.fragments = fragments[mi][static_cast<std::size_t>(r)];
+                            file.bytes += out.spec.storageBytes();
+                            file.tensors.push_back(std::move(out));
+                            ++count;
+                        }
+                        file.listChunks.push_back(count);
+                    }
+                    plan.totalBytes += file.bytes;
+                    plan.diskBytes += file.bytes + file.tensors.size() * 400 + 4096;
+                    plan.files.push_back(std::move(file));
+                }
+
+    }
 
     const std::int64_t heads = var(*vars, "num_attention_heads");
     const std::int64_t hidden = var(*vars, "hidden_size");
@@ -565,7 +658,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     std::string padded;
     if (auto e = findTensor("embedding.word_embeddings.weight"))
         padded = ", vocabulary padded to " + std::to_string(megatron[*e].shape[0]);
-    plan.layout = "Megatron-core (verl), TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
+    plan.layout = std::string(dist ? "Megatron-core torch_dist (verl dist_ckpt)" : "Megatron-core (verl)") + ", TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
         + (vpp > 1 ? " × VPP " + std::to_string(vpp) : "") + (ep > 1 ? " × EP " + std::to_string(ep) : "") + ", "
         + rules.family + " names" + padded;
     plan.diskBytes += 1u << 20;

@@ -107,6 +107,7 @@ const char* splitFormatName(SplitFormat format)
     case SplitFormat::Fsdp: return "fsdp";
     case SplitFormat::Dcp: return "dcp";
     case SplitFormat::Megatron: return "megatron";
+    case SplitFormat::MegatronDist: return "megatron-dist";
     }
     return "?";
 }
@@ -119,7 +120,9 @@ Result<SplitFormat> splitFormatFromName(const std::string& name)
         return SplitFormat::Dcp;
     if (name == "megatron")
         return SplitFormat::Megatron;
-    return makeError("--format must be fsdp, dcp or megatron (got '" + name + "')");
+    if (name == "megatron-dist" || name == "torch_dist")
+        return SplitFormat::MegatronDist;
+    return makeError("--format must be fsdp, dcp, megatron or megatron-dist (got '" + name + "')");
 }
 
 std::uint64_t SplitTensor::bytes() const { return numel(spec.shape) * dtypeSize(spec.dtype); }
@@ -141,12 +144,14 @@ std::vector<std::string> SplitPlan::topLevelNames() const
             add(s);
     for (const auto& g : generatedFiles)
         add(g.first);
+    for (const auto& g : generatedPickles)
+        add(g.first);
     return names;
 }
 
 Result<SplitPlan> planSplit(const MergePlan& model, const SplitOptions& options)
 {
-    if (options.format == SplitFormat::Megatron)
+    if (options.format == SplitFormat::Megatron || options.format == SplitFormat::MegatronDist)
         return planMegatronSplit(model, options);
     SplitPlan plan;
     plan.format = options.format;
@@ -270,7 +275,7 @@ nlohmann::json splitPlanToJson(const SplitPlan& plan, const MergePlan& model)
                                { "bytes", t.bytes() }, { "storage_bytes", t.spec.storageBytes() }, { "boxes", boxes } };
             if (t.spec.dtensor)
                 j["placement"] = describePlacements(t.spec.placements, t.spec.mesh.shape, t.spec.mesh.dimNames);
-            if (plan.format == SplitFormat::Dcp)
+            if (f.kind == SplitFile::Kind::DcpItems)
                 j["chunk_offsets"] = t.chunkOffsets;
             tensors.push_back(std::move(j));
         }

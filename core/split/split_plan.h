@@ -24,9 +24,10 @@ enum class SplitFormat {
     Fsdp,     ///< verl's FSDP2 actor folder: model_world_size_N_rank_R.pt of DTensors
     Dcp,      ///< a PyTorch Distributed Checkpoint folder (.metadata + __R_0.distcp), keys as in the model
     Megatron, ///< verl's Megatron actor folder: model/mp_rank_XX[_YYY][_ZZZ]/model.pt with Megatron-core names
+    MegatronDist, ///< Megatron-core torch_dist in verl's dist_ckpt/: a DCP folder of layer-stacked tensors
 };
 
-/// "fsdp", "dcp", "megatron".
+/// "fsdp", "dcp", "megatron", "megatron-dist".
 const char* splitFormatName(SplitFormat format);
 Result<SplitFormat> splitFormatFromName(const std::string& name);
 
@@ -96,6 +97,10 @@ struct SplitPlan {
     std::vector<SplitFile> files;
     /// Files written from memory (path relative to the target → content): fsdp_config.json, …
     std::vector<std::pair<std::string, std::string>> generatedFiles;
+    /// torch.save archives of tensor-free values (path relative to the target → the value's pickle): common.pt.
+    std::vector<std::pair<std::string, std::string>> generatedPickles;
+    /// The folder (relative to the target) of the DCP data and its .metadata, for plans with DcpItems files.
+    std::string dcpFolder;
     std::string configDir;                ///< where config and tokenizer files come from, empty if none
     std::vector<std::string> sideFiles;   ///< file names copied from configDir
     std::string sideFolder;               ///< where they go ("huggingface"; "" = the target itself)

@@ -238,6 +238,27 @@ private Q_SLOTS:
         mergesBackTo(actor, test::fixture("megatron_legacy_qwen2_tp2_pp2/reference"));
     }
 
+    void megatronDistMatchesRealTorchDist()
+    {
+        // The fixture was written by torch.distributed.checkpoint from Megatron-style ShardedTensors (TP 2, PP 2).
+        const std::string run = test::makeTempDir() + "/run";
+        const std::string actor = run + "/global_step_10/actor";
+        split(A({ "--hf_dir", test::fixture("megatron_dist_llama_tp2_pp2/reference"), "--target_dir", actor, "--format",
+                  "megatron-dist", "--tp", "2", "--pp", "2" }));
+        sameCheckpoint(actor, test::fixture("megatron_dist_llama_tp2_pp2/global_step_10/actor"), false);
+        QCOMPARE(test::readFile(actor + "/dist_ckpt/metadata.json"),
+                 test::readFile(test::fixture("megatron_dist_llama_tp2_pp2/global_step_10/actor/dist_ckpt/metadata.json")));
+        QVERIFY(fs::exists(actor + "/dist_ckpt/common.pt") && fs::exists(actor + "/huggingface/config.json"));
+        mergesBackTo(actor, test::fixture("megatron_dist_llama_tp2_pp2/reference"));
+        for (const QStringList& sizes : { A({ "--tp", "1" }), A({ "--pp", "4" }), A({ "--tp", "2", "--pp", "4" }) }) {
+            const std::string target = test::makeTempDir() + "/actor";
+            split(A({ "--hf_dir", test::fixture("megatron_legacy_qwen2_tp2_pp2/reference"), "--target_dir", target,
+                      "--format", "megatron-dist" })
+                  + sizes);
+            mergesBackTo(target, test::fixture("megatron_legacy_qwen2_tp2_pp2/reference"));
+        }
+    }
+
     void megatronRoundTripsForEveryLayout_data()
     {
         QTest::addColumn<QString>("fixture");
