@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <regex>
 
 namespace tessera::cli {
 
@@ -32,55 +31,6 @@ int fail(const ArgParser& parser, int code, const std::string& message)
         printJson({ { "error", message } });
     std::cerr << "tessera split: " << message << "\n";
     return code;
-}
-
-/// "2x2", "2,2" or "4" → {2, 2} / {4}.
-Result<Shape> parseMesh(const std::string& text)
-{
-    Shape mesh;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t end = text.find_first_of("x×,*", start);
-        const std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        char* stop = nullptr;
-        const long long v = std::strtoll(part.c_str(), &stop, 10);
-        if (part.empty() || *stop != '\0' || v < 1 || v > 1'000'000)
-            return makeError("--mesh must be sizes like 2x2 or 8 (got '" + text + "')");
-        mesh.push_back(v);
-        if (end == std::string::npos)
-            break;
-        start = end + (text.compare(end, 2, "×") == 0 ? 2 : 1);
-    }
-    return mesh;
-}
-
-std::vector<std::string> splitNames(const std::string& text)
-{
-    std::vector<std::string> names;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t end = text.find(',', start);
-        names.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-        if (end == std::string::npos)
-            break;
-        start = end + 1;
-    }
-    return names;
-}
-
-/// verl keeps steps as RUN/global_step_N/actor and the newest N in RUN/latest_checkpointed_iteration.txt.
-std::optional<std::int64_t> runIterationOf(const std::string& target)
-{
-    namespace fs = std::filesystem;
-    fs::path p = fs::path(target).lexically_normal();
-    if (p.filename().empty())
-        p = p.parent_path();
-    static const std::regex step("global_step_([0-9]{1,15})");
-    std::smatch m;
-    const std::string parent = p.parent_path().filename().string();
-    if (p.filename() != "actor" || !std::regex_match(parent, m, step))
-        return std::nullopt;
-    return std::stoll(m[1].str());
 }
 
 } // namespace
@@ -147,13 +97,13 @@ int runSplit(const std::vector<std::string>& args)
         options.worldSize = static_cast<int>(n);
     }
     if (parser.isSet("mesh")) {
-        auto mesh = parseMesh(parser.value("mesh"));
+        auto mesh = parseMeshShape(parser.value("mesh"));
         if (!mesh)
             return fail(parser, ExitUsage, mesh.error().message);
         options.mesh = *mesh;
     }
     if (parser.isSet("mesh_dim_names"))
-        options.meshDimNames = splitNames(parser.value("mesh_dim_names"));
+        options.meshDimNames = parseMeshDimNames(parser.value("mesh_dim_names"));
     for (auto [flag, field] : { std::pair { "tp", &options.tp }, { "pp", &options.pp }, { "vpp", &options.vpp },
                                 { "ep", &options.ep }, { "make_vocab_size_divisible_by", &options.vocabDivisibleBy } }) {
         char* end = nullptr;
@@ -172,7 +122,7 @@ int runSplit(const std::vector<std::string>& args)
         return fail(parser, ExitUsage, "give the number of ranks: --world_size N (or --mesh for --format fsdp)");
     options.userRulesFile = parser.value("param_mapping");
     if (options.format != SplitFormat::Dcp)
-        options.runIteration = runIterationOf(target);
+        options.runIteration = verlRunIteration(target);
 
     auto setup = prepareMerge(parser, "split");
     if (setup.exitCode >= 0)

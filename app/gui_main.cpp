@@ -25,7 +25,7 @@ Open the workbench, optionally with the checkpoint at PATH loaded.
 
 options:
   --screenshot FILE.png   render the window with PATH loaded, write the PNG and exit
-  --view VIEW             view to show: tree, placement, mapping, merge or diff
+  --view VIEW             view to show: tree, placement, mapping, merge, split or diff
   --reference DIR         a Hugging Face folder to compare with (merge test, diff)
   -h, --help              show this help and exit
 )";
@@ -72,7 +72,7 @@ GuiOptions parseGuiArgs(const QStringList& args)
         }
     }
     if (options.error.isEmpty() && !options.view.isEmpty() && !tessera::ui::MainWindow::viewFromName(options.view))
-        options.error = QStringLiteral("unknown view '%1' (tree, placement, mapping, merge, diff)").arg(options.view);
+        options.error = QStringLiteral("unknown view '%1' (tree, placement, mapping, merge, split, diff)").arg(options.view);
     if (options.error.isEmpty() && !options.screenshot.isEmpty() && options.path.isEmpty())
         options.error = QStringLiteral("--screenshot needs a PATH to load");
     return options;
@@ -156,6 +156,7 @@ int runGui(int argc, char** argv)
                                 : *view == tessera::ui::MainWindow::View::Diff      ? 0.2
                                 : *view == tessera::ui::MainWindow::View::Mapping   ? 0.2
                                 : *view == tessera::ui::MainWindow::View::Merge     ? 0.26
+                                : *view == tessera::ui::MainWindow::View::Split     ? 0.26
                                                                                     : 0.36);
         // Let layouts and the tree settle before grabbing, and the name mapping (a worker; the merge plan of a
         // Megatron checkpoint waits for it) finish, for at most ten seconds.

@@ -10,6 +10,8 @@
 #include "pages/diffpage.h"
 #include "pages/mappingpage.h"
 #include "pages/mergepage.h"
+#include "jobs/splitjob.h"
+#include "pages/splitpage.h"
 #include "pages/placementpage.h"
 #include "pages/summarypage.h"
 #include "pages/treepage.h"
@@ -55,6 +57,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_placement(new PlacementPage(this))
     , m_mapping(new MappingPage(this))
     , m_merge(new MergePage(this))
+    , m_split(new SplitPage(this))
     , m_diff(new DiffPage(this))
     , m_statusText(new QLabel(this))
     , m_progress(new QProgressBar(this))
@@ -69,6 +72,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_tabs->addTab(m_placement, tr("Placement"));
     m_tabs->addTab(m_mapping, tr("Mapping"));
     m_tabs->addTab(m_merge, tr("Merge"));
+    m_tabs->addTab(m_split, tr("Split"));
     m_tabs->addTab(m_diff, tr("Diff"));
     m_tabs->setDocumentMode(true);
     m_splitter->addWidget(m_tree);
@@ -104,6 +108,11 @@ MainWindow::MainWindow(QWidget* parent)
         showView(View::Diff);
         m_diff->compare();
     });
+    // Split writes the model the merge plan writes, in another layout.
+    connect(m_merge, &MergePage::planChanged, this, [this] {
+        m_split->setModel(m_merge->plannedInput(), m_merge->plannedModel(), m_checkpoint ? qs(m_checkpoint->root) : QString(),
+                          m_merge->plannedModel() ? QString() : tr("The Merge page has no plan for this checkpoint:\n\n%1").arg(m_merge->planText()));
+    });
     connect(m_mapping, &MappingPage::tensorActivated, this, [this](int tensor) {
         m_tree->selectTensor(tensor);
         showView(View::Placement);
@@ -134,6 +143,7 @@ void MainWindow::createActions()
     auto* view = menuBar()->addMenu(tr("&View"));
     const std::pair<View, QString> views[] = { { View::Tree, tr("&Tree and Summary") }, { View::Placement, tr("&Placement") },
                                                { View::Mapping, tr("&Mapping") }, { View::Merge, tr("M&erge") },
+                                               { View::Split, tr("&Split") },
                                                { View::Diff, tr("&Diff") } };
     int key = 1;
     for (const auto& [which, label] : views) {
@@ -310,6 +320,9 @@ void MainWindow::showView(View view)
     case View::Merge:
         m_tabs->setCurrentWidget(m_merge);
         break;
+    case View::Split:
+        m_tabs->setCurrentWidget(m_split);
+        break;
     case View::Diff:
         m_tabs->setCurrentWidget(m_diff);
         break;
@@ -325,6 +338,8 @@ MainWindow::View MainWindow::currentView() const
         return View::Mapping;
     if (page == m_merge)
         return View::Merge;
+    if (page == m_split)
+        return View::Split;
     if (page == m_diff)
         return View::Diff;
     return View::Tree;
@@ -338,7 +353,7 @@ void MainWindow::setReferenceDir(const QString& dir)
 
 std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name)
 {
-    for (const auto view : { View::Tree, View::Placement, View::Mapping, View::Merge, View::Diff }) {
+    for (const auto view : { View::Tree, View::Placement, View::Mapping, View::Merge, View::Split, View::Diff }) {
         if (viewName(view) == name)
             return view;
     }
@@ -356,6 +371,8 @@ QString MainWindow::viewName(View view)
         return QStringLiteral("mapping");
     case View::Merge:
         return QStringLiteral("merge");
+    case View::Split:
+        return QStringLiteral("split");
     case View::Diff:
         return QStringLiteral("diff");
     }
@@ -486,6 +503,14 @@ void MainWindow::closeEvent(QCloseEvent* event)
             return;
         }
         m_merge->cancel(); // the jobs' destructors wait for their workers to stop
+    }
+    if (m_split->job()->isRunning()) {
+        if (!confirm(this, tr("Cancel the split?"),
+                     tr("A split is running. Cancel it and close? Nothing of it is left in the output folder."))) {
+            event->ignore();
+            return;
+        }
+        m_split->cancel();
     }
     m_scan->cancel();
     saveSettings();

@@ -20,6 +20,7 @@ namespace tessera::ui {
 class DiffPage;
 class MappingPage;
 class MergePage;
+class SplitPage;
 class PlacementPage;
 class ScanJob;
 class SummaryPage;
@@ -30,7 +31,7 @@ class TreePage;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum class View { Tree, Placement, Mapping, Merge, Diff };
+    enum class View { Tree, Placement, Mapping, Merge, Split, Diff };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
@@ -96,6 +97,7 @@ private:
     PlacementPage* m_placement;
     MappingPage* m_mapping;
     MergePage* m_merge;
+    SplitPage* m_split;
     DiffPage* m_diff;
     QLabel* m_statusText;
     QProgressBar* m_progress;

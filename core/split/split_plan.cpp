@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <filesystem>
+#include <regex>
 #include <sstream>
 
 namespace tessera {
@@ -123,6 +125,53 @@ Result<SplitFormat> splitFormatFromName(const std::string& name)
     if (name == "megatron-dist" || name == "torch_dist")
         return SplitFormat::MegatronDist;
     return makeError("--format must be fsdp, dcp, megatron or megatron-dist (got '" + name + "')");
+}
+
+Result<Shape> parseMeshShape(const std::string& text)
+{
+    Shape mesh;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = text.find_first_of("x×,*", start);
+        const std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        char* stop = nullptr;
+        const long long v = std::strtoll(part.c_str(), &stop, 10);
+        if (part.empty() || *stop != '\0' || v < 1 || v > 1'000'000)
+            return makeError("--mesh must be sizes like 2x2 or 8 (got '" + text + "')");
+        mesh.push_back(v);
+        if (end == std::string::npos)
+            break;
+        start = end + (text.compare(end, 2, "×") == 0 ? 2 : 1);
+    }
+    return mesh;
+}
+
+std::vector<std::string> parseMeshDimNames(const std::string& text)
+{
+    std::vector<std::string> names;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = text.find(',', start);
+        names.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        if (end == std::string::npos)
+            break;
+        start = end + 1;
+    }
+    return names;
+}
+
+std::optional<std::int64_t> verlRunIteration(const std::string& target)
+{
+    namespace fs = std::filesystem;
+    fs::path p = fs::path(target).lexically_normal();
+    if (p.filename().empty())
+        p = p.parent_path();
+    static const std::regex step("global_step_([0-9]{1,15})");
+    std::smatch m;
+    const std::string parent = p.parent_path().filename().string();
+    if (p.filename() != "actor" || !std::regex_match(parent, m, step))
+        return std::nullopt;
+    return std::stoll(m[1].str());
 }
 
 std::uint64_t SplitTensor::bytes() const { return numel(spec.shape) * dtypeSize(spec.dtype); }

@@ -31,6 +31,15 @@ enum class SplitFormat {
 const char* splitFormatName(SplitFormat format);
 Result<SplitFormat> splitFormatFromName(const std::string& name);
 
+/// A device mesh as users type it: "2x4", "2,4", "2×4" or "8".
+Result<Shape> parseMeshShape(const std::string& text);
+/// Mesh dim names as users type them: "ddp,fsdp".
+std::vector<std::string> parseMeshDimNames(const std::string& text);
+
+/// N when `target` is verl's RUN/global_step_N/actor, whose RUN/latest_checkpointed_iteration.txt names the
+/// newest step; nullopt otherwise.
+std::optional<std::int64_t> verlRunIteration(const std::string& target);
+
 /// What the user asked of a split.
 struct SplitOptions {
     SplitFormat format = SplitFormat::Fsdp;

@@ -7,6 +7,7 @@
 
 #include "io/byte_size.h"
 #include "coreconvert.h"
+#include "widgets/folderfield.h"
 #include "jobs/comparejob.h"
 #include "jobs/mappingjob.h"
 #include "jobs/mergejob.h"
@@ -46,30 +47,6 @@
 namespace tessera::ui {
 
 namespace {
-QWidget* withButton(QWidget* field, QPushButton* button, QWidget* parent)
-{
-    auto* box = new QWidget(parent);
-    auto* layout = new QHBoxLayout(box);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(field, 1);
-    layout->addWidget(button);
-    return box;
-}
-
-/// A folder field with a Browse… button. The dialog opens at the field's folder, or (empty) where `fallback`
-/// says, e.g. beside the checkpoint; Qt's folder dialog can create the folder too.
-QWidget* withBrowse(QLineEdit* edit, QWidget* parent, const std::function<QString()>& fallback = {})
-{
-    auto* browse = new QPushButton(MergePage::tr("Browse…"), parent);
-    QObject::connect(browse, &QPushButton::clicked, edit, [edit, fallback] {
-        const QString start = !edit->text().trimmed().isEmpty() ? edit->text().trimmed() : fallback ? fallback() : QString();
-        const QString dir = QFileDialog::getExistingDirectory(edit, MergePage::tr("Choose a folder"), start);
-        if (!dir.isEmpty())
-            edit->setText(dir);
-    });
-    return withButton(edit, browse, parent);
-}
-
 /// Free bytes where `path` would be created: the nearest folder of it that exists.
 std::optional<quint64> freeBytesFor(const QString& path)
 {
@@ -691,6 +668,10 @@ bool MergePage::canTest() const
 
 void MergePage::updateButtons()
 {
+    if (m_mergePlan != m_announcedPlan) {
+        m_announcedPlan = m_mergePlan;
+        Q_EMIT planChanged();
+    }
     const bool running = m_job->isRunning() || m_compare->isRunning();
     m_run->setEnabled(canRun());
     m_run->setToolTip(!m_mergePlan ? tr("No plan: see the plan box")

@@ -96,7 +96,13 @@ public:
     void appendLog(const QString& line);
     QString logText() const;
 
+    /// The model the plan writes and what it is planned from (the checkpoint, or its Hugging Face-named mapping):
+    /// what the Split page writes in another layout. Null while there is no plan.
+    std::shared_ptr<const tessera::MergePlan> plannedModel() const { return m_mergePlan; }
+    CheckpointPtr plannedInput() const { return m_mergeInput; }
 Q_SIGNALS:
+    /// The plan was redone (plannedModel() may be another or none; planText() says why not).
+    void planChanged();
     /// "Open in Diff" after a test: compare the merge's checkpoint with `referenceDir` in the Diff view.
     void openInDiffRequested(const QString& referenceDir, double atol, double rtol);
 
@@ -125,6 +131,7 @@ private:
     std::optional<tessera::Result<tessera::CheckpointInfo>> m_baseScan;
     QTimer m_baseDebounce; ///< typing a base model path rescans once the user pauses, not per keystroke
     QString m_planText;
+    std::shared_ptr<const tessera::MergePlan> m_announcedPlan; ///< the plan planChanged() last told about
     MergeJob* m_job;
     CompareJob* m_compare;
     MappingJob* m_ownMapping;

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "splitjob.h"
+
+#include "io/byte_size.h"
+#include "split/split_engine.h"
+
+#include <QElapsedTimer>
+#include <QtConcurrent>
+
+#include <exception>
+#include <mutex>
+
+namespace tessera::ui {
+
+namespace {
+
+/// The engine's progress, forwarded to the GUI thread at most ten times a second.
+class ThrottledProgress : public tessera::Progress {
+public:
+    ThrottledProgress(SplitJob* job, const std::atomic<bool>* cancel) : m_job(job), m_cancel(cancel) { m_clock.start(); }
+    void report(std::uint64_t done, std::uint64_t total, const std::string& text) override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        if (done < total && m_clock.elapsed() - m_last < 100)
+            return;
+        m_last = m_clock.elapsed();
+        const QString current = QString::fromStdString(text);
+        QMetaObject::invokeMethod(
+            m_job, [job = m_job, done, total, current] { Q_EMIT job->progress(done, total, current); }, Qt::QueuedConnection);
+    }
+    bool isCanceled() const override { return m_cancel->load(); }
+
+private:
+    SplitJob* m_job;
+    const std::atomic<bool>* m_cancel;
+    std::mutex m_mutex;
+    QElapsedTimer m_clock;
+    qint64 m_last = -1000;
+};
+
+} // namespace
+
+SplitJob::SplitJob(QObject* parent) : QObject(parent) { m_pool.setMaxThreadCount(1); }
+
+SplitJob::~SplitJob()
+{
+    cancel();
+    m_pool.waitForDone();
+}
+
+void SplitJob::start(CheckpointPtr input, std::shared_ptr<const tessera::MergePlan> model,
+                     std::shared_ptr<const tessera::SplitPlan> plan, const QString& targetDir)
+{
+    if (isRunning())
+        return;
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
+    auto cancelFlag = m_cancel;
+    m_watcher = new QFutureWatcher<SplitResult>(this);
+    connect(m_watcher, &QFutureWatcher<SplitResult>::finished, this, [this] {
+        auto* watcher = m_watcher;
+        m_watcher = nullptr;
+        watcher->deleteLater();
+        Q_EMIT finished(watcher->future().result());
+    });
+    const std::string target = targetDir.toStdString();
+    // `this` outlives the worker (the destructor waits), so the queued progress calls may use it.
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, input, model, plan, target, cancelFlag]() {
+        SplitResult result;
+        ThrottledProgress progress(this, cancelFlag.get());
+        tessera::SplitRunOptions options;
+        options.progress = &progress;
+        options.cancel = cancelFlag.get();
+        try {
+            auto outcome = tessera::runSplit(*input, *model, *plan, target, options);
+            if (outcome) {
+                result.ok = true;
+                result.message = QStringLiteral("wrote %1 files, %2 in %3 s to %4")
+                                     .arg(outcome->files.size())
+                                     .arg(QString::fromStdString(tessera::formatBytes(outcome->bytesWritten)))
+                                     .arg(outcome->seconds, 0, 'f', 1)
+                                     .arg(QString::fromStdString(outcome->outputDir));
+                for (const auto& n : outcome->notes)
+                    result.notes << QString::fromStdString(n);
+            } else {
+                result.canceled = cancelFlag->load();
+                result.message = QString::fromStdString(outcome.error().message);
+            }
+        } catch (const std::exception& e) {
+            result.message = QString::fromLocal8Bit(e.what());
+        }
+        return result;
+    }));
+}
+
+void SplitJob::cancel()
+{
+    if (m_cancel)
+        m_cancel->store(true);
+}
+
+bool SplitJob::isRunning() const { return m_watcher && !m_watcher->isFinished(); }
+
+} // namespace tessera::ui

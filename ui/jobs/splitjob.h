@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "checkpointptr.h"
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QThreadPool>
+
+#include <atomic>
+#include <memory>
+
+namespace tessera {
+struct MergePlan;
+struct SplitPlan;
+}
+
+namespace tessera::ui {
+
+/// The result of a split on the GUI side.
+struct SplitResult {
+    bool ok = false;
+    bool canceled = false;
+    QString message; ///< error, or a one-line summary
+    QStringList notes;
+};
+
+/// Runs tessera::runSplit on a worker thread. Progress (bytes written, current tensor) is throttled to ~10 updates
+/// a second and delivered on the GUI thread; Cancel sets the engine's cancel flag, and nothing is left behind.
+/// The destructor cancels and waits.
+class SplitJob : public QObject {
+    Q_OBJECT
+public:
+    explicit SplitJob(QObject* parent = nullptr);
+    ~SplitJob() override;
+
+    /// Writes `plan` of `model` (planned from `input`) into `targetDir`.
+    void start(CheckpointPtr input, std::shared_ptr<const tessera::MergePlan> model,
+               std::shared_ptr<const tessera::SplitPlan> plan, const QString& targetDir);
+    void cancel();
+    bool isRunning() const;
+
+Q_SIGNALS:
+    void progress(quint64 bytesDone, quint64 bytesTotal, const QString& currentTensor);
+    void finished(const tessera::ui::SplitResult& result);
+
+private:
+    QThreadPool m_pool;
+    QFutureWatcher<SplitResult>* m_watcher = nullptr;
+    std::shared_ptr<std::atomic<bool>> m_cancel;
+};
+
+} // namespace tessera::ui
+
+Q_DECLARE_METATYPE(tessera::ui::SplitResult)
