@@ -276,6 +276,9 @@ void MainWindow::onScanCanceled()
 void MainWindow::onCurrentTensorChanged(int tensorIndex, int pieceIndex)
 {
     m_placement->showTensor(tensorIndex, pieceIndex);
+    // The Split page draws the same tensor's planned placement, when the model has it under this name.
+    if (m_checkpoint && tensorIndex >= 0 && std::size_t(tensorIndex) < m_checkpoint->tensors.size())
+        m_split->previewTensorNamed(qs(m_checkpoint->tensors[std::size_t(tensorIndex)].name));
 }
 
 void MainWindow::selectInterestingTensor()

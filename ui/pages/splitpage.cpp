@@ -9,6 +9,7 @@
 #include "widgets/rankcolors.h"
 
 #include "merge/merge_plan.h"
+#include "model/module_order.h"
 #include "split/split_plan.h"
 #include "split/split_preview.h"
 
@@ -184,8 +185,8 @@ SplitPage::SplitPage(QWidget* parent)
         connect(box, &QSpinBox::valueChanged, this, &SplitPage::schedulePlan);
     for (QLineEdit* edit : { m_mesh, m_meshNames, m_targetDir })
         connect(edit, &QLineEdit::textChanged, this, &SplitPage::schedulePlan);
-    connect(m_previewTensor, &QComboBox::currentIndexChanged, this, [this](int i) {
-        m_preview->setTensor(m_previewInfo, i);
+    connect(m_previewTensor, &QComboBox::currentIndexChanged, this, [this] {
+        m_preview->setTensor(m_previewInfo, m_previewTensor->currentData().isValid() ? m_previewTensor->currentData().toInt() : -1);
         m_previewHover->clear();
     });
     connect(m_preview, &PlacementView::hoverChanged, this,
@@ -217,9 +218,14 @@ void SplitPage::setModel(CheckpointPtr input, std::shared_ptr<const tessera::Mer
     const QString previous = m_previewTensor->currentText();
     QSignalBlocker block(m_previewTensor);
     m_previewTensor->clear();
-    if (m_model)
+    if (m_model) {
+        // Listed in the model's module order (embedding, layers in order, head), whatever the source's key order.
+        std::vector<std::string> names;
         for (const auto& t : m_model->tensors)
-            m_previewTensor->addItem(qs(t.name));
+            names.push_back(t.name);
+        for (std::size_t i : tessera::moduleOrder(names))
+            m_previewTensor->addItem(qs(names[i]), int(i));
+    }
     if (const int again = m_previewTensor->findText(previous); again >= 0)
         m_previewTensor->setCurrentIndex(again);
     updatePlan();
@@ -261,7 +267,18 @@ void SplitPage::setTargetDir(const QString& dir)
     updatePlan();
 }
 
-void SplitPage::previewTensor(int index) { m_previewTensor->setCurrentIndex(index); }
+void SplitPage::previewTensor(int index)
+{
+    const int item = m_previewTensor->findData(index);
+    if (item >= 0)
+        m_previewTensor->setCurrentIndex(item);
+}
+
+void SplitPage::previewTensorNamed(const QString& name)
+{
+    if (const int item = m_previewTensor->findText(name); item >= 0)
+        m_previewTensor->setCurrentIndex(item);
+}
 
 void SplitPage::schedulePlan() { m_planDebounce.start(); }
 
@@ -345,7 +362,7 @@ void SplitPage::updatePlan()
     m_planText = qs(tessera::splitPlanSummary(*m_plan, *m_model, false));
     m_planModel->setPlan(m_plan);
     m_previewInfo = std::make_shared<const tessera::CheckpointInfo>(tessera::splitPlacementPreview(*m_plan, *m_model));
-    m_preview->setTensor(m_previewInfo, m_previewTensor->currentIndex());
+    m_preview->setTensor(m_previewInfo, m_previewTensor->currentData().isValid() ? m_previewTensor->currentData().toInt() : -1);
 
     const auto& p = *m_plan;
     QStringList lines;

@@ -52,6 +52,8 @@ public:
     void setTargetDir(const QString& dir);
     /// Draws the planned placement of model tensor `index` (by the model's order).
     void previewTensor(int index);
+    /// Draws the model tensor called `name`, if the model has one (the tree's selection follows here).
+    void previewTensorNamed(const QString& name);
 
     const tessera::SplitPlan* plan() const { return m_plan.get(); }
     SplitPlanModel* planModel() const { return m_planModel; }

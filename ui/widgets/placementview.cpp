@@ -282,11 +282,16 @@ QString PlacementView::describePiece(int pieceIndex) const
         + QStringLiteral(" · ") + roleText(piece.role) + QLatin1Char('\n')
         + tr("box %1 — offsets (%2), shape (%3)")
               .arg(boxText(piece.offsets, piece.shape), offsets.join(QStringLiteral(", ")), sizes.join(QStringLiteral(", ")))
-        + QLatin1Char('\n')
-        + tr("file %1, data at byte %2, %3 %4")
-              .arg(fileName(piece.file))
-              .arg(piece.dataOffset)
-              .arg(bytesText(pieceBytes(piece)), dtypeText(piece.storedDtype));
+        + QLatin1Char('\n');
+    // A split's plan has no bytes yet: its pieces say which file and key they will be written to.
+    if (m_checkpoint->layout.rfind("planned ", 0) == 0)
+        text += tr("to be written to %1 as %2, %3 %4")
+                    .arg(qs(piece.file), qs(piece.storageRecord), bytesText(pieceBytes(piece)), dtypeText(piece.storedDtype));
+    else
+        text += tr("file %1, data at byte %2, %3 %4")
+                    .arg(fileName(piece.file))
+                    .arg(piece.dataOffset)
+                    .arg(bytesText(pieceBytes(piece)), dtypeText(piece.storedDtype));
     for (const auto& entry : m_geometry.pieces) {
         if (entry.piece != pieceIndex || entry.replicas.empty())
             continue;
