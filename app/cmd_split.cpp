@@ -70,6 +70,10 @@ int runSplit(const std::vector<std::string>& args)
     parser.addOption("ep", "E", "megatron: expert-parallel size (mixture-of-experts models)", "1");
     parser.addOption("make_vocab_size_divisible_by", "N", "megatron: the vocabulary is padded to a multiple of N × TP",
                      "128");
+    parser.addOption("flavor", "F", "megatron: verl (model/mp_rank_*/model.pt lists) or megatron-lm "
+                                    "(ITER/mp_rank_*/model_optim_rng.pt with args, and latest_checkpointed_iteration.txt)",
+                     "verl");
+    parser.addOption("iteration", "N", "megatron-lm: write iter_NNNNNNN (default: release)");
     parser.addSwitch("dry_run", "print the split plan (files, tensors, boxes, memory, disk) and write nothing");
     parser.addSwitch("tensors", "with --dry-run: list the tensors of the first file and the box each holds");
     if (const auto exitCode = parseCommandLine(parser, args))
@@ -121,6 +125,20 @@ int runSplit(const std::vector<std::string>& args)
     if (!megatron && !parser.isSet("world_size") && !parser.isSet("mesh"))
         return fail(parser, ExitUsage, "give the number of ranks: --world_size N (or --mesh for --format fsdp)");
     options.userRulesFile = parser.value("param_mapping");
+    const std::string flavor = parser.value("flavor");
+    if (flavor != "verl" && flavor != "megatron-lm")
+        return fail(parser, ExitUsage, "--flavor must be verl or megatron-lm (got '" + flavor + "')");
+    options.megatronLm = flavor == "megatron-lm";
+    if ((options.megatronLm || parser.isSet("iteration")) && options.format != SplitFormat::Megatron)
+        return fail(parser, ExitUsage, "--flavor and --iteration are for --format megatron");
+    if (parser.isSet("iteration")) {
+        char* end = nullptr;
+        const std::string text = parser.value("iteration");
+        const long long n = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || n < 0 || n > 9'999'999)
+            return fail(parser, ExitUsage, "--iteration must be a number from 0 to 9999999 (got '" + text + "')");
+        options.iteration = n;
+    }
     if (options.format != SplitFormat::Dcp)
         options.runIteration = verlRunIteration(target);
 

@@ -313,7 +313,8 @@ namespace {
 
 /// The pickle of the saved value, assigning storage keys in the order torch does (first use while pickling).
 std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSaveWriter::Value value,
-                          const std::vector<std::size_t>& listChunks, std::vector<std::string>& keys,
+                          const std::vector<std::size_t>& listChunks, const std::vector<std::string>& chunkKeys,
+                          const std::string& rootItems, std::vector<std::string>& keys,
                           std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages)
 {
     Pickler p;
@@ -332,16 +333,31 @@ std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSave
         p.op('.');
         return p.out;
     }
-    // A list of plain dicts (as verl saves Megatron's model chunks), or one OrderedDict (module.state_dict()).
-    const bool list = value == TorchSaveWriter::Value::StateDictList;
+    // Several plain dicts, in a list (as verl saves Megatron's model chunks) or under keys of a dict (Megatron-LM),
+    // or one OrderedDict (module.state_dict()).
+    const bool named = value == TorchSaveWriter::Value::StateDictsInDict;
+    const bool list = value == TorchSaveWriter::Value::StateDictList || named;
     std::vector<std::size_t> dictEnds;
+    std::size_t nextDict = 0;
+    auto openDict = [&] {
+        if (named)
+            p.str(chunkKeys[nextDict]);
+        ++nextDict;
+        p.op('}');
+    };
     if (list) {
         std::size_t end = 0;
         for (auto n : listChunks)
             dictEnds.push_back(end += n);
-        p.op(']');
-        p.op('(');
-        p.op('}');
+        if (named) {
+            p.op('}');
+            p.op('(');
+            p.out += rootItems;
+        } else {
+            p.op(']');
+            p.op('(');
+        }
+        openDict();
     } else {
         p.global("collections", "OrderedDict");
         p.op(')');
@@ -353,7 +369,7 @@ std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSave
         while (list && !dictEnds.empty() && dictEnds.front() == ti) {
             // The previous dict is complete (possibly empty): the next one starts.
             p.op('u');
-            p.op('}');
+            openDict();
             p.op('(');
             dictEnds.erase(dictEnds.begin());
         }
@@ -469,11 +485,11 @@ std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSave
     p.op('u');
     if (list) {
         for (std::size_t i = 1; i < dictEnds.size(); ++i) {
-            p.op('}'); // trailing empty dicts
+            openDict(); // trailing empty dicts
             p.op('(');
             p.op('u');
         }
-        p.op('e');
+        p.op(named ? 'u' : 'e');
     }
     p.op('.');
     return p.out;
@@ -497,7 +513,9 @@ std::string serializationId(const std::string& pickle)
 Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file, const std::string& path,
                                                                  const std::string& archiveName,
                                                                  const std::vector<TorchSaveTensor>& tensors,
-                                                                 Value value, const std::vector<std::size_t>& listChunks)
+                                                                 Value value, const std::vector<std::size_t>& listChunks,
+                                                                 const std::vector<std::string>& chunkKeys,
+                                                                 const std::string& rootItems)
 {
     if (value == Value::BareTensor && tensors.size() != 1)
         return makeError(path + ": a bare tensor archive holds exactly one tensor");
@@ -511,14 +529,16 @@ Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file,
     s.path = path;
     s.tensors = tensors;
     s.written.assign(tensors.size(), false);
-    if (value == Value::StateDictList) {
+    if (value == Value::StateDictList || value == Value::StateDictsInDict) {
         std::size_t total = 0;
         for (auto n : listChunks)
             total += n;
         if (listChunks.empty() || total != tensors.size())
             return makeError(path + ": the state dicts of the list do not add up to the tensors written");
+        if (value == Value::StateDictsInDict && chunkKeys.size() != listChunks.size())
+            return makeError(path + ": every state dict needs its key");
     }
-    const std::string pickle = picklePayload(tensors, value, listChunks, s.keys, s.meshStorages);
+    const std::string pickle = picklePayload(tensors, value, listChunks, chunkKeys, rootItems, s.keys, s.meshStorages);
     s.zip = std::make_unique<ZipWriter>(file, archiveName);
     if (!s.record("data.pkl", pickle) || !s.record("byteorder", "little"))
         return s.ioError();

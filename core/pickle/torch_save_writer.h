@@ -47,9 +47,11 @@ using TorchSaveFill = std::function<Status(std::size_t index, std::uint64_t offs
 class TorchSaveWriter {
 public:
     /// The whole value saved: an ordered state dict of `tensors` (torch.save(model.state_dict())), a list of
-    /// state dicts (verl's Megatron model.pt: one per virtual pipeline stage, `listChunks` tensors each), or a
-    /// single bare tensor (torch.save(tensor), as DCP saves each item).
-    enum class Value { StateDict, StateDictList, BareTensor };
+    /// state dicts (verl's Megatron model.pt: one per virtual pipeline stage, `listChunks` tensors each), a dict
+    /// holding the state dicts under `chunkKeys` beside other items (Megatron-LM's model_optim_rng.pt:
+    /// {"args": …, "iteration": …, "model" or "model0", "model1", …}; `rootItems` is the pickle of those other
+    /// key/value pairs, without a MARK), or a single bare tensor (torch.save(tensor), as DCP saves each item).
+    enum class Value { StateDict, StateDictList, StateDictsInDict, BareTensor };
 
     /// Starts an archive on `file` (not owned; `path` names it in messages) under `archiveName`
     /// (torch uses the file's stem, or "archive" for a stream) and writes its pickle.
@@ -57,7 +59,9 @@ public:
                                                           const std::string& archiveName,
                                                           const std::vector<TorchSaveTensor>& tensors,
                                                           Value value = Value::StateDict,
-                                                          const std::vector<std::size_t>& listChunks = {});
+                                                          const std::vector<std::size_t>& listChunks = {},
+                                                          const std::vector<std::string>& chunkKeys = {},
+                                                          const std::string& rootItems = {});
     ~TorchSaveWriter();
     TorchSaveWriter(const TorchSaveWriter&) = delete;
     TorchSaveWriter& operator=(const TorchSaveWriter&) = delete;

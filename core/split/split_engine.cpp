@@ -49,7 +49,8 @@ bool looksLikeCheckpointFile(const std::string& name)
     };
     return name.rfind("model_world_size_", 0) == 0 || ends(".distcp") || name == ".metadata"
         || name.rfind("mp_rank_", 0) == 0 || name == "fsdp_config.json" || name == "transformer_config.json"
-        || name == "dist_ckpt";
+        || name == "dist_ckpt" || name == "release" || name.rfind("iter_", 0) == 0
+        || name == "latest_checkpointed_iteration.txt";
 }
 
 /// One output file while it is written.
@@ -318,10 +319,11 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
             std::vector<TorchSaveTensor> specs;
             for (const auto& t : f.tensors)
                 specs.push_back(t.spec);
-            auto writer = TorchSaveWriter::begin(o->file, o->path, f.archiveName, specs,
-                                                 f.listChunks.empty() ? TorchSaveWriter::Value::StateDict
-                                                                      : TorchSaveWriter::Value::StateDictList,
-                                                 f.listChunks);
+            const auto value = f.listChunks.empty()  ? TorchSaveWriter::Value::StateDict
+                : f.chunkKeys.empty()                 ? TorchSaveWriter::Value::StateDictList
+                                                      : TorchSaveWriter::Value::StateDictsInDict;
+            auto writer = TorchSaveWriter::begin(o->file, o->path, f.archiveName, specs, value, f.listChunks,
+                                                 f.chunkKeys, f.rootItems);
             TESSERA_TRY(writer);
             o->writer = std::move(*writer);
         } else {
@@ -419,10 +421,7 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
         TESSERA_TRY(syncFolder(side.string()));
     }
     // What makes the folder a checkpoint goes in last.
-    const std::vector<std::string> keystones { plan.format == SplitFormat::Dcp    ? ".metadata"
-                                               : plan.format == SplitFormat::Fsdp ? "fsdp_config.json"
-                                                                                  : "transformer_config.json" };
-    TESSERA_TRY(staging->publish(keystones));
+    TESSERA_TRY(staging->publish({ plan.keystone }));
     outcome.outputDir = staging->target();
     outcome.notes = stale;
     if (plan.runIteration) {

@@ -132,6 +132,78 @@ std::int64_t var(const ConfigVars& vars, const std::string& name, std::int64_t f
     return it == vars.end() ? fallback : it->second;
 }
 
+/// Megatron-LM's model_optim_rng.pt items besides the model: `args` (the argparse Namespace its loader and
+/// Tessera's reader take the sizes from), `checkpoint_version` and `iteration`, pickled as key/value pairs.
+template <typename FindTensor>
+std::string megatronLmArgsItems(const ConfigVars& vars, const SplitOptions& options, bool tied, bool gated,
+                                std::int64_t experts, const std::vector<MegatronTensor>& megatron, const MergePlan& model,
+                                const FindTensor& findTensor)
+{
+    Pickler p;
+    auto integer = [&](const char* key, std::int64_t v) {
+        p.str(key);
+        p.integer(v);
+    };
+    auto boolean = [&](const char* key, bool v) {
+        p.str(key);
+        p.op(v ? '\x88' : '\x89');
+    };
+    const std::int64_t heads = var(vars, "num_attention_heads");
+    const std::int64_t hidden = var(vars, "hidden_size");
+    p.str("args");
+    p.global("argparse", "Namespace");
+    p.op(')');
+    p.op('\x81');
+    p.op('}');
+    p.op('(');
+    integer("tensor_model_parallel_size", options.tp);
+    integer("pipeline_model_parallel_size", options.pp);
+    p.str("virtual_pipeline_model_parallel_size");
+    if (options.vpp > 1)
+        p.integer(options.vpp);
+    else
+        p.op('N');
+    integer("expert_model_parallel_size", options.ep);
+    integer("num_layers", var(vars, "num_hidden_layers"));
+    integer("hidden_size", hidden);
+    integer("ffn_hidden_size", var(vars, "intermediate_size"));
+    integer("num_attention_heads", heads);
+    boolean("group_query_attention", var(vars, "num_key_value_heads", heads) != heads);
+    integer("num_query_groups", var(vars, "num_key_value_heads", heads));
+    integer("kv_channels", var(vars, "head_dim", heads ? hidden / heads : 0));
+    if (auto e = findTensor("embedding.word_embeddings.weight"))
+        integer("padded_vocab_size", megatron[*e].shape[0]);
+    integer("make_vocab_size_divisible_by", options.vocabDivisibleBy);
+    boolean("swiglu", gated);
+    boolean("add_qkv_bias", std::any_of(model.tensors.begin(), model.tensors.end(), [](const PlannedTensor& t) {
+                return t.name.find("self_attn.q_proj.bias") != std::string::npos;
+            }));
+    boolean("untie_embeddings_and_output_weights", !tied);
+    // Every family Tessera maps is a RoPE decoder with RMSNorm.
+    p.str("normalization");
+    p.str("RMSNorm");
+    p.str("position_embedding_type");
+    p.str("rope");
+    if (experts > 0)
+        integer("num_experts", experts);
+    const DType dtype = model.tensors.empty() ? DType::BFloat16 : model.tensors.front().dtype;
+    boolean("bf16", dtype == DType::BFloat16);
+    boolean("fp16", dtype == DType::Float16);
+    p.str("params_dtype");
+    p.dtype(dtype);
+    integer("iteration", options.iteration.value_or(0));
+    p.op('u');
+    p.op('b');
+    p.str("checkpoint_version");
+    p.real(3.0);
+    p.str("iteration");
+    if (options.iteration)
+        p.integer(*options.iteration);
+    else
+        p.str("release");
+    return p.out;
+}
+
 } // namespace
 
 Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& options)
@@ -147,6 +219,10 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     if (dist && (vpp > 1 || ep > 1))
         errors.push_back("--format megatron-dist writes TP × PP layouts (virtual pipeline stages and expert ranks "
                          "only change who saves which chunk there); give --tp and --pp");
+    if (dist && options.megatronLm)
+        errors.push_back("--flavor megatron-lm is a layout of --format megatron");
+    if (options.iteration && (*options.iteration < 0 || *options.iteration > 9'999'999))
+        errors.push_back("--iteration must be between 0 and 9999999");
     if (options.vocabDivisibleBy < 1)
         errors.push_back("--make_vocab_size_divisible_by must be positive");
     if (model.configDir.empty())
@@ -590,6 +666,18 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         common.op('.');
         plan.generatedPickles.emplace_back(plan.dcpFolder + "/common.pt", common.out);
     } else {
+        // Megatron-LM keeps its own layout: ITER/mp_rank_…/model_optim_rng.pt, the sizes in an argparse
+        // Namespace beside the model, the step in latest_checkpointed_iteration.txt.
+        const std::string iterationFolder = [&] {
+            if (!options.iteration)
+                return std::string("release");
+            char name[32];
+            std::snprintf(name, sizeof name, "iter_%07lld", static_cast<long long>(*options.iteration));
+            return std::string(name);
+        }();
+        std::string megatronLmItems;
+        if (options.megatronLm)
+            megatronLmItems = megatronLmArgsItems(*vars, options, tied, gated, experts, megatron, model, findTensor);
         char folder[64];
         for (int s = 0; s < pp; ++s)
             for (int e = 0; e < ep; ++e)
@@ -605,8 +693,16 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                         std::snprintf(folder, sizeof folder, "_%03d", e);
                         name += folder;
                     }
-                    file.name = "model/" + name + "/model.pt";
-                    file.archiveName = "model";
+                    if (options.megatronLm) {
+                        file.name = iterationFolder + "/" + name + "/model_optim_rng.pt";
+                        file.archiveName = "model_optim_rng";
+                        file.rootItems = megatronLmItems;
+                        for (int v = 0; v < vpp; ++v)
+                            file.chunkKeys.push_back(vpp > 1 ? "model" + std::to_string(v) : "model");
+                    } else {
+                        file.name = "model/" + name + "/model.pt";
+                        file.archiveName = "model";
+                    }
                     file.kind = SplitFile::Kind::StateDict;
                     file.rank = (s * ep + e) * tp + r;
                     for (int v = 0; v < vpp; ++v) {
@@ -654,11 +750,20 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     };
     if (experts > 0)
         transformer["num_moe_experts"] = experts;
-    plan.generatedFiles.emplace_back("transformer_config.json", transformer.dump(2));
+    if (options.megatronLm && !dist) {
+        plan.generatedFiles.emplace_back("latest_checkpointed_iteration.txt",
+                                         options.iteration ? std::to_string(*options.iteration) : std::string("release"));
+        plan.keystone = "latest_checkpointed_iteration.txt";
+        plan.sideFolder = "huggingface";
+        plan.runIteration.reset();
+    } else {
+        plan.generatedFiles.emplace_back("transformer_config.json", transformer.dump(2));
+        plan.keystone = "transformer_config.json";
+    }
     std::string padded;
     if (auto e = findTensor("embedding.word_embeddings.weight"))
         padded = ", vocabulary padded to " + std::to_string(megatron[*e].shape[0]);
-    plan.layout = std::string(dist ? "Megatron-core torch_dist (verl dist_ckpt)" : "Megatron-core (verl)") + ", TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
+    plan.layout = std::string(dist ? "Megatron-core torch_dist (verl dist_ckpt)" : options.megatronLm ? "Megatron-LM (model_optim_rng.pt)" : "Megatron-core (verl)") + ", TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
         + (vpp > 1 ? " × VPP " + std::to_string(vpp) : "") + (ep > 1 ? " × EP " + std::to_string(ep) : "") + ", "
         + rules.family + " names" + padded;
     plan.diskBytes += 1u << 20;

@@ -290,7 +290,9 @@ Result<SplitPlan> planSplit(const MergePlan& model, const SplitOptions& options)
         plan.generatedFiles.emplace_back("fsdp_config.json",
                                          json2({ { "FSDP_version", 2 }, { "world_size", plan.worldSize } }));
         plan.sideFolder = "huggingface";
+        plan.keystone = "fsdp_config.json";
     } else {
+        plan.keystone = ".metadata";
         plan.layout = "PyTorch DCP, " + std::to_string(plan.worldSize) + " rank" + (plan.worldSize == 1 ? "" : "s")
             + ", every tensor Shard(0)";
         // .metadata is written by the engine once the item offsets are known; config files sit beside it.

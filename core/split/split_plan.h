@@ -55,6 +55,10 @@ struct SplitOptions {
     // Megatron: the parallel sizes and how the vocabulary is padded.
     int tp = 1, pp = 1, vpp = 1, ep = 1;
     int vocabDivisibleBy = 128;           ///< Megatron's make_vocab_size_divisible_by (padded to a multiple of it × TP)
+    /// Megatron-LM's own layout instead of verl's: ITER/mp_rank_…/model_optim_rng.pt with args, where ITER is
+    /// iter_NNNNNNN for `iteration` or "release" without one, and latest_checkpointed_iteration.txt beside it.
+    bool megatronLm = false;
+    std::optional<std::int64_t> iteration;
     std::string userRulesFile;            ///< --param_mapping: rules layered over the built-in family
 };
 
@@ -93,6 +97,10 @@ struct SplitFile {
     /// A list of state dicts instead of one (verl's Megatron model.pt, one per virtual pipeline stage): how many
     /// of `tensors` each holds, in order. Empty: one state dict.
     std::vector<std::size_t> listChunks;
+    /// With listChunks: the state dicts sit in a dict under these keys ("model", or "model0", "model1", …) beside
+    /// `rootItems` (pickled key/value pairs such as Megatron-LM's args and iteration), not in a list.
+    std::vector<std::string> chunkKeys;
+    std::string rootItems;
     std::uint64_t bytes = 0;              ///< storage bytes, padding included
 };
 
@@ -110,6 +118,8 @@ struct SplitPlan {
     std::vector<std::pair<std::string, std::string>> generatedPickles;
     /// The folder (relative to the target) of the DCP data and its .metadata, for plans with DcpItems files.
     std::string dcpFolder;
+    /// The file published last, whose presence makes the folder a checkpoint (fsdp_config.json, .metadata, …).
+    std::string keystone;
     std::string configDir;                ///< where config and tokenizer files come from, empty if none
     std::vector<std::string> sideFiles;   ///< file names copied from configDir
     std::string sideFolder;               ///< where they go ("huggingface"; "" = the target itself)

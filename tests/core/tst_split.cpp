@@ -10,7 +10,10 @@
 #include "io/mapped_file.h"
 #include "mapping/hf_expected.h"
 #include "mapping/megatron_mapping_rules.h"
+#include "merge/merge_plan.h"
 #include "model/module_order.h"
+#include "split/split_engine.h"
+#include "split/split_plan.h"
 
 #include <QTest>
 
@@ -283,6 +286,29 @@ private Q_SLOTS:
         mergesBackTo(target, reference);
     }
 
+    void megatronLmFlavorCarriesItsArgs()
+    {
+        // Megatron-LM's own layout: ITER/mp_rank_*/model_optim_rng.pt whose args give the sizes (no
+        // transformer_config.json), found through latest_checkpointed_iteration.txt.
+        const std::string reference = test::fixture("megatron_legacy_qwen2_tp2_pp2/reference");
+        for (const QStringList& extra : { A({ "--iteration", "10", "--vpp", "2", "--pp", "2" }), A({ "--tp", "2" }) }) {
+            const std::string target = test::makeTempDir() + "/save";
+            split(A({ "--hf_dir", reference, "--target_dir", target, "--format", "megatron", "--flavor", "megatron-lm" })
+                  + extra);
+            const bool release = !extra.contains(QStringLiteral("--iteration"));
+            QCOMPARE(test::readFile(target + "/latest_checkpointed_iteration.txt"), std::string(release ? "release" : "10"));
+            QVERIFY(fs::exists(target + (release ? "/release/mp_rank_01/model_optim_rng.pt"
+                                                 : "/iter_0000010/mp_rank_00_001/model_optim_rng.pt")));
+            QVERIFY(!fs::exists(target + "/transformer_config.json"));
+            auto scanned = scanCheckpoint(target);
+            QVERIFY_RESULT(scanned);
+            QCOMPARE(scanned->layout, std::string("megatron-lm"));
+            if (!scanned->problems.empty())
+                QFAIL(qPrintable(QString::fromStdString(scanned->problems.front().text())));
+            mergesBackTo(target, reference);
+        }
+    }
+
     void megatronMixtureOfExpertsPerExpertRank()
     {
         // Qwen2-MoE: routed experts split over EP ranks (renumbered locally), the shared expert and the router on
@@ -337,6 +363,44 @@ private Q_SLOTS:
                 != 0);
         QVERIFY2(err.contains(message), qPrintable(err));
         QVERIFY(!fs::exists(target));
+    }
+
+    void brokenSourceIsAnErrorAndWritesNothing()
+    {
+        // A model file cut short: the split stops with a message naming it, and the target is not created.
+        const std::string hf = test::copyFixtureFolder("fsdp2_llama_w4/reference");
+        const std::string file = hf + "/model.safetensors";
+        fs::resize_file(file, fs::file_size(file) / 2);
+        const std::string target = test::makeTempDir() + "/out";
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", hf, "--target_dir", target, "--world_size", "2" }), &out, &err), 1);
+        QVERIFY2(err.contains(QStringLiteral("model.safetensors")), qPrintable(err));
+        QVERIFY(!fs::exists(target));
+    }
+
+    void canceledSplitLeavesNothing()
+    {
+        auto info = scanCheckpoint(test::fixture("fsdp2_llama_w4/global_step_10/actor"));
+        QVERIFY_RESULT(info);
+        auto model = planMerge(*info, {});
+        QVERIFY_RESULT(model);
+        SplitOptions options;
+        options.worldSize = 3;
+        auto plan = planSplit(*model, options);
+        QVERIFY_RESULT(plan);
+        // Cancel as soon as the first bytes are written.
+        struct CancelAtFirstReport : Progress {
+            mutable bool canceled = false;
+            void report(std::uint64_t, std::uint64_t, const std::string&) override { canceled = true; }
+            bool isCanceled() const override { return canceled; }
+        } progress;
+        SplitRunOptions run;
+        run.progress = &progress;
+        const std::string parent = test::makeTempDir();
+        auto outcome = runSplit(*info, *model, *plan, parent + "/out", run);
+        QVERIFY(!outcome);
+        QCOMPARE(outcome.error().message, std::string("canceled"));
+        QVERIFY(fs::is_empty(parent));
     }
 
     void reshardedSplitReshardsAgain()
