@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 namespace tessera::cli {
 
@@ -23,6 +24,16 @@ namespace {
 void printJson(const nlohmann::json& j)
 {
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+/// The decimal integer `text` within [min, max]; nullopt for anything else.
+std::optional<long long> parseInteger(const std::string& text, long long min, long long max)
+{
+    char* end = nullptr;
+    const long long n = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || n < min || n > max)
+        return std::nullopt;
+    return n;
 }
 
 int fail(const ArgParser& parser, int code, const std::string& message)
@@ -93,12 +104,10 @@ int runSplit(const std::vector<std::string>& args)
     SplitOptions options;
     options.format = *format;
     if (parser.isSet("world_size")) {
-        char* end = nullptr;
-        const std::string text = parser.value("world_size");
-        const long long n = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || n < 1 || n > 1'000'000)
-            return fail(parser, ExitUsage, "--world_size must be a positive number (got '" + text + "')");
-        options.worldSize = static_cast<int>(n);
+        const auto n = parseInteger(parser.value("world_size"), 1, 1'000'000);
+        if (!n)
+            return fail(parser, ExitUsage, "--world_size must be a positive number (got '" + parser.value("world_size") + "')");
+        options.worldSize = static_cast<int>(*n);
     }
     if (parser.isSet("mesh")) {
         auto mesh = parseMeshShape(parser.value("mesh"));
@@ -110,12 +119,10 @@ int runSplit(const std::vector<std::string>& args)
         options.meshDimNames = parseMeshDimNames(parser.value("mesh_dim_names"));
     for (auto [flag, field] : { std::pair { "tp", &options.tp }, { "pp", &options.pp }, { "vpp", &options.vpp },
                                 { "ep", &options.ep }, { "make_vocab_size_divisible_by", &options.vocabDivisibleBy } }) {
-        char* end = nullptr;
-        const std::string text = parser.value(flag);
-        const long long n = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || n < 1 || n > 1'000'000)
-            return fail(parser, ExitUsage, std::string("--") + flag + " must be a positive number (got '" + text + "')");
-        *field = static_cast<int>(n);
+        const auto n = parseInteger(parser.value(flag), 1, 1'000'000);
+        if (!n)
+            return fail(parser, ExitUsage, std::string("--") + flag + " must be a positive number (got '" + parser.value(flag) + "')");
+        *field = static_cast<int>(*n);
     }
     const bool megatron = options.format == SplitFormat::Megatron || options.format == SplitFormat::MegatronDist;
     if (megatron && (parser.isSet("world_size") || parser.isSet("mesh")))
@@ -132,12 +139,10 @@ int runSplit(const std::vector<std::string>& args)
     if ((options.megatronLm || parser.isSet("iteration")) && options.format != SplitFormat::Megatron)
         return fail(parser, ExitUsage, "--flavor and --iteration are for --format megatron");
     if (parser.isSet("iteration")) {
-        char* end = nullptr;
-        const std::string text = parser.value("iteration");
-        const long long n = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || n < 0 || n > 9'999'999)
-            return fail(parser, ExitUsage, "--iteration must be a number from 0 to 9999999 (got '" + text + "')");
-        options.iteration = n;
+        const auto n = parseInteger(parser.value("iteration"), 0, 9'999'999);
+        if (!n)
+            return fail(parser, ExitUsage, "--iteration must be a number from 0 to 9999999 (got '" + parser.value("iteration") + "')");
+        options.iteration = *n;
     }
     if (options.format != SplitFormat::Dcp)
         options.runIteration = verlRunIteration(target);

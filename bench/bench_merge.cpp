@@ -125,34 +125,27 @@ int main(int argc, char** argv)
         bestCopy = std::min(bestCopy, copyTime);
         fs::remove_all(work + "/merged");
         // The merge runs in a child so that its peak RSS is its own, not the generator's or the copy's.
-        const double t0 = now();
-        const pid_t child = ::fork();
-        if (child == 0) {
+        const ChildRun merged = runInChild([&] {
             auto scanned = scanCheckpoint(dir);
             if (!scanned)
-                ::_exit(3);
+                return 3;
             auto p = planBench(*scanned);
             if (!p)
-                ::_exit(4);
+                return 4;
             MergeRunOptions run;
             run.threads = static_cast<unsigned>(threads);
             auto outcome = mergeCheckpoints(p->outputs(*scanned), work + "/merged", run);
-            if (!outcome) {
+            if (!outcome)
                 std::cerr << outcome.error().message << "\n";
-                ::_exit(5);
-            }
-            ::_exit(0);
-        }
-        int status = 0;
-        struct rusage usage {};
-        ::wait4(child, &status, 0, &usage);
-        const double mergeTime = now() - t0;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            std::cerr << "merge failed (status " << status << ")\n";
+            return outcome ? 0 : 5;
+        });
+        if (!merged.ok) {
+            std::cerr << "merge failed\n";
             return 1;
         }
+        const double mergeTime = merged.seconds;
         bestMerge = std::min(bestMerge, mergeTime);
-        peakKb = std::max(peakKb, usage.ru_maxrss);
+        peakKb = std::max(peakKb, merged.peakKb);
         std::cout << "round " << round + 1 << ": copy " << copyTime << " s, merge " << mergeTime << " s\n";
         if (round + 1 < rounds || !keep)
             fs::remove_all(work + "/merged");

@@ -15,10 +15,6 @@
 #include "split/split_plan.h"
 #include "synthetic_checkpoint.h"
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <iostream>
 
@@ -92,29 +88,22 @@ int main(int argc, char** argv)
         bestCopy = std::min(bestCopy, copyTime);
         fs::remove_all(work + "/out");
         // The split runs in a child so that its peak RSS is its own.
-        const double t0 = now();
-        const pid_t child = ::fork();
-        if (child == 0) {
+        const ChildRun split = runInChild([&] {
             auto scanned = scanCheckpoint(hf);
             auto m = scanned ? planMerge(*scanned, {}) : Result<MergePlan>(scanned.error());
             auto p = m ? planBenchSplit(*m, ranks, *format) : Result<SplitPlan>(m.error());
             auto outcome = p ? runSplit(*scanned, *m, *p, work + "/out", {}) : Result<SplitOutcome>(p.error());
-            if (!outcome) {
+            if (!outcome)
                 std::cerr << outcome.error().message << "\n";
-                ::_exit(5);
-            }
-            ::_exit(0);
-        }
-        int status = 0;
-        struct rusage usage {};
-        ::wait4(child, &status, 0, &usage);
-        const double splitTime = now() - t0;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            std::cerr << "split failed (status " << status << ")\n";
+            return outcome ? 0 : 5;
+        });
+        if (!split.ok) {
+            std::cerr << "split failed\n";
             return 1;
         }
+        const double splitTime = split.seconds;
         bestSplit = std::min(bestSplit, splitTime);
-        peakKb = std::max(peakKb, usage.ru_maxrss);
+        peakKb = std::max(peakKb, split.peakKb);
         std::cout << "round " << round + 1 << ": copy " << copyTime << " s, split " << splitTime << " s\n";
         fs::remove_all(work + "/out");
     }

@@ -3,11 +3,14 @@
 // What the benchmark programs measure against: wall time, and a plain copy of the same bytes.
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,27 @@ inline double plainCopy(const std::vector<std::string>& files, const std::string
         ::close(out);
     }
     return now() - start;
+}
+
+/// What a step measured in a child process did.
+struct ChildRun {
+    bool ok = false;
+    double seconds = 0;
+    long peakKb = 0; ///< the child's own peak RSS
+};
+
+/// Runs `work` in a forked child (its return value is the exit code, 0 for success), so that the peak RSS
+/// measured is the work's own, not the generator's or the copy's.
+inline ChildRun runInChild(const std::function<int()>& work)
+{
+    const double start = now();
+    const pid_t child = ::fork();
+    if (child == 0)
+        ::_exit(work());
+    int status = 0;
+    struct rusage usage {};
+    ::wait4(child, &status, 0, &usage);
+    return { WIFEXITED(status) && WEXITSTATUS(status) == 0, now() - start, usage.ru_maxrss };
 }
 
 } // namespace tessera::bench

@@ -13,6 +13,11 @@ QString dtypeText(tessera::DType dtype) { return qs(tessera::dtypeLabel(dtype));
 
 QString bytesText(std::uint64_t bytes) { return qs(tessera::formatBytes(bytes)); }
 
+QString writtenSummary(std::size_t files, std::uint64_t bytes, double seconds, const std::string& dir)
+{
+    return QStringLiteral("wrote %1 files, %2 in %3 s to %4").arg(files).arg(bytesText(bytes)).arg(seconds, 0, 'f', 1).arg(qs(dir));
+}
+
 QString boxText(const tessera::Shape& offsets, const tessera::Shape& shape)
 {
     return qs(tessera::boxText(offsets, shape));

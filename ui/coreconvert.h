@@ -19,6 +19,8 @@ QString shapeText(const tessera::Shape& shape);
 QString dtypeText(tessera::DType dtype);
 /// "1.23 MB"
 QString bytesText(std::uint64_t bytes);
+/// "wrote 9 files, 486 KB in 0.1 s to DIR": a finished merge's or split's one-line summary.
+QString writtenSummary(std::size_t files, std::uint64_t bytes, double seconds, const std::string& dir);
 /// "[0:256, 0:64]"
 QString boxText(const tessera::Shape& offsets, const tessera::Shape& shape);
 /// "primary", "replica", "partial term"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mergejob.h"
 
-#include "io/byte_size.h"
+#include "coreconvert.h"
 #include "merge/merge_engine.h"
 
 #include <QElapsedTimer>
@@ -64,11 +64,8 @@ void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::Me
                                 : tessera::mergeCheckpoint(*checkpoint, *plan, target, options);
             if (outcome) {
                 result.ok = true;
-                result.message = QStringLiteral("wrote %1 files, %2 in %3 s to %4")
-                                     .arg(outcome->files.size())
-                                     .arg(QString::fromStdString(tessera::formatBytes(outcome->bytesWritten)))
-                                     .arg(outcome->seconds, 0, 'f', 1)
-                                     .arg(QString::fromStdString(outcome->outputDir));
+                result.message = writtenSummary(outcome->files.size(), outcome->bytesWritten, outcome->seconds,
+                                                outcome->outputDir);
                 for (const auto& w : outcome->warnings)
                     result.warnings << QString::fromStdString(w);
                 for (const auto& n : outcome->notes)

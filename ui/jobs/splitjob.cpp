@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "splitjob.h"
 
-#include "io/byte_size.h"
+#include "coreconvert.h"
 #include "split/split_engine.h"
 
 #include <QElapsedTimer>
@@ -74,11 +74,8 @@ void SplitJob::start(CheckpointPtr input, std::shared_ptr<const tessera::MergePl
             auto outcome = tessera::runSplit(*input, *model, *plan, target, options);
             if (outcome) {
                 result.ok = true;
-                result.message = QStringLiteral("wrote %1 files, %2 in %3 s to %4")
-                                     .arg(outcome->files.size())
-                                     .arg(QString::fromStdString(tessera::formatBytes(outcome->bytesWritten)))
-                                     .arg(outcome->seconds, 0, 'f', 1)
-                                     .arg(QString::fromStdString(outcome->outputDir));
+                result.message = writtenSummary(outcome->files.size(), outcome->bytesWritten, outcome->seconds,
+                                                outcome->outputDir);
                 for (const auto& n : outcome->notes)
                     result.notes << QString::fromStdString(n);
             } else {
