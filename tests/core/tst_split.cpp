@@ -191,6 +191,31 @@ private Q_SLOTS:
         mergesBackTo(target, reference);
     }
 
+    void everyFixtureSplitsToEveryFormat_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QStringList>("layout");
+        const char* fixtures[] = { "fsdp2_llama_w4", "fsdp2_qwen2_w2_fp32", "fsdp1_llama_w2_dtensor", "hsdp_qwen2_2x2",
+                                   "gguf_llama_w2_fp32", "lora_llama_w2_fp32", "megatron_legacy_qwen2_tp2_pp2",
+                                   "megatron_dist_llama_tp2_pp2" };
+        for (const char* f : fixtures) {
+            QTest::addRow("%s fsdp", f) << f << A({ "--format", "fsdp", "--world_size", "2" });
+            QTest::addRow("%s dcp", f) << f << A({ "--format", "dcp", "--world_size", "3" });
+            QTest::addRow("%s megatron", f) << f << A({ "--format", "megatron", "--tp", "2", "--pp", "2" });
+            QTest::addRow("%s megatron-lm", f) << f << A({ "--format", "megatron", "--flavor", "megatron-lm", "--tp", "2" });
+            QTest::addRow("%s megatron-dist", f) << f << A({ "--format", "megatron-dist", "--tp", "2", "--pp", "2" });
+        }
+    }
+    void everyFixtureSplitsToEveryFormat()
+    {
+        QFETCH(QString, fixture);
+        QFETCH(QStringList, layout);
+        const std::string reference = test::fixture(fixture.toStdString() + "/reference");
+        const std::string target = test::makeTempDir() + "/out";
+        split(A({ "--hf_dir", reference, "--target_dir", target }) + layout);
+        mergesBackTo(target, reference);
+    }
+
     void reshardsAnyCheckpoint_data()
     {
         QTest::addColumn<QString>("source");
