@@ -93,14 +93,15 @@ void sameCheckpoint(const std::string& ours, const std::string& real, bool sameO
 
 /// A Hugging Face folder for `configJson` with every parameter its family's rules expect, each element a distinct
 /// bf16 value, so that a misplaced box can never compare equal.
-std::string writeHfModel(const std::string& configJson)
+std::string writeHfModel(const std::string& configJson, bool valueModel = false)
 {
     const std::string dir = test::makeTempDir() + "/hf";
     fs::create_directories(dir);
     test::writeFile(dir + "/config.json", configJson);
     auto config = readHfModelConfig(dir);
     auto rules = config ? selectMappingRules(config->architectures, config->modelType) : Result<MappingRuleSet>(config.error());
-    auto vars = rules ? resolveConfigVars(*config, *rules, { { "value_model", 0 } }) : Result<ConfigVars>(rules.error());
+    auto vars = rules ? resolveConfigVars(*config, *rules, { { "value_model", valueModel ? 1 : 0 } })
+                      : Result<ConfigVars>(rules.error());
     auto expected = vars ? expectedHfParameters(*rules, *vars) : Result<std::vector<ExpectedParameter>>(vars.error());
     if (!expected)
         qFatal("%s", expected.error().message.c_str());
@@ -363,6 +364,22 @@ private Q_SLOTS:
         QVERIFY_RESULT(scanned);
         QVERIFY(scanned->find("output_layer.weight"));
         mergesBackTo(target, hf);
+    }
+
+    void megatronValueHeadStaysOneRow()
+    {
+        // A critic's score head is Megatron's [1, hidden] output layer, whole on every TP rank.
+        const std::string hf = writeHfModel(kTiedQwen2Config, true);
+        for (const char* format : { "megatron", "megatron-dist" }) {
+            const std::string target = test::makeTempDir() + "/critic";
+            split(A({ "--hf_dir", hf, "--target_dir", target, "--format", format, "--tp", "2", "--pp", "2" }));
+            auto scanned = scanCheckpoint(target);
+            QVERIFY_RESULT(scanned);
+            const TensorInfo* head = scanned->find("output_layer.weight");
+            QVERIFY(head);
+            QVERIFY(head->shape == (Shape { 1, 32 }));
+            mergesBackTo(target, hf);
+        }
     }
 
     void megatronRefusesWhatItCannotExpress_data()
