@@ -3,6 +3,7 @@
 
 #include "io/byte_size.h"
 #include "io/durable_file.h"
+#include "io/text_file.h"
 #include "merge/box_copy.h"
 #include "merge/hf_output.h"
 #include "merge/merge_engine.h"
@@ -246,11 +247,23 @@ std::string dcpMetadata(const SplitPlan& plan, const std::vector<std::unique_ptr
     return dcpMetadataPickle(records, id);
 }
 
-/// verl's run root records the newest step; written next to global_step_N/ once the step is complete.
+/// verl's run root records the newest step; written next to global_step_N/ once the step is complete, unless it
+/// already names a later step (a split into an older step must not hide the newer ones).
 Status writeRunIteration(const std::string& target, std::int64_t iteration, std::string& note)
 {
-    const fs::path root = fs::path(target).lexically_normal().parent_path().parent_path();
+    fs::path actor = fs::absolute(target).lexically_normal();
+    if (actor.filename().empty())
+        actor = actor.parent_path();
+    const fs::path root = actor.parent_path().parent_path();
     const fs::path file = root / "latest_checkpointed_iteration.txt";
+    if (auto existing = readTextFile(file.string(), 64)) {
+        char* end = nullptr;
+        const long long newest = std::strtoll(existing->c_str(), &end, 10);
+        if (end != existing->c_str() && newest > iteration) {
+            note = file.string() + " names step " + std::to_string(newest) + ", later than this one: left as it is";
+            return Status::success();
+        }
+    }
     const std::string temp = file.string() + ".tessera-new";
     TESSERA_TRY(writeFileSynced(temp, std::to_string(iteration)));
     if (::rename(temp.c_str(), file.c_str()) != 0) {

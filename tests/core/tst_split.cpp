@@ -165,6 +165,21 @@ private Q_SLOTS:
         mergesBackTo(actor, test::fixture(name + "/reference"));
     }
 
+    void olderStepLeavesTheNewestNamed()
+    {
+        const std::string run = test::makeTempDir() + "/run";
+        fs::create_directories(run);
+        test::writeFile(run + "/latest_checkpointed_iteration.txt", "20");
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", test::fixture("fsdp2_llama_w4/reference"), "--target_dir",
+                                      run + "/global_step_10/actor/", "--world_size", "2" }),
+                                  &out, &err),
+                 0);
+        QCOMPARE(test::readFile(run + "/latest_checkpointed_iteration.txt"), std::string("20"));
+        QVERIFY2(err.contains(QStringLiteral("left as it is")), qPrintable(err));
+        QVERIFY(fs::exists(run + "/global_step_10/actor/model_world_size_2_rank_1.pt"));
+    }
+
     void roundTripsForEverySize_data()
     {
         QTest::addColumn<QString>("fixture");
