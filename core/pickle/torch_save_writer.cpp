@@ -290,7 +290,13 @@ struct TorchSaveWriter::State {
     std::FILE* file = nullptr;
     std::string path;
     std::unique_ptr<ZipWriter> zip;
-    std::vector<TorchSaveTensor> tensors;
+    /// What is left to write of each tensor once the pickle is made: its name and its storage's size (a DTensor's
+    /// mesh is not kept: on thousands of ranks, every tensor's copy of it would add up).
+    struct Storage {
+        std::string name;
+        std::uint64_t bytes = 0;
+    };
+    std::vector<Storage> tensors;
     std::vector<std::string> keys;                ///< storage key of each tensor
     std::vector<bool> written;
     std::vector<std::pair<std::string, std::vector<std::int64_t>>> meshStorages; ///< key, int32 ranks
@@ -527,7 +533,8 @@ Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file,
     State& s = *w->m;
     s.file = file;
     s.path = path;
-    s.tensors = tensors;
+    for (const auto& t : tensors)
+        s.tensors.push_back({ t.name, t.storageBytes() });
     s.written.assign(tensors.size(), false);
     if (value == Value::StateDictList || value == Value::StateDictsInDict) {
         std::size_t total = 0;
@@ -553,7 +560,7 @@ Status TorchSaveWriter::beginStorage(std::size_t index)
     if (index >= s.tensors.size() || s.written[index] || s.current != static_cast<std::size_t>(-1))
         return makeError(s.path + ": storage " + std::to_string(index) + " written out of turn");
     s.current = index;
-    s.currentExpected = s.tensors[index].storageBytes();
+    s.currentExpected = s.tensors[index].bytes;
     if (!s.zip->begin("data/" + s.keys[index], s.currentExpected))
         return s.ioError();
     return Status::success();
@@ -611,7 +618,7 @@ Result<std::uint64_t> TorchSaveWriter::finish()
     }
     std::string pickleKey;
     for (const auto& k : s.keys)
-        pickleKey += k + s.tensors.front().name;
+        pickleKey += k + (s.tensors.empty() ? std::string() : s.tensors.front().name);
     if (!s.record("version", "3\n") || !s.record(".data/serialization_id", serializationId(s.path + pickleKey))
         || !s.zip->finish())
         return s.ioError();

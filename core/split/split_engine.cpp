@@ -330,8 +330,11 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
                              + (errno == EMFILE ? " (too many open files: raise `ulimit -n`)" : ""));
         if (f.kind == SplitFile::Kind::StateDict) {
             std::vector<TorchSaveTensor> specs;
-            for (const auto& t : f.tensors)
+            for (const auto& t : f.tensors) {
                 specs.push_back(t.spec);
+                if (specs.back().dtensor)
+                    specs.back().mesh.ranks = plan.meshRanks;
+            }
             const auto value = f.listChunks.empty()  ? TorchSaveWriter::Value::StateDict
                 : f.chunkKeys.empty()                 ? TorchSaveWriter::Value::StateDictList
                                                       : TorchSaveWriter::Value::StateDictsInDict;

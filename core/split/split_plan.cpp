@@ -209,11 +209,11 @@ Result<SplitPlan> planSplit(const MergePlan& model, const SplitOptions& options)
     plan.configDir = model.configDir;
     plan.sideFiles = model.sideFiles;
 
-    DeviceMesh mesh;
+    DeviceMesh mesh; // its ranks are plan.meshRanks (see SplitTensor::spec)
     mesh.shape = plan.mesh;
     mesh.dimNames = plan.meshDimNames;
     for (int r = 0; r < plan.worldSize; ++r)
-        mesh.ranks.push_back(r);
+        plan.meshRanks.push_back(r);
     // FSDP2 shards dim 0 over the last mesh dim and replicates over the others (HSDP: (Replicate(), Shard(0))).
     std::vector<Placement> placements(plan.mesh.size(), Placement::replicate());
     placements.back() = Placement::shard(0);

@@ -76,7 +76,10 @@ struct SplitFragment {
 
 /// One tensor of an output file: a rank's local shard.
 struct SplitTensor {
-    TorchSaveTensor spec;                 ///< key, dtype, local shape, padded storage, DTensor spec
+    /// Key, dtype, local shape, padded storage, DTensor spec. The mesh's rank list is SplitPlan::meshRanks, given
+    /// to the spec only while its file's pickle is written (a copy per tensor and rank would not fit in memory on
+    /// thousands of ranks).
+    TorchSaveTensor spec;
     std::vector<SplitFragment> fragments; ///< together they fill the local tensor exactly
     Shape globalShape;                    ///< the model tensor's shape
     Shape chunkOffsets;                   ///< DCP: the chunk's offsets in the global tensor (as torch records them)
@@ -111,6 +114,7 @@ struct SplitPlan {
     int worldSize = 0;
     Shape mesh;
     std::vector<std::string> meshDimNames;
+    std::vector<std::int64_t> meshRanks;  ///< the DTensors' device mesh ranks, row-major (FSDP)
     std::vector<SplitFile> files;
     /// Files written from memory (path relative to the target → content): fsdp_config.json, …
     std::vector<std::pair<std::string, std::string>> generatedFiles;
