@@ -2,14 +2,13 @@
 #include "split/split_plan.h"
 
 #include "io/byte_size.h"
-#include "model/module_order.h"
 #include "model/placement.h"
 #include "split/split_megatron.h"
+#include "split/split_sharded.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <numeric>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -18,87 +17,12 @@ namespace tessera {
 
 namespace {
 
-/// A rank count past which a layout is surely a typo (and would open that many files at once).
-constexpr int kMaxRanks = 16384;
-/// The engine's working memory besides its tensor buffers: chunk staging, pickles, file buffers.
-constexpr std::uint64_t kEngineOverhead = 64ull << 20;
-/// torch.save's per-record overhead (local header, FB padding, data descriptor, central directory entry).
-constexpr std::uint64_t kRecordOverhead = 64 + 30 + 16 + 46 + 64;
-
 std::uint64_t numel(const Shape& shape)
 {
     std::uint64_t n = 1;
     for (auto s : shape)
         n *= static_cast<std::uint64_t>(s);
     return n;
-}
-
-/// Row-major mesh coordinate of rank `r`.
-Shape coordinateOf(std::int64_t r, const Shape& mesh)
-{
-    Shape c(mesh.size());
-    for (std::size_t d = mesh.size(); d-- > 0;) {
-        c[d] = r % mesh[d];
-        r /= mesh[d];
-    }
-    return c;
-}
-
-std::string json2(const nlohmann::json& j) { return j.dump(2); }
-
-/// FSDP2 keeps a rank's shard in a storage padded to the first rank's shard size along the sharded dim (so
-/// every rank's all-gather input has the same size), and torch.save writes that whole storage.
-std::uint64_t fsdpPaddedElements(const Shape& global, std::int64_t shards)
-{
-    if (global.empty())
-        return 1;
-    const std::int64_t rows = (global[0] + shards - 1) / shards;
-    return static_cast<std::uint64_t>(rows) * (global[0] ? numel(global) / static_cast<std::uint64_t>(global[0])
-                                                         : numel(Shape(global.begin() + 1, global.end())));
-}
-
-Status checkSizes(const SplitOptions& o, Shape& mesh, std::vector<std::string>& names, int& world)
-{
-    std::vector<std::string> errors;
-    mesh = o.mesh.empty() ? Shape { o.worldSize } : o.mesh;
-    std::int64_t product = 1;
-    for (auto m : mesh) {
-        if (m < 1 || m > kMaxRanks) {
-            errors.push_back("every mesh size must be between 1 and " + std::to_string(kMaxRanks) + " (got "
-                             + shapeToString(mesh) + ")");
-            break;
-        }
-        product *= m;
-    }
-    if (errors.empty() && product > kMaxRanks)
-        errors.push_back("a mesh of " + std::to_string(product) + " ranks is more than the " + std::to_string(kMaxRanks)
-                         + " supported");
-    if (errors.empty() && o.worldSize > 0 && product != o.worldSize)
-        errors.push_back("--world_size " + std::to_string(o.worldSize) + " does not match the mesh "
-                         + shapeToString(mesh) + " (" + std::to_string(product) + " ranks)");
-    if (o.worldSize < 0 || (o.worldSize == 0 && o.mesh.empty()))
-        errors.push_back("give the number of ranks (--world_size N)");
-    world = static_cast<int>(product);
-    names = o.meshDimNames;
-    if (names.empty()) {
-        if (mesh.size() == 1)
-            names = { "fsdp" };
-        else if (mesh.size() == 2)
-            names = { "ddp", "fsdp" };
-        else
-            errors.push_back("a " + std::to_string(mesh.size()) + "-D mesh needs --mesh_dim_names");
-    } else if (names.size() != mesh.size()) {
-        errors.push_back("--mesh_dim_names gives " + std::to_string(names.size()) + " names for a "
-                         + std::to_string(mesh.size()) + "-D mesh");
-    }
-    if (o.format == SplitFormat::Dcp && mesh.size() != 1)
-        errors.push_back("--format dcp shards every tensor over one mesh dim; give --world_size only");
-    if (errors.empty())
-        return Status::success();
-    std::string message = "cannot lay the model out this way:";
-    for (const auto& e : errors)
-        message += "\n  " + e;
-    return makeError(message);
 }
 
 } // namespace
@@ -202,113 +126,7 @@ Result<SplitPlan> planSplit(const MergePlan& model, const SplitOptions& options)
 {
     if (options.format == SplitFormat::Megatron || options.format == SplitFormat::MegatronDist)
         return planMegatronSplit(model, options);
-    SplitPlan plan;
-    plan.format = options.format;
-    TESSERA_TRY(checkSizes(options, plan.mesh, plan.meshDimNames, plan.worldSize));
-    plan.runIteration = options.runIteration;
-    plan.configDir = model.configDir;
-    plan.sideFiles = model.sideFiles;
-
-    DeviceMesh mesh; // its ranks are plan.meshRanks (see SplitTensor::spec)
-    mesh.shape = plan.mesh;
-    mesh.dimNames = plan.meshDimNames;
-    for (int r = 0; r < plan.worldSize; ++r)
-        plan.meshRanks.push_back(r);
-    // FSDP2 shards dim 0 over the last mesh dim and replicates over the others (HSDP: (Replicate(), Shard(0))).
-    std::vector<Placement> placements(plan.mesh.size(), Placement::replicate());
-    placements.back() = Placement::shard(0);
-    const std::int64_t shards = plan.mesh.back();
-
-    std::vector<std::string> errors;
-    for (const auto& t : model.tensors) {
-        plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
-        if (t.shape.empty())
-            errors.push_back(t.name + ": a 0-dim tensor cannot be sharded along dim 0");
-    }
-    if (!errors.empty()) {
-        std::string message = "cannot lay the model out this way:";
-        for (const auto& e : errors)
-            message += "\n  " + e;
-        return makeError(message);
-    }
-
-    std::vector<std::size_t> keyOrder(model.tensors.size());
-    std::iota(keyOrder.begin(), keyOrder.end(), 0);
-    if (options.moduleOrder) {
-        std::vector<std::string> names;
-        for (const auto& t : model.tensors)
-            names.push_back(t.name);
-        keyOrder = moduleOrder(names);
-    }
-    const bool fsdp = options.format == SplitFormat::Fsdp;
-    for (int r = 0; r < plan.worldSize; ++r) {
-        SplitFile file;
-        file.rank = r;
-        if (fsdp) {
-            file.name = "model_world_size_" + std::to_string(plan.worldSize) + "_rank_" + std::to_string(r) + ".pt";
-            file.kind = SplitFile::Kind::StateDict;
-            file.archiveName = file.name.substr(0, file.name.size() - 3);
-        } else {
-            file.name = "__" + std::to_string(r) + "_0.distcp";
-            file.kind = SplitFile::Kind::DcpItems;
-            file.archiveName = "archive";
-        }
-        const Shape coordinate = coordinateOf(r, plan.mesh);
-        for (std::size_t i : keyOrder) {
-            const PlannedTensor& src = model.tensors[i];
-            auto layout = computeLocalLayout(src.shape, plan.mesh, coordinate, placements);
-            if (!layout)
-                return layout.error().withContext(src.name);
-            SplitTensor out;
-            out.globalShape = src.shape;
-            out.chunkOffsets = layout->globalOffset;
-            out.spec.name = src.name;
-            out.spec.dtype = src.dtype;
-            out.spec.shape = layout->localShape;
-            if (fsdp) {
-                out.spec.dtensor = true;
-                out.spec.globalShape = src.shape;
-                out.spec.placements = placements;
-                out.spec.mesh = mesh;
-                out.spec.coordinate = coordinate;
-                out.spec.storageElements = fsdpPaddedElements(src.shape, shards);
-            }
-            for (const auto& box : layout->boxes)
-                out.fragments.push_back({ i, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {} });
-            file.bytes += out.spec.storageBytes();
-            file.tensors.push_back(std::move(out));
-        }
-        plan.totalBytes += file.bytes;
-        plan.diskBytes += file.bytes + file.tensors.size() * (kRecordOverhead + (fsdp ? 1200 : 400)) + 4096;
-        plan.files.push_back(std::move(file));
-    }
-
-    std::ostringstream layout;
-    if (fsdp) {
-        plan.layout = "FSDP2, world size " + std::to_string(plan.worldSize) + ", "
-            + describePlacements(placements, plan.mesh, plan.meshDimNames);
-        plan.generatedFiles.emplace_back("fsdp_config.json",
-                                         json2({ { "FSDP_version", 2 }, { "world_size", plan.worldSize } }));
-        plan.sideFolder = "huggingface";
-        plan.keystone = "fsdp_config.json";
-    } else {
-        plan.keystone = ".metadata";
-        plan.layout = "PyTorch DCP, " + std::to_string(plan.worldSize) + " rank" + (plan.worldSize == 1 ? "" : "s")
-            + ", every tensor Shard(0)";
-        // .metadata is written by the engine once the item offsets are known; config files sit beside it.
-        plan.diskBytes += 4096 + model.tensors.size() * plan.worldSize * 200;
-    }
-    plan.diskBytes += 1u << 20; // config and tokenizer files, generously
-    plan.memoryBytes = 2 * plan.largestTensorBytes + kEngineOverhead;
-    if (plan.worldSize > 1) {
-        std::size_t empty = 0;
-        for (const auto& t : plan.files.back().tensors)
-            empty += t.bytes() == 0 ? 1 : 0;
-        if (empty)
-            plan.warnings.push_back(std::to_string(empty) + " tensors have fewer rows than the " + std::to_string(shards)
-                                    + " shards: the last ranks hold empty shards of them (as FSDP2 does)");
-    }
-    return plan;
+    return planShardedSplit(model, options);
 }
 
 nlohmann::json splitPlanToJson(const SplitPlan& plan, const MergePlan& model)
