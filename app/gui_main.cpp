@@ -27,6 +27,7 @@ options:
   --screenshot FILE.png   render the window with PATH loaded, write the PNG and exit
   --view VIEW             view to show: tree, placement, mapping, merge, split or diff
   --reference DIR         a Hugging Face folder to compare with (merge test, diff)
+  --size WxH              with --screenshot: the window size (default 1440x880), e.g. 1280x720
   -h, --help              show this help and exit
 )";
 
@@ -62,7 +63,8 @@ GuiOptions parseGuiArgs(const QStringList& args)
             options.help = true;
         } else if (takeValue(normalized, i, QStringLiteral("--screenshot"), options.screenshot, options.error)
                    || takeValue(normalized, i, QStringLiteral("--view"), options.view, options.error)
-                   || takeValue(normalized, i, QStringLiteral("--reference"), options.reference, options.error)) {
+                   || takeValue(normalized, i, QStringLiteral("--reference"), options.reference, options.error)
+                   || takeValue(normalized, i, QStringLiteral("--size"), options.size, options.error)) {
         } else if (arg.startsWith(QLatin1Char('-'))) {
             options.error = QStringLiteral("unknown option '%1'").arg(arg);
         } else if (options.path.isEmpty()) {
@@ -73,6 +75,16 @@ GuiOptions parseGuiArgs(const QStringList& args)
     }
     if (options.error.isEmpty() && !options.view.isEmpty() && !tessera::ui::MainWindow::viewFromName(options.view))
         options.error = QStringLiteral("unknown view '%1' (tree, placement, mapping, merge, split, diff)").arg(options.view);
+    if (options.error.isEmpty() && !options.size.isEmpty()) {
+        const QStringList parts = options.size.split(QLatin1Char('x'));
+        bool w = false, h = false;
+        if (parts.size() == 2) {
+            options.width = parts[0].toInt(&w);
+            options.height = parts[1].toInt(&h);
+        }
+        if (!w || !h || options.width < 320 || options.height < 240 || options.width > 8192 || options.height > 8192)
+            options.error = QStringLiteral("--size must be WIDTHxHEIGHT, e.g. 1280x720 (got '%1')").arg(options.size);
+    }
     if (options.error.isEmpty() && !options.screenshot.isEmpty() && options.path.isEmpty())
         options.error = QStringLiteral("--screenshot needs a PATH to load");
     return options;
@@ -130,7 +142,7 @@ int runGui(int argc, char** argv)
     if (!options.reference.isEmpty())
         window.setReferenceDir(QDir(options.reference).absolutePath());
     if (screenshot)
-        window.resize(1440, 880);
+        window.resize(options.width, options.height);
     window.show();
     const auto view = tessera::ui::MainWindow::viewFromName(options.view.isEmpty() ? QStringLiteral("tree") : options.view);
     // `--view diff --reference DIR` compares the loaded checkpoint with DIR as soon as it is loaded.

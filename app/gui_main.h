@@ -12,6 +12,9 @@ struct GuiOptions {
     QString screenshot;
     QString view;
     QString reference;
+    QString size;       ///< --size as given
+    int width = 1440;   ///< the screenshot's window size
+    int height = 880;
     bool help = false;
     QString error; ///< non-empty when the arguments are wrong
 };

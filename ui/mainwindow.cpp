@@ -4,6 +4,7 @@
 #include "confirm.h"
 
 #include "coreconvert.h"
+#include <QScrollArea>
 #include "jobs/comparejob.h"
 #include "jobs/mergejob.h"
 #include "jobs/scanjob.h"
@@ -44,6 +45,25 @@ namespace tessera::ui {
 
 namespace {
 constexpr int kMaxRecent = 10;
+
+/// `page` in a scroll area that lets it keep its natural size when the window is smaller.
+QScrollArea* scrollable(QWidget* page)
+{
+    auto* area = new QScrollArea;
+    area->setWidget(page);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    return area;
+}
+
+/// The tab holding `page`: the page, or the scroll area around it.
+QWidget* tabOf(QWidget* page)
+{
+    QWidget* parent = page->parentWidget();
+    while (parent && !qobject_cast<QScrollArea*>(parent))
+        parent = parent->parentWidget();
+    return parent ? parent : page;
+}
 const QLatin1String kRecentKey("recentFolders");
 } // namespace
 
@@ -71,8 +91,9 @@ MainWindow::MainWindow(QWidget* parent)
     m_tabs->addTab(m_summary, tr("Summary"));
     m_tabs->addTab(m_placement, tr("Placement"));
     m_tabs->addTab(m_mapping, tr("Mapping"));
-    m_tabs->addTab(m_merge, tr("Merge"));
-    m_tabs->addTab(m_split, tr("Split"));
+    // The form pages scroll when the window is smaller than their forms (1280×720 and below).
+    m_tabs->addTab(scrollable(m_merge), tr("Merge"));
+    m_tabs->addTab(scrollable(m_split), tr("Split"));
     m_tabs->addTab(m_diff, tr("Diff"));
     m_tabs->setDocumentMode(true);
     m_splitter->addWidget(m_tree);
@@ -321,10 +342,10 @@ void MainWindow::showView(View view)
         m_tabs->setCurrentWidget(m_mapping);
         break;
     case View::Merge:
-        m_tabs->setCurrentWidget(m_merge);
+        m_tabs->setCurrentWidget(tabOf(m_merge));
         break;
     case View::Split:
-        m_tabs->setCurrentWidget(m_split);
+        m_tabs->setCurrentWidget(tabOf(m_split));
         break;
     case View::Diff:
         m_tabs->setCurrentWidget(m_diff);
@@ -339,9 +360,9 @@ MainWindow::View MainWindow::currentView() const
         return View::Placement;
     if (page == m_mapping)
         return View::Mapping;
-    if (page == m_merge)
+    if (page == tabOf(m_merge))
         return View::Merge;
-    if (page == m_split)
+    if (page == tabOf(m_split))
         return View::Split;
     if (page == m_diff)
         return View::Diff;

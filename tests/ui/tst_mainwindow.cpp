@@ -6,6 +6,7 @@
 #include "pages/treepage.h"
 #include "synthetic.h"
 #include "testutil.h"
+#include "mappingfixtures.h"
 #include "widgets/filterbar.h"
 #include "widgets/meshview.h"
 #include "widgets/placementview.h"
@@ -117,9 +118,29 @@ private Q_SLOTS:
     void viewNames()
     {
         for (const auto view : { MainWindow::View::Tree, MainWindow::View::Placement, MainWindow::View::Mapping,
-                                 MainWindow::View::Merge, MainWindow::View::Diff })
+                                 MainWindow::View::Merge, MainWindow::View::Split, MainWindow::View::Diff })
             QCOMPARE(MainWindow::viewFromName(MainWindow::viewName(view)), std::optional<MainWindow::View>(view));
         QVERIFY(!MainWindow::viewFromName(QStringLiteral("nope")));
+    }
+
+    void everyViewFitsA1280By720Window()
+    {
+        // The form pages scroll instead of forcing the window taller than the screen.
+        MainWindow window;
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        window.openPath(QString::fromStdString(tessera::test::fixture(tessera::test::kLegacy)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        window.resize(1280, 720);
+        window.show();
+        for (const auto view : { MainWindow::View::Tree, MainWindow::View::Placement, MainWindow::View::Mapping,
+                                 MainWindow::View::Merge, MainWindow::View::Split, MainWindow::View::Diff }) {
+            window.showView(view);
+            QCOMPARE(window.currentView(), view);
+            QCoreApplication::processEvents();
+            QVERIFY2(window.minimumSizeHint().height() <= 720 && window.minimumSizeHint().width() <= 1280,
+                     qPrintable(MainWindow::viewName(view)));
+            QCOMPARE(window.size(), QSize(1280, 720));
+        }
     }
 
     void placementViewEdgeCases()
