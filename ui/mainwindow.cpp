@@ -298,8 +298,13 @@ void MainWindow::onCurrentTensorChanged(int tensorIndex, int pieceIndex)
 {
     m_placement->showTensor(tensorIndex, pieceIndex);
     // The Split page draws the same tensor's planned placement, when the model has it under this name.
-    if (m_checkpoint && tensorIndex >= 0 && std::size_t(tensorIndex) < m_checkpoint->tensors.size())
-        m_split->previewTensorNamed(qs(m_checkpoint->tensors[std::size_t(tensorIndex)].name));
+    if (m_checkpoint && tensorIndex >= 0 && std::size_t(tensorIndex) < m_checkpoint->tensors.size()) {
+        const QString name = qs(m_checkpoint->tensors[std::size_t(tensorIndex)].name);
+        m_split->previewTensorNamed(name);
+        // In the Diff view, the tree picks the row whose detail is shown (when the comparison has that tensor).
+        if (currentView() == View::Diff)
+            m_diff->selectTensor(name);
+    }
 }
 
 void MainWindow::selectInterestingTensor()

@@ -57,6 +57,7 @@ public:
     TreePage* treePage() const { return m_tree; }
     PlacementPage* placementPage() const { return m_placement; }
     DiffPage* diffPage() const { return m_diff; }
+    SplitPage* splitPage() const { return m_split; }
 
 Q_SIGNALS:
     void checkpointLoaded(const tessera::ui::CheckpointPtr& checkpoint);

@@ -6,6 +6,10 @@
 #include "pages/treepage.h"
 #include "synthetic.h"
 #include "testutil.h"
+#include "models/difffilterproxy.h"
+#include "models/difftablemodel.h"
+#include "pages/splitpage.h"
+#include "pages/diffpage.h"
 #include "mappingfixtures.h"
 #include "widgets/filterbar.h"
 #include "widgets/meshview.h"
@@ -16,6 +20,7 @@
 #include <QImage>
 #include <QLineEdit>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QStandardPaths>
 #include <QTest>
 #include <QTreeView>
@@ -104,6 +109,30 @@ private Q_SLOTS:
         filter->setRegex(true);
         const QModelIndex actorAgain = tree->proxy()->mapFromSource(tree->model()->checkpointIndex());
         QCOMPARE(tree->proxy()->rowCount(tree->proxy()->index(0, 0, actorAgain)), 1);
+    }
+
+    void treeSelectionDrivesDiffAndSplit()
+    {
+        MainWindow window;
+        window.show();
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        window.openPath(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        auto* diff = window.diffPage();
+        diff->setReferenceDir(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
+        QSignalSpy finished(diff, &DiffPage::comparisonFinished);
+        window.showView(MainWindow::View::Diff);
+        QVERIFY(diff->compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const std::string name = window.checkpoint()->tensors[5].name;
+        window.treePage()->selectTensor(5);
+        const QModelIndex current = diff->tableView()->currentIndex();
+        QVERIFY(current.isValid());
+        QCOMPARE(diff->model()->row(diff->proxy()->mapToSource(current).row())->name, name);
+        // The Split page's placement drawing follows the tree too.
+        window.showView(MainWindow::View::Split);
+        window.treePage()->selectTensor(2);
+        QCOMPARE(window.splitPage()->preview()->geometry().pieces.empty(), false);
     }
 
     void scanFailureIsReported()
