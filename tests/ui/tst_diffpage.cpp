@@ -101,6 +101,9 @@ private Q_SLOTS:
         QVERIFY(page.selectTensor(QStringLiteral("model.norm.weight")));
         QTRY_COMPARE_WITH_TIMEOUT(page.detailView()->tensorName(), QStringLiteral("model.norm.weight"), 30000);
         QCOMPARE(page.detailView()->worstRowCount(), 0);
+        // A 1-D tensor is drawn as a strip: its one row as two half cells, since a single cell would draw nothing.
+        QCOMPARE(page.detailView()->heatmapCells().height(), 2);
+        QVERIFY(page.detailView()->heatmapCells().width() > 1);
         QVERIFY(!page.grab().isNull());
     }
 

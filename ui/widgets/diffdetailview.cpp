@@ -427,6 +427,14 @@ void DiffDetailView::plotHistograms(const TensorDiffDetail& detail)
     m_differences->replot(QCustomPlot::rpQueuedReplot);
 }
 
+QSize DiffDetailView::heatmapCells() const
+{
+    for (int i = 0; i < m_heatmaps->plottableCount(); ++i)
+        if (auto* map = qobject_cast<QCPColorMap*>(m_heatmaps->plottable(i)))
+            return QSize(map->data()->keySize(), map->data()->valueSize());
+    return {};
+}
+
 void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
 {
     const tessera::Heatmap& h = detail.heatmap;
@@ -451,17 +459,24 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
         extent = 1;
     const double cellW = static_cast<double>(h.sourceCols) / h.cols;
     const double cellH = static_cast<double>(h.sourceRows) / h.rows;
+    // QCustomPlot draws a colour map dimension of one cell with no extent (a 1-D tensor, one row, would be
+    // blank), so such a dimension is drawn as two identical half cells.
+    const int dataCols = h.cols == 1 ? 2 : h.cols;
+    const int dataRows = h.rows == 1 ? 2 : h.rows;
+    const double dataCellW = static_cast<double>(h.sourceCols) / dataCols;
+    const double dataCellH = static_cast<double>(h.sourceRows) / dataRows;
     const std::vector<double>* sources[] = { &h.a, &h.b, &h.absDiff };
     for (int m = 0; m < 3; ++m) {
         auto* data = maps[m]->data();
-        data->setSize(h.cols, h.rows);
+        data->setSize(dataCols, dataRows);
         // Cell centres, so the cell edges fall on element boundaries 0 … sourceCols.
-        data->setRange(QCPRange(cellW / 2, h.sourceCols - cellW / 2), QCPRange(cellH / 2, h.sourceRows - cellH / 2));
+        data->setRange(QCPRange(dataCellW / 2, h.sourceCols - dataCellW / 2),
+                       QCPRange(dataCellH / 2, h.sourceRows - dataCellH / 2));
         const auto& values = *sources[m];
-        for (int r = 0; r < h.rows; ++r)
-            for (int c = 0; c < h.cols; ++c) {
-                const double v = values[static_cast<std::size_t>(r) * static_cast<std::size_t>(h.cols)
-                                        + static_cast<std::size_t>(c)];
+        for (int r = 0; r < dataRows; ++r)
+            for (int c = 0; c < dataCols; ++c) {
+                const double v = values[static_cast<std::size_t>(h.rows == 1 ? 0 : r) * static_cast<std::size_t>(h.cols)
+                                        + static_cast<std::size_t>(h.cols == 1 ? 0 : c)];
                 // An infinite |a − b| (NaN or inf opposite a number) shows as the top of the scale.
                 data->setCell(c, r, m == 2 && std::isinf(v) ? diffMax * 1.0001 + 1e-300 : v);
             }

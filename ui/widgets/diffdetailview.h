@@ -29,6 +29,8 @@ public:
     /// Rows of the worst-elements table (tests).
     int worstRowCount() const;
     QString worstIndexText(int row) const;
+    /// The cells the A, B and |A − B| colour maps draw (columns, rows), for tests; (0, 0) when none.
+    QSize heatmapCells() const;
 
 protected:
     void changeEvent(QEvent* event) override;
