@@ -141,11 +141,20 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     m_values->addGraph();
     m_values->graph(1)->setName(tr("B"));
     m_values->legend->setVisible(true);
-    m_values->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     m_values->xAxis->setLabel(tr("value"));
     m_values->yAxis->setLabel(tr("elements"));
     m_values->plotLayout()->insertRow(0);
     m_values->plotLayout()->addElement(0, 0, new QCPTextElement(m_values, tr("Values of A and B"), bold));
+    // The legend in a line of its own under the title, so it never covers the bars.
+    m_values->axisRect()->insetLayout()->take(m_values->legend);
+    m_values->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    auto* legendRow = new QCPLayoutGrid;
+    m_values->plotLayout()->insertRow(1);
+    m_values->plotLayout()->addElement(1, 0, legendRow);
+    legendRow->addElement(0, 0, m_values->legend);
+    legendRow->setMargins(QMargins(0, 0, 0, 0));
+    m_values->plotLayout()->setRowStretchFactor(1, 0.001);
+    m_values->plotLayout()->simplify();
 
     // Differences on a log scale: the spike of equal elements at 0 would flatten everything else.
     m_differences->addGraph();
