@@ -295,7 +295,7 @@ Status checkSplitTarget(const SplitPlan& plan, const std::string& targetDir)
                 list += (i ? ", " : "") + taken[i];
             if (taken.size() > 4)
                 list += ", …";
-            return makeError(targetDir + " already holds a checkpoint (" + list + "); split never replaces files: "
+            return makeError(targetDir + " already holds a checkpoint or files of one (" + list + "); split never replaces files: "
                              "choose an empty or new folder");
         }
     }
