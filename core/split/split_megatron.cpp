@@ -229,6 +229,12 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         errors.push_back("no config.json was found for the model; Megatron names and sizes come from it (give "
                          "--hf_model_path)");
     auto fail = [&]() -> Error {
+        // One line per reason: a rule broken in every layer says so once.
+        std::vector<std::string> unique;
+        for (const auto& e : errors)
+            if (std::find(unique.begin(), unique.end(), e) == unique.end())
+                unique.push_back(e);
+        errors = std::move(unique);
         return makeError("cannot lay the model out as Megatron TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
                          + (vpp > 1 ? " × VPP " + std::to_string(vpp) : "") + (ep > 1 ? " × EP " + std::to_string(ep) : "")
                          + ":" + listed(errors, 12));
