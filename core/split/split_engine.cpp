@@ -32,8 +32,6 @@ namespace tessera {
 
 namespace {
 
-constexpr std::uint64_t kChunk = 16u << 20;
-
 Error canceledError() { return makeError("canceled"); }
 
 bool isCanceled(const SplitRunOptions& o)
@@ -155,10 +153,10 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
     const std::size_t esize = dtypeSize(t.spec.dtype);
     const std::uint64_t bytes = t.bytes();
     auto stream = [&](const std::uint8_t* data) -> Status {
-        for (std::uint64_t off = 0; off < bytes; off += kChunk) {
+        for (std::uint64_t off = 0; off < bytes; off += kMergeChunkBytes) {
             if (isCanceled(meter.options))
                 return canceledError();
-            const std::uint64_t n = std::min(kChunk, bytes - off);
+            const std::uint64_t n = std::min(kMergeChunkBytes, bytes - off);
             TESSERA_TRY(writer.append(data + off, n));
             meter.add(n, t.spec.name);
         }
