@@ -141,8 +141,18 @@ int runDiff(const std::vector<std::string>& args)
         progress.finish();
         if (!info)
             return info.error().withContext(side);
-        for (const auto& p : info->problems)
+        // Problems of whole files are warnings; those of one tensor are also in its row, so a few are listed and
+        // the rest counted (a truncated rank flags every tensor it held).
+        constexpr std::size_t kTensorProblemsListed = 3;
+        std::size_t tensorProblems = 0;
+        for (const auto& p : info->problems) {
+            if (!p.tensor.empty() && ++tensorProblems > kTensorProblemsListed)
+                continue;
             warnings.push_back(std::string(side) + ": " + p.text());
+        }
+        if (tensorProblems > kTensorProblemsListed)
+            warnings.push_back(std::string(side) + ": … and " + std::to_string(tensorProblems - kTensorProblemsListed)
+                               + " more tensors with problems (each in its row below)");
         return withHfNames(*info, configDir, &warnings);
     };
     const bool loraUpdate = parser.isSet("lora_update");

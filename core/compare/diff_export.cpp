@@ -43,6 +43,8 @@ nlohmann::json rowJsonOf(const TensorDiff& t)
     j["differing"] = t.differing;
     j["outside_tolerance"] = t.outsideTolerance;
     j["nan_opposite"] = t.nanOpposite;
+    j["missing_a"] = t.missingA;
+    j["missing_b"] = t.missingB;
     if (!t.numeric)
         return j; // float8/complex: compared by bytes only
     j["max_abs_diff"] = number(t.maxAbsDiff);
@@ -84,8 +86,7 @@ nlohmann::json diffReportToJson(const DiffReport& report, const std::string& lay
                                 const std::vector<std::string>& warnings, bool failuresOnly)
 {
     nlohmann::json counts = nlohmann::json::object();
-    for (auto st : { DiffStatus::Identical, DiffStatus::WithinTolerance, DiffStatus::Different, DiffStatus::MissingInA,
-                     DiffStatus::MissingInB, DiffStatus::ShapeMismatch, DiffStatus::DtypeMismatch, DiffStatus::Failed })
+    for (auto st : reportedDiffStatuses())
         counts[diffStatusName(st)] = report.count(st);
     auto tensors = nlohmann::json::array();
     for (const auto& t : report.tensors)

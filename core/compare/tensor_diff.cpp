@@ -2,6 +2,7 @@
 #include "compare/tensor_diff.h"
 
 #include "model/convert.h"
+#include "model/coverage.h"
 #include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
 #include "merge/lora_fuse.h"
@@ -102,11 +103,13 @@ Status toDouble(const std::uint8_t* src, DType dtype, double* dst, std::uint64_t
 struct SideAccumulator {
     SideStats s;
     double m2 = 0;
-    void addChunk(const double* v, std::uint64_t n)
+    void addChunk(const double* v, std::uint64_t n, const std::uint8_t* gap)
     {
         std::uint64_t count = 0;
         double sum = 0, lo = kInf, hi = -kInf;
         for (std::uint64_t i = 0; i < n; ++i) {
+            if (gap && gap[i])
+                continue;
             const double x = v[i];
             if (std::isnan(x)) {
                 ++s.nan;
@@ -127,7 +130,7 @@ struct SideAccumulator {
         const double mean = sum / static_cast<double>(count);
         double m2Chunk = 0;
         for (std::uint64_t i = 0; i < n; ++i)
-            if (std::isfinite(v[i]))
+            if (std::isfinite(v[i]) && !(gap && gap[i]))
                 m2Chunk += (v[i] - mean) * (v[i] - mean);
         if (s.finite == 0) {
             s.min = lo;
@@ -186,13 +189,19 @@ struct PairAccumulator {
     double maxAbs = 0, maxRel = 0, sumAbs = 0, dot = 0, normA = 0, normB = 0;
     double minSigned = kInf, maxSigned = -kInf;  ///< a − b over pairs finite on both sides
     std::uint64_t finitePairs = 0, differing = 0, outside = 0, nanOpposite = 0;
+    std::uint64_t gaps = 0; ///< elements a side lacks, left out of everything above
     std::int64_t worst = -1;
 
-    void addChunk(const double* x, const double* y, const std::uint8_t* rawNe, std::uint64_t n, std::uint64_t first)
+    void addChunk(const double* x, const double* y, const std::uint8_t* rawNe, const std::uint8_t* gap,
+                  std::uint64_t n, std::uint64_t first)
     {
-        a.addChunk(x, n);
-        b.addChunk(y, n);
+        a.addChunk(x, n, gap);
+        b.addChunk(y, n, gap);
         for (std::uint64_t i = 0; i < n; ++i) {
+            if (gap && gap[i]) {
+                ++gaps;
+                continue;
+            }
             const double xi = x[i], yi = y[i];
             if (std::isfinite(xi) && std::isfinite(yi)) {
                 ++finitePairs;
@@ -255,6 +264,18 @@ std::string problemsOf(const CheckpointInfo& info, const std::string& name)
     return text;
 }
 
+/// "A has no data for 512 of 4096 elements (…)" for a row with gaps.
+std::string incompleteText(const TensorDiff& row)
+{
+    std::string text;
+    for (const auto& [side, missing] : { std::pair<const char*, std::uint64_t> { "A", row.missingA },
+                                         std::pair<const char*, std::uint64_t> { "B", row.missingB } })
+        if (missing)
+            text += (text.empty() ? "" : "; ") + std::string(side) + " has no data for " + std::to_string(missing)
+                + " of " + std::to_string(row.elements) + " elements";
+    return text + " (no piece holds them: a rank's file is missing or truncated); they are not compared";
+}
+
 /// Reads the whole tensor in its own dtype into fresh anonymous memory.
 Result<PageBuffer> readTensor(SourceFiles& files, const CheckpointInfo& info, int index,
                               const std::function<bool()>& canceled)
@@ -286,12 +307,16 @@ Result<PageBuffer> readTensor(SourceFiles& files, const CheckpointInfo& info, in
 /// Both sides of one row in memory.
 struct LoadedPair {
     PageBuffer a, b;
+    /// One byte per element, 1 where no piece of that side holds it (its gathered bytes are zeros, not data);
+    /// empty for a complete side.
+    std::vector<std::uint8_t> missingA, missingB;
     ValueKind kindA = ValueKind::Bytes, kindB = ValueKind::Bytes;
+    bool incomplete() const { return !missingA.empty() || !missingB.empty(); }
     bool numeric() const { return kindA != ValueKind::Bytes && kindB != ValueKind::Bytes; }
     bool exactOnly() const { return kindA == ValueKind::Integer || kindB == ValueKind::Integer; }
 };
 
-Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, const TensorDiff& row,
+Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, TensorDiff& row,
                             const std::function<bool()>& canceled)
 {
     LoadedPair pair;
@@ -303,12 +328,16 @@ Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const C
         return bufB.error().withContext("B");
     pair.a = std::move(*bufA);
     pair.b = std::move(*bufB);
+    // After the buffers: a mask costs a byte per element, and only for a tensor with gaps.
+    pair.missingA = missingElementMask(a.tensors[static_cast<std::size_t>(row.indexA)], row.missingA);
+    pair.missingB = missingElementMask(b.tensors[static_cast<std::size_t>(row.indexB)], row.missingB);
     pair.kindA = valueKind(row.dtypeA);
     pair.kindB = valueKind(row.dtypeB);
     return pair;
 }
 
-/// Calls fn(x, y, rawNe, n, first) over the pair's values converted to float64, chunk by chunk.
+/// Calls fn(x, y, rawNe, gap, n, first) over the pair's values converted to float64, chunk by chunk; `gap` (null
+/// for complete sides) is 1 where a side lacks the element.
 template <typename Fn>
 Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
 {
@@ -316,6 +345,7 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
     const bool sameType = row.dtypeA == row.dtypeB;
     std::vector<double> x(std::min(kChunkElements, row.elements)), y(x.size());
     std::vector<std::uint8_t> ne(pair.exactOnly() ? x.size() : 0);
+    std::vector<std::uint8_t> gap(pair.incomplete() ? x.size() : 0);
     for (std::uint64_t first = 0; first < row.elements; first += kChunkElements) {
         const std::uint64_t n = std::min(kChunkElements, row.elements - first);
         const std::uint8_t* pa = pair.a.data() + first * esA;
@@ -325,7 +355,11 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
         if (!ne.empty())
             for (std::uint64_t i = 0; i < n; ++i)
                 ne[i] = sameType ? std::memcmp(pa + i * esA, pb + i * esB, esA) != 0 : x[i] != y[i];
-        fn(x.data(), y.data(), ne.empty() ? nullptr : ne.data(), n, first);
+        if (!gap.empty())
+            for (std::uint64_t i = 0; i < n; ++i)
+                gap[i] = (!pair.missingA.empty() && pair.missingA[first + i])
+                    || (!pair.missingB.empty() && pair.missingB[first + i]);
+        fn(x.data(), y.data(), ne.empty() ? nullptr : ne.data(), gap.empty() ? nullptr : gap.data(), n, first);
     }
     return Status::success();
 }
@@ -350,18 +384,30 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
         if (row.differing)
             row.detail = std::to_string(row.differing) + " of " + std::to_string(row.elements)
                 + " elements differ; " + row.detail;
+        if (pair.incomplete()) {
+            row.bitEqual = false;
+            row.status = DiffStatus::Incomplete;
+            row.detail = incompleteText(row) + "; " + row.detail;
+        }
         return Status::success();
     }
     PairAccumulator acc;
     acc.atol = options.atol;
     acc.rtol = options.rtol;
     acc.exactOnly = pair.exactOnly();
-    TESSERA_TRY(forEachChunk(pair, row, [&](const double* x, const double* y, const std::uint8_t* ne, std::uint64_t n,
-                                            std::uint64_t first) { acc.addChunk(x, y, ne, n, first); }));
+    TESSERA_TRY(forEachChunk(pair, row, [&](const double* x, const double* y, const std::uint8_t* ne,
+                                            const std::uint8_t* gap, std::uint64_t n,
+                                            std::uint64_t first) { acc.addChunk(x, y, ne, gap, n, first); }));
     acc.finish(row);
     if (keep)
         *keep = acc;
     std::ostringstream s;
+    if (pair.incomplete()) {
+        // The gathered bytes of a gap are zeros no rank wrote: never data, never "identical".
+        row.bitEqual = false;
+        row.status = DiffStatus::Incomplete;
+        s << incompleteText(row) << "; of the " << row.elements - acc.gaps << " elements both hold: ";
+    }
     if (row.status == DiffStatus::DtypeMismatch)
         s << "dtype " << torchName(row.dtypeA) << " vs " << torchName(row.dtypeB) << "; values: ";
     if (row.bitEqual) {
@@ -378,6 +424,8 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
           << formatShape(unflattenIndex(static_cast<std::uint64_t>(row.worstIndex), row.shapeA));
     } else if (row.differing > 0) {
         s << row.differing << " of " << row.elements << " elements differ, all within tolerance";
+    } else if (pair.incomplete()) {
+        s << "all equal";
     } else {
         s << "equal values with different bytes (-0 vs +0, NaN bit patterns or dtype)";
     }
@@ -392,14 +440,12 @@ void diffRow(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& 
              const DiffOptions& options, MemoryBudget& budget, const std::function<bool()>& canceled)
 {
     const std::string problems = problemsOf(a, row.name) + problemsOf(b, row.name);
-    if (!problems.empty()) {
-        row.status = DiffStatus::Failed;
-        row.detail = "the checkpoint reports a problem with this tensor: " + problems;
-        return;
-    }
     const std::uint64_t bytes = row.elements * (dtypeSize(row.dtypeA) + dtypeSize(row.dtypeB));
     const std::uint64_t held = budget.acquire(bytes);
     auto pair = loadPair(files, a, b, row, canceled);
+    // A gap is compared around (Incomplete); any other reported problem leaves the values untrusted.
+    if (pair && !problems.empty() && !pair->incomplete())
+        pair = makeError("the checkpoint reports a problem with this tensor: " + problems);
     Status status = pair ? compareLoaded(*pair, row, options) : Status(pair.error());
     if (pair)
         *pair = LoadedPair(); // free the buffers before giving the budget back
@@ -496,22 +542,46 @@ struct HeatmapBuilder {
                 colCell[static_cast<std::size_t>(s)] = c;
     }
 
+    /// Keeps Heatmap::missing (for a pair with gaps).
+    void trackMissing() { map.missing.assign(map.absDiff.size(), 0); }
+
+    /// The next element is one a side lacks.
+    void addMissing()
+    {
+        if (map.rows == 0)
+            return;
+        if (!map.missing.empty())
+            map.missing[cell()] = 1;
+        advance();
+    }
+
     /// Elements must arrive in row-major order.
     void add(double x, double y, double absDiff)
     {
         if (map.rows == 0)
             return;
-        const std::size_t cell = static_cast<std::size_t>(cellRow) * static_cast<std::size_t>(map.cols)
-            + static_cast<std::size_t>(colCell[static_cast<std::size_t>(col)]);
+        const std::size_t at = cell();
         if (std::isfinite(x)) {
-            sumA[cell] += x;
-            ++countA[cell];
+            sumA[at] += x;
+            ++countA[at];
         }
         if (std::isfinite(y)) {
-            sumB[cell] += y;
-            ++countB[cell];
+            sumB[at] += y;
+            ++countB[at];
         }
-        map.absDiff[cell] = std::max(map.absDiff[cell], absDiff);
+        map.absDiff[at] = std::max(map.absDiff[at], absDiff);
+        advance();
+    }
+
+private:
+    std::size_t cell() const
+    {
+        return static_cast<std::size_t>(cellRow) * static_cast<std::size_t>(map.cols)
+            + static_cast<std::size_t>(colCell[static_cast<std::size_t>(col)]);
+    }
+
+    void advance()
+    {
         if (++col == map.sourceCols) {
             col = 0;
             ++row;
@@ -519,6 +589,8 @@ struct HeatmapBuilder {
                 ++cellRow;
         }
     }
+
+public:
 
     Heatmap finish()
     {
@@ -572,8 +644,20 @@ const char* diffStatusName(DiffStatus status)
         return "dtype mismatch";
     case DiffStatus::Failed:
         return "failed";
+    case DiffStatus::Incomplete:
+        return "incomplete";
     }
     return "?";
+}
+
+const std::vector<DiffStatus>& reportedDiffStatuses()
+{
+    static const std::vector<DiffStatus> all { DiffStatus::Identical,     DiffStatus::WithinTolerance,
+                                               DiffStatus::Different,     DiffStatus::MissingInA,
+                                               DiffStatus::MissingInB,    DiffStatus::ShapeMismatch,
+                                               DiffStatus::DtypeMismatch, DiffStatus::Incomplete,
+                                               DiffStatus::Failed };
+    return all;
 }
 
 bool diffStatusOk(DiffStatus status) { return status == DiffStatus::Identical || status == DiffStatus::WithinTolerance; }
@@ -595,9 +679,9 @@ std::string DiffReport::summary() const
     std::ostringstream s;
     s << tensors.size() << (tensors.size() == 1 ? " tensor" : " tensors");
     const char* sep = ": ";
-    for (auto st : { DiffStatus::Identical, DiffStatus::WithinTolerance, DiffStatus::Different, DiffStatus::MissingInA,
-                     DiffStatus::MissingInB, DiffStatus::ShapeMismatch, DiffStatus::DtypeMismatch, DiffStatus::Failed,
-                     DiffStatus::Pending })
+    std::vector<DiffStatus> listed = reportedDiffStatuses();
+    listed.push_back(DiffStatus::Pending);
+    for (auto st : listed)
         if (const std::size_t n = count(st)) {
             s << sep << n << " " << diffStatusName(st);
             sep = ", ";
@@ -729,12 +813,12 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     TensorDiffDetail detail;
     detail.summary = std::move(*found);
     TensorDiff& row = detail.summary;
-    if (const std::string problems = problemsOf(a, name) + problemsOf(b, name); !problems.empty())
-        return makeError(name + ": the checkpoint reports a problem with this tensor: " + problems);
     SourceFiles files;
     auto canceled = [&] { return progress.isCanceled(); };
     auto pair = loadPair(files, a, b, row, canceled);
     TESSERA_TRY(pair);
+    if (const std::string problems = problemsOf(a, name) + problemsOf(b, name); !problems.empty() && !pair->incomplete())
+        return makeError(name + ": the checkpoint reports a problem with this tensor: " + problems);
     progress.report(1, 3, name);
     PairAccumulator acc;
     TESSERA_TRY(compareLoaded(*pair, row, options, &acc));
@@ -756,9 +840,15 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     const std::size_t keep = static_cast<std::size_t>(std::max(options.worstCount, 0));
     std::priority_queue<WorstElement, std::vector<WorstElement>, WorseFirst> worst; // top() is the least bad kept
     const bool exactOnly = pair->exactOnly();
-    TESSERA_TRY(forEachChunk(*pair, row, [&](const double* x, const double* y, const std::uint8_t* ne, std::uint64_t n,
-                                             std::uint64_t first) {
+    if (pair->incomplete())
+        heat.trackMissing();
+    TESSERA_TRY(forEachChunk(*pair, row, [&](const double* x, const double* y, const std::uint8_t* ne,
+                                             const std::uint8_t* gap, std::uint64_t n, std::uint64_t first) {
         for (std::uint64_t i = 0; i < n; ++i) {
+            if (gap && gap[i]) {
+                heat.addMissing();
+                continue;
+            }
             addToHistogram(detail.valuesA, x[i]);
             addToHistogram(detail.valuesB, y[i]);
             if (std::isfinite(x[i]) && std::isfinite(y[i]))

@@ -35,11 +35,16 @@ enum class DiffStatus {
     ShapeMismatch,
     DtypeMismatch,   ///< values are still compared when both dtypes are floating point
     Failed,          ///< a tensor could not be read; `detail` says why
+    Incomplete,      ///< a side lacks elements (no piece holds them: a rank is missing or truncated); the
+                     ///< elements both sides hold are compared, the rest counted in missingA/missingB
 };
 
 /// "identical", "within tolerance", "different", "missing in A", "missing in B", "shape mismatch",
-/// "dtype mismatch", "failed", "pending".
+/// "dtype mismatch", "failed", "incomplete", "pending".
 const char* diffStatusName(DiffStatus status);
+/// Every final status (not Pending), in the order summaries and counts list them.
+const std::vector<DiffStatus>& reportedDiffStatuses();
+
 /// True for Identical and WithinTolerance.
 bool diffStatusOk(DiffStatus status);
 
@@ -79,6 +84,8 @@ struct TensorDiff {
     std::uint64_t outsideTolerance = 0; ///< elements failing |a − b| ≤ atol + rtol·|b|
     std::uint64_t nanOpposite = 0; ///< elements where one side is NaN and the other is not (maxAbsDiff is then +inf)
     std::int64_t worstIndex = -1;  ///< flat (row-major) index of the first element with the largest |a − b|
+    std::uint64_t missingA = 0;    ///< elements no piece of A holds (a gap, never read as zeros): not compared,
+    std::uint64_t missingB = 0;    ///< in no statistic; the status is then Incomplete
     SideStats a;
     SideStats b;
 };
@@ -136,6 +143,8 @@ struct Heatmap {
     std::vector<double> a;         ///< rows × cols, row-major; NaN where a block holds no finite value
     std::vector<double> b;
     std::vector<double> absDiff;
+    std::vector<std::uint8_t> missing; ///< rows × cols: 1 where the block holds an element a side lacks; empty when
+                                       ///< both sides are complete
     /// The source rows [rowBegin(r), rowBegin(r + 1)) make up cell row r.
     std::int64_t rowBegin(int r) const { return rows == 0 ? 0 : sourceRows * r / rows; }
     std::int64_t colBegin(int c) const { return cols == 0 ? 0 : sourceCols * c / cols; }

@@ -278,6 +278,11 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
     int readableRanks = 0;
     for (const auto& rank : ranks)
         readableRanks += rank.readable ? 1 : 0;
+    std::string unreadable;
+    for (const auto& rank : ranks)
+        if (!rank.readable)
+            unreadable += (unreadable.empty() ? "" : ", ") + std::to_string(rank.rank);
+    unreadable = "the file of rank " + unreadable + " could not be read";
     for (std::size_t i = 0; i < order.size(); ++i) {
         TensorInfo tensor;
         tensor.name = order[i];
@@ -320,9 +325,14 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
             markReplicasAcrossSubmeshes(tensor, before, *saved, primaryMeshes);
             firstHolder = false;
         }
-        if (readableRanks == static_cast<int>(world))
+        if (readableRanks == static_cast<int>(world)) {
             for (const auto& message : checkCoverage(tensor))
                 info.problems.push_back({ info.root, tensor.name, message });
+        } else if (const std::string gap = checkGaps(tensor); !gap.empty()) {
+            // The unreadable files are reported once; each tensor they leave with holes says so too, so a view
+            // of the tensors (and a count of problems) shows every one a merge would refuse.
+            info.problems.push_back({ info.root, tensor.name, "incomplete: " + gap + " (" + unreadable + ")" });
+        }
         info.tensors.push_back(std::move(tensor));
     }
     info.parallel.worldSize = static_cast<int>(world);

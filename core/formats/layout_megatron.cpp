@@ -707,9 +707,14 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
             }
             }
         }
-        if (complete)
+        if (complete) {
             for (const auto& message : checkCoverage(tensor))
                 info.problems.push_back({ info.root, g.name, message });
+        } else if (const std::string gap = checkGaps(tensor); !gap.empty()) {
+            // The absent folders are reported once; each tensor they leave with holes says so too.
+            info.problems.push_back({ info.root, g.name,
+                                      "incomplete: " + gap + " (a rank's folder is missing or unreadable)" });
+        }
         if (auto mismatch = checkShapeAgainstConfig(g.name, tensor.shape, 0, config)) {
             std::string key = g.name;
             if (auto layer = parseMegatronLayerName(g.name))

@@ -229,7 +229,20 @@ bool findGap(const Box& region, const std::vector<const Box*>& boxes, bool exact
 
 } // namespace
 
-std::vector<std::string> checkCoverage(const TensorInfo& tensor)
+namespace {
+std::vector<std::string> coverageFindings(const TensorInfo& tensor, bool gapsOnly);
+} // namespace
+
+std::vector<std::string> checkCoverage(const TensorInfo& tensor) { return coverageFindings(tensor, false); }
+
+std::string checkGaps(const TensorInfo& tensor)
+{
+    auto found = coverageFindings(tensor, true);
+    return found.empty() ? std::string() : found.front();
+}
+
+namespace {
+std::vector<std::string> coverageFindings(const TensorInfo& tensor, bool gapsOnly)
 {
     const size_t ndim = tensor.shape.size();
     MessageList shapeMessages("pieces with a wrong rank or box outside the tensor");
@@ -240,6 +253,8 @@ std::vector<std::string> checkCoverage(const TensorInfo& tensor)
 
     for (auto size : tensor.shape)
         if (size < 0) {
+            if (gapsOnly)
+                return out; // not a gap: the full check reports it
             out.push_back("the tensor's shape " + boxText({}, tensor.shape) + " has a negative size");
             return out;
         }
@@ -353,6 +368,11 @@ std::vector<std::string> checkCoverage(const TensorInfo& tensor)
         }
     }
 
+    if (gapsOnly) {
+        if (!gapMessage.empty())
+            out.push_back(gapMessage);
+        return out;
+    }
     shapeMessages.appendTo(out);
     overlapMessages.appendTo(out);
     if (!gapMessage.empty())
@@ -360,6 +380,80 @@ std::vector<std::string> checkCoverage(const TensorInfo& tensor)
     replicaMessages.appendTo(out);
     partialMessages.appendTo(out);
     return out;
+}
+} // namespace
+
+namespace {
+/// Clears `mask` (row-major over `shape`) over `box`.
+void markCovered(std::vector<std::uint8_t>& mask, const Shape& shape, const Box& box)
+{
+    const size_t ndim = shape.size();
+    if (ndim == 0) {
+        mask[0] = 0;
+        return;
+    }
+    const std::int64_t run = box.hi[ndim - 1] - box.lo[ndim - 1];
+    Shape at = box.lo; // the current row's first element; the last dim stays at lo
+    while (true) {
+        std::uint64_t flat = 0;
+        for (size_t d = 0; d < ndim; ++d)
+            flat = flat * static_cast<std::uint64_t>(shape[d]) + static_cast<std::uint64_t>(at[d]);
+        std::fill_n(mask.begin() + static_cast<std::ptrdiff_t>(flat), run, std::uint8_t(0));
+        size_t d = ndim - 1;
+        while (d-- > 0) {
+            if (++at[d] < box.hi[d])
+                break;
+            at[d] = box.lo[d];
+        }
+        if (d == static_cast<size_t>(-1))
+            return;
+    }
+}
+} // namespace
+
+std::vector<std::uint8_t> missingElementMask(const TensorInfo& tensor, std::uint64_t& missing)
+{
+    missing = 0;
+    const size_t ndim = tensor.shape.size();
+    for (auto size : tensor.shape)
+        if (size <= 0)
+            return {};
+    const Box whole { Shape(ndim, 0), tensor.shape };
+    const std::uint64_t numel = volume(whole);
+    std::vector<Cover> covers;
+    std::set<std::pair<Shape, Shape>> partialBoxes;
+    for (const Piece& piece : tensor.pieces) {
+        if (piece.role == PieceRole::Replica || piece.offsets.size() != ndim || piece.shape.size() != ndim)
+            continue;
+        if (piece.role == PieceRole::PartialTerm && !partialBoxes.insert({ piece.offsets, piece.shape }).second)
+            continue; // a Partial-term group provides its box once
+        Box box { piece.offsets, piece.offsets };
+        for (size_t d = 0; d < ndim; ++d)
+            box.hi[d] += std::max<std::int64_t>(piece.shape[d], 0);
+        box = intersection(box, whole);
+        if (volume(box) > 0)
+            covers.push_back(Cover { box, {} });
+    }
+    std::uint64_t coveredVolume = 0;
+    for (const auto& c : covers) {
+        const std::uint64_t v = volume(c.box);
+        coveredVolume = coveredVolume > kSaturated - v ? kSaturated : coveredVolume + v;
+    }
+    if (coveredVolume == numel) {
+        // Equal volumes tile the tensor unless two covers overlap (then some other element is left out).
+        MessageList ignored("overlaps");
+        bool anyOverlap = false;
+        findOverlaps(covers, ndim, ignored, anyOverlap);
+        if (!anyOverlap)
+            return {};
+    }
+    std::vector<std::uint8_t> mask(static_cast<size_t>(numel), 1);
+    for (const auto& c : covers)
+        markCovered(mask, tensor.shape, c.box);
+    missing = static_cast<std::uint64_t>(std::count(mask.begin(), mask.end(), std::uint8_t(1)));
+    if (missing == 0)
+        return {};
+    return mask;
 }
 
 } // namespace tessera

@@ -132,6 +132,42 @@ private Q_SLOTS:
         QVERIFY(counts[QStringLiteral("missing in A")].toInt() > 0);
     }
 
+    void truncatedRankIsIncompleteOnTheCommandLine()
+    {
+        // Megatron TP rank 1 of stage 0 cut short: the tensors it shared are incomplete, in the text and the JSON.
+        const std::string copy = test::copyFixtureFolder("megatron_legacy_qwen2_tp2_pp2");
+        const std::string cut = copy + "/global_step_10/actor/model/mp_rank_01_000/model.pt";
+        fs::resize_file(cut, fs::file_size(cut) / 2);
+        const QString a = q(copy + "/global_step_10/actor");
+        QString out, err;
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, reference("megatron_legacy_qwen2_tp2_pp2") }, &out, &err), 1);
+        QVERIFY2(out.contains(QStringLiteral("incomplete")), qPrintable(out));
+        QVERIFY2(out.contains(QStringLiteral("A has no data for")), qPrintable(out));
+        // A few tensor problems are listed, the rest counted: each is in its row.
+        QVERIFY2(err.contains(QStringLiteral("more tensors with problems")), qPrintable(err));
+        QVERIFY(err.count(QStringLiteral("incomplete: ")) <= 3);
+
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, reference("megatron_legacy_qwen2_tp2_pp2"),
+                                    QStringLiteral("--json") },
+                                  &out, &err),
+                 1);
+        const QJsonObject root = QJsonDocument::fromJson(out.toUtf8()).object();
+        const int incomplete = root[QStringLiteral("counts")].toObject()[QStringLiteral("incomplete")].toInt();
+        QVERIFY(incomplete > 0);
+        qint64 missing = 0;
+        for (const auto& t : root[QStringLiteral("tensors")].toArray())
+            missing += t.toObject()[QStringLiteral("missing_a")].toInteger();
+        QVERIFY(missing > 0);
+
+        // `tessera test` refuses it, naming the incomplete tensors.
+        QCOMPARE(test::runTessera({ QStringLiteral("test"), QStringLiteral("--backend"), QStringLiteral("megatron"),
+                                    QStringLiteral("--local_dir"), a, QStringLiteral("--test_hf_dir"),
+                                    reference("megatron_legacy_qwen2_tp2_pp2") },
+                                  &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("incomplete: ")), qPrintable(err));
+    }
+
     void megatronIsMappedToHuggingFaceNames()
     {
         QString out, err;

@@ -111,6 +111,44 @@ private Q_SLOTS:
                  std::string("no piece provides any element of the tensor of shape [0:3]"));
     }
 
+    void missingElementsAreMaskedExactly()
+    {
+        std::uint64_t missing = 99;
+        // The pieces tile the tensor: no mask, whatever the placement.
+        for (const auto& placements : { std::vector<Placement> { Placement::shard(0), Placement::shard(1) },
+                                        std::vector<Placement> { Placement::partial(), Placement::shard(0) } }) {
+            const TensorInfo whole = fromPlacements({ 4, 6 }, { 2, 2 }, placements);
+            QVERIFY(missingElementMask(whole, missing).empty());
+            QCOMPARE(missing, std::uint64_t(0));
+        }
+        // Rank 2 of 4 missing: rows 6-8 of a [10, 3] tensor, exactly those elements.
+        TensorInfo t = tensor({ 10, 3 }, { piece(0, { 0, 0 }, { 3, 3 }), piece(1, { 3, 0 }, { 3, 3 }),
+                                          piece(3, { 9, 0 }, { 1, 3 }) });
+        auto mask = missingElementMask(t, missing);
+        QCOMPARE(missing, std::uint64_t(9));
+        QCOMPARE(mask.size(), std::size_t(30));
+        for (std::size_t i = 0; i < mask.size(); ++i)
+            QCOMPARE(int(mask[i]), i >= 18 && i < 27 ? 1 : 0);
+        // A grid hole in the second dim.
+        TensorInfo grid = tensor({ 4, 6 }, { piece(0, { 0, 0 }, { 2, 3 }), piece(1, { 0, 3 }, { 2, 3 }),
+                                             piece(2, { 2, 0 }, { 2, 3 }) });
+        mask = missingElementMask(grid, missing);
+        QCOMPARE(missing, std::uint64_t(6));
+        for (std::size_t i = 0; i < mask.size(); ++i)
+            QCOMPARE(int(mask[i]), i / 6 >= 2 && i % 6 >= 3 ? 1 : 0);
+        // Equal volumes that overlap still leave an element out.
+        mask = missingElementMask(tensor({ 4 }, { piece(0, { 0 }, { 2 }), piece(1, { 1 }, { 2 }) }), missing);
+        QCOMPARE(missing, std::uint64_t(1));
+        QCOMPARE(int(mask[3]), 1);
+        // Replicas provide nothing of their own; a 0-dim tensor with no piece is one missing element.
+        mask = missingElementMask(tensor({ 2 }, { piece(0, { 0 }, { 2 }, PieceRole::Replica) }), missing);
+        QCOMPARE(missing, std::uint64_t(2));
+        mask = missingElementMask(tensor({}, {}), missing);
+        QCOMPARE(missing, std::uint64_t(1));
+        QCOMPARE(checkGaps(t), std::string("no piece provides box [6:9, 0:3]; 9 of 30 elements are missing in all"));
+        QCOMPARE(checkGaps(tensor({ 8 }, { piece(0, { 0 }, { 8 }) })), std::string());
+    }
+
     void overlap()
     {
         TensorInfo t = tensor({ 8 }, { piece(0, { 0 }, { 5 }), piece(1, { 4 }, { 4 }) });

@@ -181,6 +181,63 @@ private Q_SLOTS:
         QCOMPARE(report->tensors.size(), infoB.tensors.size());
     }
 
+    void gapsAreMissingNotZeros()
+    {
+        // A rank file cut in half: its quarter of every tensor is missing, never read as zeros.
+        const std::string copy = test::copyFixtureFolder("fsdp2_llama_w4");
+        const std::string rank2 = copy + "/global_step_10/actor/model_world_size_4_rank_2.pt";
+        fs::resize_file(rank2, fs::file_size(rank2) / 2);
+        const auto infoA = scan(copy + "/global_step_10/actor");
+        const auto infoB = scan(test::fixture("fsdp2_llama_w4/reference"));
+        // Every tensor the file held is flagged, besides the file itself.
+        std::size_t flagged = 0;
+        for (const auto& t : infoA.tensors)
+            for (const auto& p : infoA.problems)
+                if (p.tensor == t.name) {
+                    QVERIFY2(p.message.find("incomplete: ") == 0, p.message.c_str());
+                    ++flagged;
+                    break;
+                }
+        QCOMPARE(flagged, infoA.tensors.size());
+        QCOMPARE(infoA.problems.size(), infoA.tensors.size() + 1);
+
+        auto report = diffCheckpoints(infoA, infoB, DiffOptions {});
+        QVERIFY_RESULT(report);
+        QVERIFY(!report->ok());
+        QCOMPARE(report->count(DiffStatus::Incomplete), infoA.tensors.size());
+        QVERIFY(report->summary().find("incomplete") != std::string::npos);
+        const TensorDiff& embed = row(*report, "model.embed_tokens.weight");
+        QCOMPARE(embed.missingA, embed.elements / 4);
+        QCOMPARE(embed.missingB, std::uint64_t(0));
+        QVERIFY(!embed.bitEqual);
+        QCOMPARE(embed.differing, std::uint64_t(0)); // the elements both hold are equal
+        QCOMPARE(embed.a.finite + embed.a.nan + embed.a.inf, embed.elements - embed.missingA);
+        QCOMPARE(embed.b.finite + embed.b.nan + embed.b.inf, embed.elements - embed.missingA);
+        QVERIFY2(embed.detail.find("A has no data for 8192 of 32768 elements") == 0, embed.detail.c_str());
+
+        // Swapped, B lacks them; the detail view draws the missing rows as missing cells.
+        auto detail = diffTensorDetail(infoB, infoA, "model.embed_tokens.weight", DiffOptions {});
+        QVERIFY_RESULT(detail);
+        QCOMPARE(detail->summary.status, DiffStatus::Incomplete);
+        QCOMPARE(detail->summary.missingB, embed.missingA);
+        const Heatmap& h = detail->heatmap;
+        QCOMPARE(h.missing.size(), h.absDiff.size());
+        // Rows 256:384 of 512 are rank 2's: cell rows 64:96 of 128.
+        for (int r = 0; r < h.rows; ++r)
+            for (int c = 0; c < h.cols; ++c)
+                QCOMPARE(int(h.missing[std::size_t(r * h.cols + c)]), r >= 64 && r < 96 ? 1 : 0);
+        double counted = 0;
+        for (double c : detail->valuesA.counts)
+            counted += c;
+        QCOMPARE(counted, static_cast<double>(embed.elements - embed.missingA));
+
+        // A complete pair has no missing cells at all.
+        auto complete = diffTensorDetail(infoB, infoB, "model.embed_tokens.weight", DiffOptions {});
+        QVERIFY_RESULT(complete);
+        QVERIFY(complete->heatmap.missing.empty());
+        QCOMPARE(complete->summary.status, DiffStatus::Identical);
+    }
+
     void oneChangedValueIsFoundExactly()
     {
         const std::string tensor = "model.layers.1.mlp.down_proj.weight";

@@ -107,6 +107,39 @@ private Q_SLOTS:
         QVERIFY(!page.grab().isNull());
     }
 
+    void truncatedRankIsMissingNotZeros()
+    {
+        // Rank 1's file cut short: its half of every tensor is missing, and says so in the table and the plots.
+        const std::string copy = tessera::test::copyFixtureFolder("hsdp_qwen2_2x2");
+        std::string cut;
+        for (const auto& entry : fs::directory_iterator(copy + "/global_step_10/actor"))
+            if (entry.path().filename().string().find("rank_1.pt") != std::string::npos)
+                cut = entry.path().string();
+        QVERIFY(!cut.empty());
+        fs::resize_file(cut, fs::file_size(cut) / 3);
+        DiffPage page;
+        page.resize(1100, 800);
+        page.show();
+        page.setCheckpoint(scanFixture(copy + "/global_step_10/actor"));
+        page.setReferenceDir(QString::fromStdString(tessera::test::fixture("hsdp_qwen2_2x2/reference")));
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const auto report = page.report();
+        QVERIFY(report && report->count(tessera::DiffStatus::Incomplete) > 0);
+        QCOMPARE(report->count(tessera::DiffStatus::Identical) + report->count(tessera::DiffStatus::Incomplete),
+                 report->tensors.size());
+        QVERIFY2(page.summaryText().contains(QStringLiteral("incomplete")), qPrintable(page.summaryText()));
+        page.proxy()->setStatusFilter(DiffFilterProxy::StatusFilter::Missing);
+        QCOMPARE(page.proxy()->rowCount(), int(report->count(tessera::DiffStatus::Incomplete)));
+        page.proxy()->setStatusFilter(DiffFilterProxy::StatusFilter::All);
+
+        QVERIFY(page.selectTensor(QStringLiteral("model.embed_tokens.weight")));
+        QTRY_COMPARE_WITH_TIMEOUT(page.detailView()->tensorName(), QStringLiteral("model.embed_tokens.weight"), 30000);
+        QVERIFY(page.detailView()->missingCellCount() > 0);
+        QVERIFY2(page.detailView()->statsText().contains(QStringLiteral("missing")), qPrintable(page.detailView()->statsText()));
+    }
+
     void toleranceMakesItPass()
     {
         DiffPage page;

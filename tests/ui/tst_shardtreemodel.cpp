@@ -10,7 +10,10 @@
 #include <QElapsedTimer>
 #include <QTest>
 
+#include <filesystem>
+
 using namespace tessera::ui;
+using tessera::test::copyFixtureFolder;
 using tessera::test::largeCheckpoint;
 using tessera::test::smallCheckpoint;
 
@@ -88,6 +91,31 @@ private Q_SLOTS:
         const QModelIndex file1 = model.index(1, 0, model.checkpointIndex());
         QCOMPARE(file1.data(ProblemRole).toString(), QStringLiteral("file is truncated"));
         QCOMPARE(model.index(0, ShardTreeModel::SizeColumn, model.checkpointIndex()).data(SortRole).toULongLong(), 66ULL);
+    }
+
+    void truncatedRankFlagsEveryTensorItHeld()
+    {
+        const std::string copy = copyFixtureFolder("fsdp2_llama_w4");
+        const std::string rank2 = copy + "/global_step_10/actor/model_world_size_4_rank_2.pt";
+        std::filesystem::resize_file(rank2, std::filesystem::file_size(rank2) / 2);
+        auto scanned = tessera::scanCheckpoint(copy + "/global_step_10/actor");
+        QVERIFY_RESULT(scanned);
+        auto info = std::make_shared<const tessera::CheckpointInfo>(std::move(*scanned));
+        ShardTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setGroupBy(ShardTreeModel::GroupBy::Tensor);
+        model.setCheckpoint(info);
+        for (int i = 0; i < model.tensorCount(); ++i) {
+            const QModelIndex entry = model.indexForTensor(i);
+            QVERIFY2(entry.data(ProblemRole).toString().startsWith(QStringLiteral("incomplete: ")),
+                     qPrintable(entry.data().toString()));
+        }
+        // The problem count the summary shows is the file plus each tensor.
+        QCOMPARE(info->problems.size(), info->tensors.size() + 1);
+        ShardTreeProxy proxy;
+        proxy.setSourceModel(&model);
+        proxy.setProblemsOnly(true);
+        QCOMPARE(proxy.rowCount(proxy.mapFromSource(model.checkpointIndex())), model.tensorCount());
     }
 
     void byTensor()

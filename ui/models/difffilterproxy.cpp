@@ -40,7 +40,7 @@ QString DiffFilterProxy::filterName(StatusFilter filter)
     case StatusFilter::Identical:
         return tr("Identical");
     case StatusFilter::Missing:
-        return tr("Missing in A or B");
+        return tr("Missing or incomplete");
     case StatusFilter::Mismatch:
         return tr("Shape or dtype mismatch");
     }
@@ -70,7 +70,8 @@ bool DiffFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourceP
             accept = status == DiffStatus::Identical;
             break;
         case StatusFilter::Missing:
-            accept = status == DiffStatus::MissingInA || status == DiffStatus::MissingInB;
+            accept = status == DiffStatus::MissingInA || status == DiffStatus::MissingInB
+                || status == DiffStatus::Incomplete;
             break;
         case StatusFilter::Mismatch:
             accept = status == DiffStatus::ShapeMismatch || status == DiffStatus::DtypeMismatch;

@@ -95,6 +95,8 @@ int DiffTableModel::severity(DiffStatus status)
     switch (status) {
     case DiffStatus::Failed:
         return 0;
+    case DiffStatus::Incomplete:
+        return 1;
     case DiffStatus::MissingInA:
         return 1;
     case DiffStatus::MissingInB:

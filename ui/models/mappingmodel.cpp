@@ -9,6 +9,9 @@
 #include <QFont>
 #include <QGuiApplication>
 #include <QPalette>
+#include <QRegularExpression>
+
+#include <algorithm>
 
 namespace tessera::ui {
 
@@ -39,6 +42,20 @@ int severity(MappingStatus status)
     return 8;
 }
 
+/// The number after the first component named like one of `words` ("layers.3" → 3), -1 if none.
+qlonglong indexAfter(const QStringList& parts, std::initializer_list<QLatin1String> words)
+{
+    for (int i = 0; i + 1 < parts.size(); ++i) {
+        if (std::find(words.begin(), words.end(), parts[i]) == words.end())
+            continue;
+        bool ok = false;
+        const qlonglong value = parts[i + 1].toLongLong(&ok);
+        if (ok && value >= 0)
+            return value;
+    }
+    return -1;
+}
+
 std::uint64_t numel(const tessera::Shape& shape)
 {
     std::uint64_t n = 1;
@@ -46,6 +63,8 @@ std::uint64_t numel(const tessera::Shape& shape)
         n *= static_cast<std::uint64_t>(d);
     return n;
 }
+/// The name a row's layer is read from: the Hugging Face name (uniform across families), else the source's.
+QString rowName(const tessera::MappingRow& row) { return qs(row.target.empty() ? row.source : row.target); }
 } // namespace
 
 MappingModel::MappingModel(QObject* parent) : QAbstractTableModel(parent) { }
@@ -64,6 +83,26 @@ const tessera::MappingRow* MappingModel::row(int row) const
     if (!m_outcome.result || row < 0 || row >= int(m_outcome.result->rows.size()))
         return nullptr;
     return &m_outcome.result->rows[std::size_t(row)];
+}
+
+QString MappingModel::layerText(const QString& name, qulonglong* sortKey)
+{
+    const QStringList parts = name.split(QLatin1Char('.'));
+    const qlonglong layer = indexAfter(parts, { QLatin1String("layers"), QLatin1String("layer"), QLatin1String("h"),
+                                                QLatin1String("blocks"), QLatin1String("blk") });
+    qlonglong expert = indexAfter(parts, { QLatin1String("experts"), QLatin1String("local_experts") });
+    // Megatron's grouped experts number the parameter instead: "experts.linear_fc1.weight3".
+    if (expert < 0 && parts.contains(QLatin1String("experts")) && !parts.isEmpty()) {
+        static const QRegularExpression trailing(QStringLiteral("^(weight|bias)(\\d+)$"));
+        const auto match = trailing.match(parts.back());
+        if (match.hasMatch())
+            expert = match.captured(2).toLongLong();
+    }
+    if (sortKey)
+        *sortKey = layer < 0 ? ~0ULL : (qulonglong(layer) << 32) | qulonglong(expert + 1);
+    if (layer < 0)
+        return {};
+    return expert < 0 ? QString::number(layer) : tr("%1 · expert %2").arg(layer).arg(expert);
 }
 
 const QVector<MappingStatus>& MappingModel::statuses()
@@ -117,6 +156,8 @@ QVariant MappingModel::headerData(int section, Qt::Orientation orientation, int 
         return {};
     if (role == Qt::ToolTipRole) {
         switch (section) {
+        case LayerColumn:
+            return tr("The layer (and expert) of the row; sort by it to group the rows by layer");
         case RuleColumn:
             return tr("The rule that maps the name (hover a row for the file that defines it)");
         case TargetShapeColumn:
@@ -128,6 +169,8 @@ QVariant MappingModel::headerData(int section, Qt::Orientation orientation, int 
     if (role != Qt::DisplayRole)
         return {};
     switch (section) {
+    case LayerColumn:
+        return tr("Layer");
     case SourceColumn:
         return m_outcome.megatron ? tr("Megatron name") : tr("Checkpoint name");
     case TargetColumn:
@@ -187,6 +230,11 @@ QVariant MappingModel::data(const QModelIndex& index, int role) const
         return {};
     case SortRole:
         switch (index.column()) {
+        case LayerColumn: {
+            qulonglong key = 0;
+            layerText(rowName(r), &key);
+            return key;
+        }
         case SourceShapeColumn:
             return QVariant::fromValue<qulonglong>(r.source.empty() ? 0 : numel(r.sourceShape));
         case TargetShapeColumn:
@@ -200,6 +248,8 @@ QVariant MappingModel::data(const QModelIndex& index, int role) const
         [[fallthrough]];
     case Qt::DisplayRole:
         switch (index.column()) {
+        case LayerColumn:
+            return layerText(rowName(r));
         case SourceColumn:
             return r.source.empty() ? QStringLiteral("—") : qs(r.source);
         case TargetColumn:

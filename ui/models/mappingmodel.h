@@ -20,6 +20,7 @@ class MappingModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     enum Column {
+        LayerColumn, ///< "3", "3 · expert 5": sorting by it groups rows by layer, keeping the table's order within
         SourceColumn,
         TargetColumn,
         RuleColumn,
@@ -47,6 +48,9 @@ public:
     static QString statusText(tessera::MappingStatus status);
     /// True for the statuses that stop a strict merge or need a look (red and orange).
     static bool isProblem(tessera::MappingStatus status);
+    /// The layer (and expert) a name belongs to as "3" / "3 · expert 5", empty for names outside the layers; with
+    /// `sortKey` set to a key that orders layers numerically, experts within them, and non-layer names last.
+    static QString layerText(const QString& name, qulonglong* sortKey = nullptr);
     /// Every status, in the order the summary and the filter list them.
     static const QVector<tessera::MappingStatus>& statuses();
 

@@ -8,6 +8,7 @@
 #include "models/difffilterproxy.h"
 #include "models/difftablemodel.h"
 #include "widgets/diffdetailview.h"
+#include "widgets/tensornameelide.h"
 #include "widgets/filterbar.h"
 
 #include <QComboBox>
@@ -109,6 +110,8 @@ DiffPage::DiffPage(QWidget* parent)
     m_table->setAlternatingRowColors(true);
     m_table->setWordWrap(false);
     m_table->setTextElideMode(Qt::ElideMiddle);
+    // Long names drop whole components, never the layer, expert or projection that tell rows apart.
+    m_table->setItemDelegateForColumn(DiffTableModel::NameColumn, new TensorNameDelegate(m_table));
     m_table->verticalHeader()->setVisible(false);
     m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
     m_table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder); // report order until a header is clicked
@@ -352,16 +355,12 @@ void DiffPage::onFinished(const DiffReportPtr& report)
         if (t.compared && t.numeric)
             maxAbs = std::max(maxAbs, t.maxAbsDiff);
     QStringList parts;
-    const std::pair<DiffStatus, const char*> colored[] = {
-        { DiffStatus::Identical, "#2e8b3e" },     { DiffStatus::WithinTolerance, "#b87400" },
-        { DiffStatus::Different, "#d03030" },     { DiffStatus::MissingInA, "#d03030" },
-        { DiffStatus::MissingInB, "#d03030" },    { DiffStatus::ShapeMismatch, "#d03030" },
-        { DiffStatus::DtypeMismatch, "#d03030" }, { DiffStatus::Failed, "#d03030" },
-    };
-    for (const auto& [status, color] : colored)
+    for (const DiffStatus status : tessera::reportedDiffStatuses())
         if (const std::size_t n = report->count(status))
             parts << QStringLiteral("<span style='color:%1'>%2 %3</span>")
-                         .arg(QLatin1String(color))
+                         .arg(QLatin1String(status == DiffStatus::Identical         ? "#2e8b3e"
+                                                : status == DiffStatus::WithinTolerance ? "#b87400"
+                                                                                        : "#d03030"))
                          .arg(n)
                          .arg(QString::fromLatin1(tessera::diffStatusName(status)));
     const QString verdict = report->ok() ? QStringLiteral("<b style='color:#2e8b3e'>%1</b>").arg(tr("PASS"))

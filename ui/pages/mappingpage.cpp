@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mappingpage.h"
 
+#include "widgets/tensornameelide.h"
+
 #include "coreconvert.h"
 #include "jobs/mappingjob.h"
 #include "models/mappingfilterproxy.h"
@@ -8,9 +10,11 @@
 #include "widgets/filterbar.h"
 #include "widgets/rankcolors.h"
 #include "widgets/ruleseditor.h"
+#include "widgets/tensornameelide.h"
 
 #include <QComboBox>
 #include <QDir>
+#include <QEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -24,6 +28,8 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace tessera::ui {
 
@@ -59,6 +65,8 @@ MappingPage::MappingPage(QWidget* parent)
     , m_error(new QLabel(m_rulesPanel))
     , m_load(new QPushButton(tr("Load…"), m_rulesPanel))
     , m_save(new QPushButton(tr("Save…"), m_rulesPanel))
+    , m_sourceNames(new TensorNameDelegate(this))
+    , m_targetNames(new TensorNameDelegate(this))
 {
     m_header->setWordWrap(true);
     m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -81,13 +89,21 @@ MappingPage::MappingPage(QWidget* parent)
     m_view->setWordWrap(false);
     m_view->verticalHeader()->hide();
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
-    // Names share what the short columns leave; those fit their contents (Qt samples 1000 rows, so it stays cheap).
+    // Names share what the short columns leave (fitNameColumns); those fit their contents (Qt samples 1000 rows, so
+    // it stays cheap). A name column can be dragged wider, or double-clicked at its edge to fit its longest name.
     m_view->horizontalHeader()->setStretchLastSection(false);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_view->horizontalHeader()->setSectionResizeMode(MappingModel::SourceColumn, QHeaderView::Stretch);
-    m_view->horizontalHeader()->setSectionResizeMode(MappingModel::TargetColumn, QHeaderView::Stretch);
-    // The tail of a name (layer, projection, [stack index]) tells rows apart; the prefix repeats on every row.
-    m_view->setTextElideMode(Qt::ElideLeft);
+    m_view->horizontalHeader()->setSectionResizeMode(MappingModel::SourceColumn, QHeaderView::Interactive);
+    m_view->horizontalHeader()->setSectionResizeMode(MappingModel::TargetColumn, QHeaderView::Interactive);
+    m_view->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
+    // Names too long for their column drop whole components, never the layer, expert or projection.
+    m_view->setItemDelegateForColumn(MappingModel::SourceColumn, m_sourceNames);
+    m_view->setItemDelegateForColumn(MappingModel::TargetColumn, m_targetNames);
+    m_view->viewport()->installEventFilter(this);
+    connect(m_view->horizontalHeader(), &QHeaderView::sectionResized, this, [this](int logical) {
+        if (!m_fittingNames && (logical == MappingModel::SourceColumn || logical == MappingModel::TargetColumn))
+            m_userSizedNames = true;
+    });
 
     m_rulesFile->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_rulesState->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -283,8 +299,45 @@ void MappingPage::onFinished(const MappingOutcome& outcome)
         m_error->show();
         m_rulesState->setText(tr("error"));
     }
+    if (const auto* result = m_model->outcome().result.get()) {
+        QStringList sources;
+        QStringList targets;
+        for (const auto& row : result->rows) {
+            if (!row.source.empty())
+                sources << qs(row.source);
+            if (!row.target.empty())
+                targets << qs(row.target);
+        }
+        m_sourceNames->setSharedPrefix(sharedNamePrefix(sources));
+        m_targetNames->setSharedPrefix(sharedNamePrefix(targets));
+    }
     updateStatusCombo();
     updateHeader();
+    fitNameColumns();
+}
+
+void MappingPage::fitNameColumns()
+{
+    if (m_userSizedNames)
+        return;
+    auto* header = m_view->horizontalHeader();
+    int others = 0;
+    for (int column = 0; column < header->count(); ++column)
+        if (column != MappingModel::SourceColumn && column != MappingModel::TargetColumn && !header->isSectionHidden(column))
+            others += header->sectionSize(column);
+    const int minimum = fontMetrics().horizontalAdvance(QStringLiteral("decoder.layers.00.mlp.weight"));
+    const int each = std::max(minimum, (m_view->viewport()->width() - others) / 2);
+    m_fittingNames = true;
+    header->resizeSection(MappingModel::SourceColumn, each);
+    header->resizeSection(MappingModel::TargetColumn, each);
+    m_fittingNames = false;
+}
+
+bool MappingPage::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_view->viewport() && event->type() == QEvent::Resize)
+        fitNameColumns();
+    return QWidget::eventFilter(watched, event);
 }
 
 void MappingPage::updateStatusCombo()

@@ -14,6 +14,8 @@ class QTableView;
 
 namespace tessera::ui {
 
+class TensorNameDelegate;
+
 class FilterBar;
 class MappingFilterProxy;
 class MappingJob;
@@ -61,6 +63,9 @@ private:
     void updateRulesLabel();
     void chooseLoad();
     void chooseSave();
+    /// Shares the width the short columns leave between the two name columns, until the user sizes one.
+    void fitNameColumns();
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
     MappingJob* m_job;
     MappingModel* m_model;
@@ -81,6 +86,10 @@ private:
     QTimer m_rulesDebounce;
     QString m_rulesName;
     bool m_settingText = false;
+    TensorNameDelegate* m_sourceNames;
+    TensorNameDelegate* m_targetNames;
+    bool m_fittingNames = false;
+    bool m_userSizedNames = false;
 };
 
 } // namespace tessera::ui

@@ -6,6 +6,7 @@
 #include "models/shardtreeproxy.h"
 #include "widgets/filterbar.h"
 #include "widgets/rankcolors.h"
+#include "widgets/tensornameelide.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -27,6 +28,7 @@ TreePage::TreePage(QWidget* parent)
     , m_problemsOnly(new QCheckBox(tr("Problems only"), this))
     , m_view(new QTreeView(this))
     , m_count(new QLabel(this))
+    , m_names(new TensorNameDelegate(this))
 {
     m_proxy->setSourceModel(m_model);
     m_groupBy->addItem(tr("By file"), int(ShardTreeModel::GroupBy::File));
@@ -54,6 +56,7 @@ TreePage::TreePage(QWidget* parent)
     m_view->header()->setSectionsMovable(true);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_view->setTextElideMode(Qt::ElideMiddle);
+    m_view->setItemDelegateForColumn(ShardTreeModel::NameColumn, m_names);
     m_view->setAllColumnsShowFocus(true);
     adjustColumns();
 
@@ -94,6 +97,11 @@ void TreePage::adjustColumns()
 
 void TreePage::setCheckpoint(CheckpointPtr checkpoint)
 {
+    QStringList names;
+    if (checkpoint)
+        for (const auto& tensor : checkpoint->tensors)
+            names << qs(tensor.name);
+    m_names->setSharedPrefix(sharedNamePrefix(names));
     m_model->setCheckpoint(std::move(checkpoint));
     expandDefault();
     updateCount();

@@ -17,6 +17,8 @@ class QTreeView;
 
 namespace tessera::ui {
 
+class TensorNameDelegate;
+
 class FilterBar;
 class ShardTreeProxy;
 
@@ -66,6 +68,7 @@ private:
     QCheckBox* m_problemsOnly;
     QTreeView* m_view;
     QLabel* m_count;
+    TensorNameDelegate* m_names;
     /// The user's expansion before a filter was applied, restored when the filter is cleared (source indices).
     QList<QPersistentModelIndex> m_expandedBeforeFilter;
     bool m_filtering = false;

@@ -26,6 +26,7 @@ namespace {
 const QColor kColorA(0x1f, 0x77, 0xb4);
 const QColor kColorB(0xe3, 0x6c, 0x0a);
 const QColor kColorDiff(0xc0, 0x2a, 0x2a);
+const QColor kMissingColor(0x8e, 0x24, 0xaa); ///< elements a side lacks: neither a value nor NaN
 
 QString num(double v) { return DiffTableModel::numberText(v); }
 /// More digits than the table: the detail is where values are read exactly.
@@ -192,6 +193,19 @@ DiffDetailView::DiffDetailView(QWidget* parent)
         auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
         map->setInterpolate(false);
         map->setColorScale(scales[i == 2 ? 1 : 0]);
+        m_maps << map;
+        // Elements a side lacks (a missing or truncated rank) are painted over in one colour of their own: they
+        // are neither values nor NaN.
+        auto* missing = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+        missing->setInterpolate(false);
+        QCPColorGradient solid;
+        solid.clearColorStops();
+        solid.setColorStopAt(0, kMissingColor);
+        solid.setColorStopAt(1, kMissingColor);
+        solid.setNanHandling(QCPColorGradient::nhTransparent);
+        missing->setGradient(solid);
+        missing->setDataRange(QCPRange(0, 1));
+        m_missingMaps << missing;
     }
     // Rings around the worst elements on |A − B|: at 128 cells a single element is only a few pixels wide.
     auto* diffRect = m_heatmaps->axisRects().value(2);
@@ -341,6 +355,9 @@ QString DiffDetailView::statsHtml(const TensorDiff& t) const
         row(tr("NaN"), QString::number(t.a.nan), QString::number(t.b.nan));
         row(tr("±Inf"), QString::number(t.a.inf), QString::number(t.b.inf));
     }
+    if (t.missingA || t.missingB)
+        row(QStringLiteral("<b style='color:%1'>%2</b>").arg(kMissingColor.name(), tr("missing")),
+            QString::number(t.missingA), QString::number(t.missingB));
     html += QStringLiteral("<tr><td colspan='4' height='6'></td></tr>");
     auto pair = [&](const QString& label, const QString& value) {
         html += QStringLiteral("<tr><td style='color:%1'>%2&nbsp;&nbsp;</td><td colspan='3' align='right'>%3</td></tr>")
@@ -444,13 +461,24 @@ QSize DiffDetailView::heatmapCells() const
     return {};
 }
 
+int DiffDetailView::missingCellCount() const
+{
+    int count = 0;
+    if (m_missingMaps.isEmpty())
+        return 0;
+    auto* data = m_missingMaps.front()->data(); // QCPColorMapData::cell is not const
+    for (int c = 0; c < data->keySize(); ++c)
+        for (int r = 0; r < data->valueSize(); ++r)
+            count += data->cell(c, r) == 1.0 ? 1 : 0;
+    return count;
+}
+
+QString DiffDetailView::statsText() const { return m_stats->text(); }
+
 void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
 {
     const tessera::Heatmap& h = detail.heatmap;
-    QList<QCPColorMap*> maps;
-    for (int i = 0; i < m_heatmaps->plottableCount(); ++i)
-        if (auto* map = qobject_cast<QCPColorMap*>(m_heatmaps->plottable(i)))
-            maps << map;
+    const QList<QCPColorMap*>& maps = m_maps;
     if (maps.size() != 3 || h.rows == 0 || h.cols == 0) {
         m_heatmapNote->setText(tr("Empty tensor: no heatmap."));
         return;
@@ -490,6 +518,20 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
                 data->setCell(c, r, m == 2 && std::isinf(v) ? diffMax * 1.0001 + 1e-300 : v);
             }
         maps[m]->setDataRange(m == 2 ? QCPRange(0, diffMax > 0 ? diffMax : 1) : QCPRange(-extent, extent));
+        auto* missing = m_missingMaps[m]->data();
+        if (h.missing.empty()) {
+            missing->clear();
+        } else {
+            missing->setSize(dataCols, dataRows);
+            missing->setRange(data->keyRange(), data->valueRange());
+            for (int r = 0; r < dataRows; ++r)
+                for (int c = 0; c < dataCols; ++c)
+                    missing->setCell(c, r,
+                                     h.missing[static_cast<std::size_t>(h.rows == 1 ? 0 : r) * static_cast<std::size_t>(h.cols)
+                                               + static_cast<std::size_t>(h.cols == 1 ? 0 : c)]
+                                         ? 1.0
+                                         : qQNaN());
+        }
         maps[m]->keyAxis()->setRange(0, static_cast<double>(h.sourceCols));
         maps[m]->valueAxis()->setRange(0, static_cast<double>(h.sourceRows));
     }
@@ -514,6 +556,8 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
                     .arg(blockCols);
     else
         note += tr("; every element shown");
+    if (!h.missing.empty())
+        note += tr(". Purple cells hold elements a side lacks (no rank's file has them): they are not compared");
     if (diffMax == 0)
         note += tr(". No element differs.");
     else if (!detail.worst.empty())

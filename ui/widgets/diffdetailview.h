@@ -6,6 +6,7 @@
 #include <QWidget>
 
 class QCustomPlot;
+class QCPColorMap;
 class QCPGraph;
 class QLabel;
 class QTableWidget;
@@ -31,6 +32,10 @@ public:
     QString worstIndexText(int row) const;
     /// The cells the A, B and |A − B| colour maps draw (columns, rows), for tests; (0, 0) when none.
     QSize heatmapCells() const;
+    /// Cells painted as missing (a side lacks their elements), for tests.
+    int missingCellCount() const;
+    /// The statistics panel's text (tests).
+    QString statsText() const;
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -52,6 +57,8 @@ private:
     QCustomPlot* m_heatmaps;
     QCPGraph* m_worstMarks = nullptr;
     QLabel* m_heatmapNote;
+    QList<QCPColorMap*> m_maps;        ///< A, B, |A − B|
+    QList<QCPColorMap*> m_missingMaps; ///< over each: the cells a side lacks elements of
 };
 
 } // namespace tessera::ui

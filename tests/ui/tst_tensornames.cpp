@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Names you can read (issue: the mapping table and the tree must never elide the layer, expert or projection).
+#include "jobs/mappingjob.h"
+#include "mappingfixtures.h"
+#include "models/mappingfilterproxy.h"
+#include "models/mappingmodel.h"
+#include "pages/mappingpage.h"
+#include "pages/treepage.h"
+#include "testutil.h"
+#include "widgets/tensornameelide.h"
+
+#include <QHeaderView>
+#include <QSet>
+#include <QTableView>
+#include <QTest>
+#include <QTreeView>
+
+using namespace tessera::ui;
+
+namespace {
+/// A width measured in characters, so the expectations read plainly.
+auto chars(int n)
+{
+    return [n](const QString& text) { return text.size() <= n; };
+}
+} // namespace
+
+class TestTensorNames : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void aNameThatFitsIsLeftAlone()
+    {
+        const QString name = QStringLiteral("model.layers.3.self_attn.q_proj.weight");
+        QCOMPARE(compactTensorName(name, chars(100)), name);
+    }
+
+    void componentsGoBeforeTheIndexOrTheProjection()
+    {
+        const QString name = QStringLiteral("model.layers.13.self_attn.q_proj.weight");
+        // The shared prefix goes first, the word naming the index last.
+        QCOMPARE(compactTensorName(name, chars(34), QStringLiteral("model.layers.")),
+                 QStringLiteral("…layers.13.self_attn.q_proj.weight"));
+        QCOMPARE(compactTensorName(name, chars(28), QStringLiteral("model.layers.")),
+                 QStringLiteral("…13.self_attn.q_proj.weight"));
+        QCOMPARE(compactTensorName(name, chars(20), QStringLiteral("model.layers.")), QStringLiteral("…13.…q_proj.weight"));
+        // Without a shared prefix the top-level module stays.
+        QCOMPARE(compactTensorName(name, chars(30)), QStringLiteral("model.layers.13.…q_proj.weight"));
+        QCOMPARE(compactTensorName(name, chars(25)), QStringLiteral("model.…13.…q_proj.weight"));
+        // Never shorter than the parts that tell rows apart, however narrow.
+        QCOMPARE(compactTensorName(name, chars(3)), QStringLiteral("model.…13.…q_proj.weight"));
+    }
+
+    void expertsAndLoraFactorsKeepTheirParts()
+    {
+        const QString expert = QStringLiteral("decoder.layers.7.mlp.experts.local_experts.11.linear_fc2.weight");
+        const QString compact = compactTensorName(expert, chars(10));
+        QCOMPARE(compact, QStringLiteral("decoder.…7.…11.linear_fc2.weight"));
+        const QString lora = QStringLiteral("base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight");
+        QCOMPARE(compactTensorName(lora, chars(10)), QStringLiteral("base_model.…0.…q_proj.lora_A.default.weight"));
+    }
+
+    void sharedPrefixIsWholeComponents()
+    {
+        QCOMPARE(sharedNamePrefix({ QStringLiteral("model.layers.0.a.weight"), QStringLiteral("model.layers.1.a.weight") }),
+                 QStringLiteral("model.layers."));
+        QCOMPARE(sharedNamePrefix({ QStringLiteral("model.norm.weight"), QStringLiteral("model.norms.weight") }),
+                 QStringLiteral("model."));
+        QCOMPARE(sharedNamePrefix({ QStringLiteral("lm_head.weight"), QStringLiteral("model.norm.weight") }), QString());
+        // A single name's parameter is never its own prefix.
+        QCOMPARE(sharedNamePrefix({ QStringLiteral("model.norm.weight") }), QStringLiteral("model.norm."));
+        QCOMPARE(sharedNamePrefix({}), QString());
+    }
+
+    void distinctRowsStayDistinctWhenNarrow_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::newRow("legacy") << QString::fromLatin1(tessera::test::kLegacy);
+        QTest::newRow("dist") << QString::fromLatin1(tessera::test::kDist);
+        QTest::newRow("lora") << QStringLiteral("lora_llama_w2_fp32/global_step_10/actor");
+    }
+
+    void distinctRowsStayDistinctWhenNarrow()
+    {
+        QFETCH(QString, fixture);
+        MappingModel model;
+        model.setOutcome(MappingJob::evaluate(tessera::test::scanFixture(fixture.toStdString()), {}));
+        QVERIFY(model.rowCount() > 0);
+        for (const int column : { int(MappingModel::SourceColumn), int(MappingModel::TargetColumn) }) {
+            QStringList names;
+            for (int r = 0; r < model.rowCount(); ++r) {
+                const QString name = model.index(r, column).data().toString();
+                if (name != QStringLiteral("—"))
+                    names << name;
+            }
+            const QString shared = sharedNamePrefix(names);
+            QSet<QString> full;
+            QSet<QString> compact;
+            for (const QString& name : names) {
+                full.insert(name);
+                compact.insert(compactTensorName(name, chars(12), shared));
+            }
+            QCOMPARE(compact.size(), full.size());
+        }
+    }
+
+    void expertNamesStayDistinctWhenNarrow()
+    {
+        QStringList megatron, hf;
+        for (int layer = 0; layer < 12; ++layer)
+            for (int e = 0; e < 16; ++e)
+                for (const char* fc : { "linear_fc1", "linear_fc2" }) {
+                    megatron << QStringLiteral("decoder.layers.%1.mlp.experts.%2.weight%3").arg(layer).arg(QLatin1String(fc)).arg(e);
+                    megatron << QStringLiteral("decoder.layers.%1.mlp.experts.local_experts.%3.%2.weight").arg(layer).arg(QLatin1String(fc)).arg(e);
+                    hf << QStringLiteral("model.layers.%1.mlp.experts.%2.%3.weight").arg(layer).arg(e).arg(QLatin1String(fc));
+                }
+        for (const QStringList* names : { &megatron, &hf }) {
+            const QString shared = sharedNamePrefix(*names);
+            QSet<QString> compact;
+            for (const QString& name : *names)
+                compact.insert(compactTensorName(name, chars(8), shared));
+            QCOMPARE(compact.size(), int(names->size()));
+        }
+    }
+
+    void layerColumnGroupsRowsByLayer()
+    {
+        qulonglong three = 0, ten = 0, expert = 0, none = 0;
+        QCOMPARE(MappingModel::layerText(QStringLiteral("model.layers.3.mlp.up_proj.weight"), &three), QStringLiteral("3"));
+        QCOMPARE(MappingModel::layerText(QStringLiteral("decoder.layers.10.self_attention.linear_qkv.weight"), &ten),
+                 QStringLiteral("10"));
+        QCOMPARE(MappingModel::layerText(QStringLiteral("decoder.layers.3.mlp.experts.linear_fc1.weight5"), &expert),
+                 QStringLiteral("3 · expert 5"));
+        QCOMPARE(MappingModel::layerText(QStringLiteral("model.layers.3.mlp.experts.5.up_proj.weight")),
+                 QStringLiteral("3 · expert 5"));
+        QCOMPARE(MappingModel::layerText(QStringLiteral("lm_head.weight"), &none), QString());
+        QVERIFY(three < expert && expert < ten && ten < none); // numeric, experts within their layer, the rest last
+
+        MappingModel model;
+        model.setOutcome(MappingJob::evaluate(tessera::test::scanFixture(tessera::test::kLegacy), {}));
+        MappingFilterProxy proxy;
+        proxy.setSourceModel(&model);
+        proxy.sort(MappingModel::LayerColumn, Qt::AscendingOrder);
+        qulonglong previous = 0;
+        QSet<QString> layers;
+        for (int r = 0; r < proxy.rowCount(); ++r) {
+            const qulonglong key = proxy.index(r, MappingModel::LayerColumn).data(tessera::ui::SortRole).toULongLong();
+            QVERIFY(key >= previous);
+            previous = key;
+            layers.insert(proxy.index(r, MappingModel::LayerColumn).data().toString());
+        }
+        QVERIFY(layers.contains(QStringLiteral("0")) && layers.contains(QStringLiteral("1")));
+    }
+
+    void viewsDrawNamesThroughTheDelegate()
+    {
+        MappingPage mapping;
+        auto* table = mapping.findChild<QTableView*>();
+        QVERIFY(table);
+        QVERIFY(qobject_cast<TensorNameDelegate*>(table->itemDelegateForColumn(MappingModel::SourceColumn)));
+        QVERIFY(qobject_cast<TensorNameDelegate*>(table->itemDelegateForColumn(MappingModel::TargetColumn)));
+        TreePage tree;
+        QVERIFY(qobject_cast<TensorNameDelegate*>(tree.view()->itemDelegateForColumn(0)));
+    }
+
+    void nameColumnsShareTheWidthUntilTheUserWidensOne()
+    {
+        MappingPage page;
+        page.resize(1000, 600);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        page.setCheckpoint(tessera::test::scanFixture(tessera::test::kLegacy));
+        QTRY_VERIFY(!page.job()->isBusy());
+        auto* table = page.findChild<QTableView*>();
+        auto* header = table->horizontalHeader();
+        QTRY_VERIFY(header->sectionSize(MappingModel::SourceColumn) > 100);
+        QCOMPARE(header->sectionSize(MappingModel::SourceColumn), header->sectionSize(MappingModel::TargetColumn));
+        QCOMPARE(header->sectionResizeMode(MappingModel::SourceColumn), QHeaderView::Interactive);
+        // The user widens the Hugging Face names; a window resize keeps that width.
+        header->resizeSection(MappingModel::TargetColumn, 900);
+        page.resize(1100, 600);
+        QTest::qWait(20);
+        QCOMPARE(header->sectionSize(MappingModel::TargetColumn), 900);
+    }
+};
+
+QTEST_MAIN(TestTensorNames)
+#include "tst_tensornames.moc"

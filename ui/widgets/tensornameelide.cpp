@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "tensornameelide.h"
+
+#include <QApplication>
+#include <QPainter>
+#include <QStyle>
+
+#include <vector>
+
+namespace tessera::ui {
+
+namespace {
+bool isIndex(const QString& part)
+{
+    if (part.isEmpty())
+        return false;
+    for (const QChar c : part)
+        if (!c.isDigit())
+            return false;
+    return true;
+}
+
+/// PEFT's own components: the module before them is the projection that tells rows apart.
+bool isLoraPart(const QString& part)
+{
+    return part.startsWith(QLatin1String("lora_")) || part == QLatin1String("base_layer");
+}
+
+QString render(const QStringList& parts, const std::vector<bool>& dropped)
+{
+    QString out;
+    bool previousDropped = false;
+    for (int i = 0; i < parts.size(); ++i) {
+        if (dropped[std::size_t(i)]) {
+            if (!previousDropped)
+                out += out.isEmpty() ? QStringLiteral("…") : QStringLiteral(".…");
+            previousDropped = true;
+            continue;
+        }
+        if (!out.isEmpty() && !previousDropped)
+            out += QLatin1Char('.');
+        out += parts[i];
+        previousDropped = false;
+    }
+    return out;
+}
+} // namespace
+
+QString compactTensorName(const QString& name, const std::function<bool(const QString&)>& fits,
+                          const QString& sharedPrefix)
+{
+    if (fits(name))
+        return name;
+    const QStringList parts = name.split(QLatin1Char('.'));
+    const int n = int(parts.size());
+    if (n < 3)
+        return name;
+
+    // Leading components all rows share; at least the last two always stay.
+    const QStringList shared = sharedPrefix.split(QLatin1Char('.'), Qt::SkipEmptyParts);
+    int sharedCount = 0;
+    while (sharedCount < shared.size() && sharedCount < n - 2 && parts[sharedCount] == shared[sharedCount])
+        ++sharedCount;
+
+    auto kept = [&](int i) {
+        return i == 0 || i >= n - 2 || isIndex(parts[i]) || isLoraPart(parts[i])
+            || (i + 1 < n && isLoraPart(parts[i + 1]));
+    };
+    std::vector<int> order;
+    for (int i = 0; i < sharedCount; ++i)
+        order.push_back(i);
+    std::vector<int> namingAnIndex;
+    for (int i = sharedCount; i < n; ++i) {
+        if (kept(i))
+            continue;
+        if (i + 1 < n && isIndex(parts[i + 1]))
+            namingAnIndex.push_back(i);
+        else
+            order.push_back(i);
+    }
+    order.insert(order.end(), namingAnIndex.begin(), namingAnIndex.end());
+
+    std::vector<bool> dropped(std::size_t(n), false);
+    QString shortest = name;
+    for (int i : order) {
+        dropped[std::size_t(i)] = true;
+        shortest = render(parts, dropped);
+        if (fits(shortest))
+            return shortest;
+    }
+    return shortest;
+}
+
+QString sharedNamePrefix(const QStringList& names)
+{
+    if (names.isEmpty())
+        return {};
+    QStringList common = names.front().split(QLatin1Char('.'));
+    common.removeLast(); // a parameter name is never a prefix
+    for (const QString& name : names) {
+        const QStringList parts = name.split(QLatin1Char('.'));
+        int same = 0;
+        while (same < common.size() && same + 1 < parts.size() && parts[same] == common[same])
+            ++same;
+        common = common.mid(0, same);
+        if (common.isEmpty())
+            return {};
+    }
+    return common.join(QLatin1Char('.')) + QLatin1Char('.');
+}
+
+TensorNameDelegate::TensorNameDelegate(QObject* parent) : QStyledItemDelegate(parent) { }
+
+void TensorNameDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const
+{
+    QStyleOptionViewItem opt(option);
+    initStyleOption(&opt, index);
+    const QWidget* widget = option.widget;
+    QStyle* style = widget ? widget->style() : QApplication::style();
+    const QRect textRect = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget);
+    // The style insets the text by the focus frame's margin on both sides (QCommonStyle's viewItemDrawText).
+    const int margin = style->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, widget) + 1;
+    const int width = textRect.width() - 2 * margin;
+    const QFontMetrics metrics(opt.font);
+    if (metrics.horizontalAdvance(opt.text) > width) {
+        const QString compact = compactTensorName(
+            opt.text, [&](const QString& text) { return metrics.horizontalAdvance(text) <= width; }, m_sharedPrefix);
+        // A compacted name is cut on the right if it still does not fit, so its first kept index stays; other text
+        // (file and rank rows) keeps the view's own elision.
+        if (compact != opt.text) {
+            opt.text = compact;
+            opt.textElideMode = Qt::ElideRight;
+        }
+    }
+    style->drawControl(QStyle::CE_ItemViewItem, &opt, painter, widget);
+}
+
+} // namespace tessera::ui

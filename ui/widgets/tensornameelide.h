@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <QStyledItemDelegate>
+
+#include <functional>
+
+namespace tessera::ui {
+
+/// Shortens a dotted tensor name until `fits` accepts it, by whole components and never by the parts that tell
+/// rows apart: a numeric component (layer, expert, stage index), the last two components (projection and
+/// parameter), a LoRA component (lora_A, lora_B, base_layer…) and the module before it and the first component (model, visual, lm_head…) stay.
+/// Droppable components go in this order: those of `sharedPrefix` (leading components every row has, so dropping
+/// them loses nothing), then the others left to right, the word naming an index ("layers", "experts") last.
+/// Each run of dropped components shows as one "…". When even the kept parts do not fit, the result is the
+/// shortest form (the caller elides it further, on the right so the index stays).
+QString compactTensorName(const QString& name, const std::function<bool(const QString&)>& fits,
+                          const QString& sharedPrefix = {});
+
+/// The leading dotted components `names` all share ("model.layers." for a list of layer weights), empty if none.
+QString sharedNamePrefix(const QStringList& names);
+
+/// Draws tensor names with compactTensorName instead of Qt's character elision, which cut the layer index or the
+/// projection out of the middle. Install on the name columns of a view; the full name stays in the tooltip.
+class TensorNameDelegate : public QStyledItemDelegate {
+    Q_OBJECT
+public:
+    explicit TensorNameDelegate(QObject* parent = nullptr);
+    /// Components every row shares, dropped first (see sharedNamePrefix).
+    void setSharedPrefix(const QString& prefix) { m_sharedPrefix = prefix; }
+    const QString& sharedPrefix() const { return m_sharedPrefix; }
+
+    void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+
+private:
+    QString m_sharedPrefix;
+};
+
+} // namespace tessera::ui
