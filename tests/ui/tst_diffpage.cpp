@@ -11,6 +11,9 @@
 #include "formats/safetensors_reader.h"
 #include "formats/scan.h"
 
+#include "plots/qcp.h"
+
+#include <QScrollArea>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTest>
@@ -105,6 +108,28 @@ private Q_SLOTS:
         QCOMPARE(page.detailView()->heatmapCells().height(), 2);
         QVERIFY(page.detailView()->heatmapCells().width() > 1);
         QVERIFY(!page.grab().isNull());
+
+        // Numbers are never cut: every numeric cell fits its column.
+        QTableView* table = nullptr;
+        for (auto* view : page.findChildren<QTableView*>())
+            if (view->model() == page.proxy())
+                table = view;
+        QVERIFY(table);
+        const QFontMetrics fm(table->font());
+        for (int r = 0; r < page.proxy()->rowCount(); ++r)
+            for (int c = DiffTableModel::StatusColumn; c < DiffTableModel::ColumnCount; ++c) {
+                const QString text = page.proxy()->index(r, c).data().toString();
+                QVERIFY2(fm.horizontalAdvance(text) + 8 <= table->columnWidth(c), qPrintable(QStringLiteral("%1 in column %2 of width %3").arg(text).arg(c).arg(table->columnWidth(c))));
+            }
+        QVERIFY(fm.horizontalAdvance(DiffTableModel::numberText(-3.4028234663852886e38)) + 8
+                <= table->columnWidth(DiffTableModel::MaxAbsColumn));
+        // The heatmaps' axes carry a few ticks, never labels running into one another; the detail scrolls in a
+        // short window rather than overlapping its plots.
+        for (auto* plot : page.detailView()->findChildren<QCustomPlot*>())
+            for (auto* rect : plot->axisRects())
+                if (plot->axisRects().size() == 3)
+                    QVERIFY(rect->axis(QCPAxis::atBottom)->tickVector().size() <= 4);
+        QVERIFY(qobject_cast<QScrollArea*>(page.detailView()->parentWidget()->parentWidget()));
     }
 
     void truncatedRankIsMissingNotZeros()

@@ -170,6 +170,12 @@ private Q_SLOTS:
                      qPrintable(MainWindow::viewName(view)));
             QCOMPARE(window.size(), QSize(1280, 720));
         }
+        // The tree's filter box is readable even with the tree pane at its narrowest share.
+        window.setTreeShare(0.2);
+        QCoreApplication::processEvents();
+        auto* filter = window.findChild<FilterBar*>();
+        QVERIFY(filter);
+        QVERIFY2(filter->lineEdit()->width() >= 150, qPrintable(QString::number(filter->lineEdit()->width())));
     }
 
     void placementViewEdgeCases()

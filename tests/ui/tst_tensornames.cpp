@@ -65,10 +65,20 @@ private Q_SLOTS:
                  QStringLiteral("model.layers."));
         QCOMPARE(sharedNamePrefix({ QStringLiteral("model.norm.weight"), QStringLiteral("model.norms.weight") }),
                  QStringLiteral("model."));
-        QCOMPARE(sharedNamePrefix({ QStringLiteral("lm_head.weight"), QStringLiteral("model.norm.weight") }), QString());
+        // Most rows are layers; the embedding and the head do not stop the prefix.
+        QCOMPARE(sharedNamePrefix({ QStringLiteral("model.embed_tokens.weight"), QStringLiteral("model.layers.0.a.weight"),
+                                    QStringLiteral("model.layers.1.a.weight"), QStringLiteral("model.layers.2.a.weight"),
+                                    QStringLiteral("lm_head.weight") }),
+                 QStringLiteral("model.layers."));
+        QCOMPARE(sharedNamePrefix({ QStringLiteral("lm_head.weight"), QStringLiteral("model.norm.weight"),
+                                    QStringLiteral("visual.blocks.0.weight") }),
+                 QString());
         // A single name's parameter is never its own prefix.
         QCOMPARE(sharedNamePrefix({ QStringLiteral("model.norm.weight") }), QStringLiteral("model.norm."));
         QCOMPARE(sharedNamePrefix({}), QString());
+        // A name without the prefix keeps its first component.
+        QCOMPARE(compactTensorName(QStringLiteral("lm_head.proj.extra.weight"), chars(5), QStringLiteral("model.layers.")),
+                 QStringLiteral("lm_head.…extra.weight"));
     }
 
     void distinctRowsStayDistinctWhenNarrow_data()

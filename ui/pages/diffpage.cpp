@@ -7,6 +7,7 @@
 #include "coreconvert.h"
 #include "models/difffilterproxy.h"
 #include "models/difftablemodel.h"
+#include "widgets/columnfitter.h"
 #include "widgets/diffdetailview.h"
 #include "widgets/tensornameelide.h"
 #include "widgets/filterbar.h"
@@ -23,6 +24,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -117,16 +119,26 @@ DiffPage::DiffPage(QWidget* parent)
     m_table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder); // report order until a header is clicked
     m_table->setSortingEnabled(true);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-    m_table->horizontalHeader()->setStretchLastSection(true);
-    m_table->setColumnWidth(DiffTableModel::NameColumn, 270);
-    m_table->setColumnWidth(DiffTableModel::StatusColumn, 104);
+    m_table->horizontalHeader()->setStretchLastSection(false);
+    m_table->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
+    // Numbers are never cut: each column fits its header and the widest number it can show.
+    const QFontMetrics fm(m_table->font());
+    const int number = fm.horizontalAdvance(QStringLiteral("-8.888e-88"));
+    auto fitColumn = [&](int column, int content) {
+        const int header = fm.horizontalAdvance(m_model->headerData(column, Qt::Horizontal).toString()) + 24;
+        m_table->setColumnWidth(column, std::max(header, content + 14));
+    };
+    fitColumn(DiffTableModel::StatusColumn, fm.horizontalAdvance(QStringLiteral("within tolerance")));
     for (int c = DiffTableModel::MaxAbsColumn; c <= DiffTableModel::DifferingColumn; ++c)
-        m_table->setColumnWidth(c, c == DiffTableModel::MeanAbsColumn ? 80 : 72);
-    m_table->setColumnWidth(DiffTableModel::CosineColumn, 84);
-    m_table->setColumnWidth(DiffTableModel::NanColumn, 58);
-    m_table->setColumnWidth(DiffTableModel::InfColumn, 58);
-    m_table->setColumnWidth(DiffTableModel::BitEqualColumn, 46);
-    m_table->setColumnWidth(DiffTableModel::DtypeColumn, 52);
+        fitColumn(c, c == DiffTableModel::CosineColumn ? fm.horizontalAdvance(QStringLiteral("1 − 8.8e-88")) : number);
+    fitColumn(DiffTableModel::NanColumn, fm.horizontalAdvance(QStringLiteral("8888 / 8888")));
+    fitColumn(DiffTableModel::InfColumn, fm.horizontalAdvance(QStringLiteral("8888 / 8888")));
+    fitColumn(DiffTableModel::BitEqualColumn, fm.horizontalAdvance(QStringLiteral("no")));
+    fitColumn(DiffTableModel::DtypeColumn, fm.horizontalAdvance(QStringLiteral("BF16 / F32")));
+    fitColumn(DiffTableModel::ShapeColumn, fm.horizontalAdvance(QStringLiteral("[151936, 4096]")));
+    // The name takes what the numbers leave, never less than a readable width.
+    new ColumnFitter(m_table, m_table->horizontalHeader(), { DiffTableModel::NameColumn },
+                     fm.horizontalAdvance(QStringLiteral("model.layers.00.mlp.down_proj.weight")));
 
     auto* tableBox = new QWidget(this);
     auto* tableLayout = new QVBoxLayout(tableBox);
@@ -136,7 +148,12 @@ DiffPage::DiffPage(QWidget* parent)
     tableLayout->addWidget(m_table, 1);
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->addWidget(tableBox);
-    splitter->addWidget(m_detail);
+    // In a short window the detail scrolls instead of drawing its plots over one another.
+    auto* detailScroll = new QScrollArea(this);
+    detailScroll->setWidget(m_detail);
+    detailScroll->setWidgetResizable(true);
+    detailScroll->setFrameShape(QFrame::NoFrame);
+    splitter->addWidget(detailScroll);
     splitter->setStretchFactor(0, 2);
     splitter->setStretchFactor(1, 3);
     splitter->setChildrenCollapsible(false);

@@ -9,12 +9,12 @@
 #include "models/mappingmodel.h"
 #include "widgets/filterbar.h"
 #include "widgets/rankcolors.h"
+#include "widgets/columnfitter.h"
 #include "widgets/ruleseditor.h"
 #include "widgets/tensornameelide.h"
 
 #include <QComboBox>
 #include <QDir>
-#include <QEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -29,7 +29,6 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
-#include <algorithm>
 
 namespace tessera::ui {
 
@@ -89,21 +88,17 @@ MappingPage::MappingPage(QWidget* parent)
     m_view->setWordWrap(false);
     m_view->verticalHeader()->hide();
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
-    // Names share what the short columns leave (fitNameColumns); those fit their contents (Qt samples 1000 rows, so
-    // it stays cheap). A name column can be dragged wider, or double-clicked at its edge to fit its longest name.
+    // Names share what the short columns leave; those fit their contents (Qt samples 1000 rows, so it stays cheap).
+    // A name column can be dragged wider, or double-clicked at its edge to fit its longest name.
     m_view->horizontalHeader()->setStretchLastSection(false);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_view->horizontalHeader()->setSectionResizeMode(MappingModel::SourceColumn, QHeaderView::Interactive);
-    m_view->horizontalHeader()->setSectionResizeMode(MappingModel::TargetColumn, QHeaderView::Interactive);
     m_view->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
+    m_nameColumns = new ColumnFitter(m_view, m_view->horizontalHeader(),
+                                     { MappingModel::SourceColumn, MappingModel::TargetColumn },
+                                     fontMetrics().horizontalAdvance(QStringLiteral("decoder.layers.00.mlp.weight")));
     // Names too long for their column drop whole components, never the layer, expert or projection.
     m_view->setItemDelegateForColumn(MappingModel::SourceColumn, m_sourceNames);
     m_view->setItemDelegateForColumn(MappingModel::TargetColumn, m_targetNames);
-    m_view->viewport()->installEventFilter(this);
-    connect(m_view->horizontalHeader(), &QHeaderView::sectionResized, this, [this](int logical) {
-        if (!m_fittingNames && (logical == MappingModel::SourceColumn || logical == MappingModel::TargetColumn))
-            m_userSizedNames = true;
-    });
 
     m_rulesFile->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_rulesState->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -313,31 +308,7 @@ void MappingPage::onFinished(const MappingOutcome& outcome)
     }
     updateStatusCombo();
     updateHeader();
-    fitNameColumns();
-}
-
-void MappingPage::fitNameColumns()
-{
-    if (m_userSizedNames)
-        return;
-    auto* header = m_view->horizontalHeader();
-    int others = 0;
-    for (int column = 0; column < header->count(); ++column)
-        if (column != MappingModel::SourceColumn && column != MappingModel::TargetColumn && !header->isSectionHidden(column))
-            others += header->sectionSize(column);
-    const int minimum = fontMetrics().horizontalAdvance(QStringLiteral("decoder.layers.00.mlp.weight"));
-    const int each = std::max(minimum, (m_view->viewport()->width() - others) / 2);
-    m_fittingNames = true;
-    header->resizeSection(MappingModel::SourceColumn, each);
-    header->resizeSection(MappingModel::TargetColumn, each);
-    m_fittingNames = false;
-}
-
-bool MappingPage::eventFilter(QObject* watched, QEvent* event)
-{
-    if (watched == m_view->viewport() && event->type() == QEvent::Resize)
-        fitNameColumns();
-    return QWidget::eventFilter(watched, event);
+    m_nameColumns->fit();
 }
 
 void MappingPage::updateStatusCombo()

@@ -14,6 +14,7 @@ class QTableView;
 
 namespace tessera::ui {
 
+class ColumnFitter;
 class TensorNameDelegate;
 
 class FilterBar;
@@ -63,9 +64,6 @@ private:
     void updateRulesLabel();
     void chooseLoad();
     void chooseSave();
-    /// Shares the width the short columns leave between the two name columns, until the user sizes one.
-    void fitNameColumns();
-    bool eventFilter(QObject* watched, QEvent* event) override;
 
     MappingJob* m_job;
     MappingModel* m_model;
@@ -88,8 +86,7 @@ private:
     bool m_settingText = false;
     TensorNameDelegate* m_sourceNames;
     TensorNameDelegate* m_targetNames;
-    bool m_fittingNames = false;
-    bool m_userSizedNames = false;
+    ColumnFitter* m_nameColumns = nullptr;
 };
 
 } // namespace tessera::ui

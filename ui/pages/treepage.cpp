@@ -4,6 +4,7 @@
 #include "coreconvert.h"
 #include "models/roles.h"
 #include "models/shardtreeproxy.h"
+#include "widgets/columnfitter.h"
 #include "widgets/filterbar.h"
 #include "widgets/rankcolors.h"
 #include "widgets/tensornameelide.h"
@@ -38,10 +39,13 @@ TreePage::TreePage(QWidget* parent)
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
+    // The filter has a row of its own: beside the grouping and "Problems only" it was a few letters wide in a
+    // narrow pane.
+    layout->addWidget(m_filter);
     auto* bar = new QHBoxLayout;
-    bar->addWidget(m_filter, 1);
     bar->addWidget(m_groupBy);
     bar->addWidget(m_problemsOnly);
+    bar->addStretch(1);
     layout->addLayout(bar);
     layout->addWidget(m_view, 1);
     layout->addWidget(m_count);
@@ -88,7 +92,12 @@ void TreePage::adjustColumns()
 {
     const QFontMetrics fm(font());
     auto* header = m_view->header();
-    header->resizeSection(ShardTreeModel::NameColumn, fm.horizontalAdvance(QStringLiteral("model.layers.0.post_attention_layernorm.weight")) + 130);
+    const int nameWidth = fm.horizontalAdvance(QStringLiteral("model.layers.0.post_attention_layernorm.weight")) + 130;
+    header->resizeSection(ShardTreeModel::NameColumn, nameWidth);
+    // A pane narrower than that shows whole (shortened) names; the other columns are a scroll away.
+    if (!m_nameColumn)
+        m_nameColumn = new ColumnFitter(m_view, header, { ShardTreeModel::NameColumn }, nameWidth);
+    m_nameColumn->fit();
     header->resizeSection(ShardTreeModel::SizeColumn, fm.horizontalAdvance(QStringLiteral("888 MB")) + 20);
     header->resizeSection(ShardTreeModel::DTypeColumn, fm.horizontalAdvance(QStringLiteral("DType")) + 20);
     header->resizeSection(ShardTreeModel::ShapeColumn, fm.horizontalAdvance(QStringLiteral("[151936, 4096]")) + 16);

@@ -17,6 +17,7 @@ class QTreeView;
 
 namespace tessera::ui {
 
+class ColumnFitter;
 class TensorNameDelegate;
 
 class FilterBar;
@@ -69,6 +70,7 @@ private:
     QTreeView* m_view;
     QLabel* m_count;
     TensorNameDelegate* m_names;
+    ColumnFitter* m_nameColumn = nullptr;
     /// The user's expansion before a filter was applied, restored when the filter is cleared (source indices).
     QList<QPersistentModelIndex> m_expandedBeforeFilter;
     bool m_filtering = false;

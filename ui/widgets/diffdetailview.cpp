@@ -9,6 +9,7 @@
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
 #include <QTableWidget>
 
 #include <algorithm>
@@ -189,6 +190,9 @@ DiffDetailView::DiffDetailView(QWidget* parent)
         rect->axis(QCPAxis::atLeft)->setRangeReversed(true); // row 0 at the top, as a matrix reads
         if (i > 0)
             rect->axis(QCPAxis::atLeft)->setTickLabels(false);
+        // A third of the window each: a few round ticks, so labels such as 150000 never run into each other.
+        rect->axis(QCPAxis::atBottom)->ticker()->setTickCount(3);
+        rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(4);
         m_heatmaps->plotLayout()->addElement(1, rectColumns[i], rect);
         auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
         map->setInterpolate(false);
@@ -225,7 +229,14 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     layout->setHorizontalSpacing(8);
     layout->setVerticalSpacing(4);
     layout->addWidget(m_title, 0, 0, 1, 3);
-    layout->addWidget(m_stats, 1, 0);
+    // The statistics scroll when the window is short, rather than losing their last lines.
+    auto* statsScroll = new QScrollArea(this);
+    statsScroll->setWidget(m_stats);
+    statsScroll->setWidgetResizable(true);
+    statsScroll->setFrameShape(QFrame::NoFrame);
+    statsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+    statsScroll->setMinimumWidth(m_stats->fontMetrics().horizontalAdvance(QStringLiteral("mean |a−b|  -0.0004176988  -0.0004176988")));
+    layout->addWidget(statsScroll, 1, 0);
     layout->addWidget(m_values, 1, 1);
     layout->addWidget(m_differences, 1, 2);
     auto* worstBox = new QWidget(this);

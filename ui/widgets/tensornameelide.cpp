@@ -2,6 +2,7 @@
 #include "tensornameelide.h"
 
 #include <QApplication>
+#include <QHash>
 #include <QPainter>
 #include <QStyle>
 
@@ -93,20 +94,29 @@ QString compactTensorName(const QString& name, const std::function<bool(const QS
 
 QString sharedNamePrefix(const QStringList& names)
 {
-    if (names.isEmpty())
-        return {};
-    QStringList common = names.front().split(QLatin1Char('.'));
-    common.removeLast(); // a parameter name is never a prefix
-    for (const QString& name : names) {
-        const QStringList parts = name.split(QLatin1Char('.'));
-        int same = 0;
-        while (same < common.size() && same + 1 < parts.size() && parts[same] == common[same])
-            ++same;
-        common = common.mid(0, same);
-        if (common.isEmpty())
-            return {};
+    // Grown one component at a time while most names continue it.
+    QString prefix;
+    for (int depth = 0;; ++depth) {
+        QHash<QString, qsizetype> next;
+        for (const QString& name : names) {
+            if (!name.startsWith(prefix))
+                continue;
+            const qsizetype dot = name.indexOf(QLatin1Char('.'), prefix.size());
+            if (dot < 0)
+                continue; // a parameter name is never a prefix
+            ++next[name.left(dot + 1)];
+        }
+        QString best;
+        qsizetype bestCount = 0;
+        for (auto it = next.cbegin(); it != next.cend(); ++it)
+            if (it.value() > bestCount || (it.value() == bestCount && it.key() < best)) {
+                best = it.key();
+                bestCount = it.value();
+            }
+        if (bestCount == 0 || bestCount * 2 <= names.size())
+            return prefix;
+        prefix = best;
     }
-    return common.join(QLatin1Char('.')) + QLatin1Char('.');
 }
 
 TensorNameDelegate::TensorNameDelegate(QObject* parent) : QStyledItemDelegate(parent) { }

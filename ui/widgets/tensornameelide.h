@@ -10,14 +10,17 @@ namespace tessera::ui {
 /// Shortens a dotted tensor name until `fits` accepts it, by whole components and never by the parts that tell
 /// rows apart: a numeric component (layer, expert, stage index), the last two components (projection and
 /// parameter), a LoRA component (lora_A, lora_B, base_layer…) and the module before it and the first component (model, visual, lm_head…) stay.
-/// Droppable components go in this order: those of `sharedPrefix` (leading components every row has, so dropping
-/// them loses nothing), then the others left to right, the word naming an index ("layers", "experts") last.
+/// Droppable components go in this order: those of `sharedPrefix` when the name starts with them (the leading
+/// components most rows have, so dropping them loses nothing), then the others left to right, the word naming an
+/// index ("layers", "experts") last.
 /// Each run of dropped components shows as one "…". When even the kept parts do not fit, the result is the
 /// shortest form (the caller elides it further, on the right so the index stays).
 QString compactTensorName(const QString& name, const std::function<bool(const QString&)>& fits,
                           const QString& sharedPrefix = {});
 
-/// The leading dotted components `names` all share ("model.layers." for a list of layer weights), empty if none.
+/// The leading dotted components most of `names` share ("model.layers." for a model's weights, though
+/// the embedding and the head do not), empty if none. A name without them is never shortened by them, and a
+/// dropped prefix shows as "…", so distinct names stay distinct.
 QString sharedNamePrefix(const QStringList& names);
 
 /// Draws tensor names with compactTensorName instead of Qt's character elision, which cut the layer index or the

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "columnfitter.h"
+
+#include <QAbstractItemView>
+#include <QEvent>
+#include <QHeaderView>
+
+#include <algorithm>
+
+namespace tessera::ui {
+
+ColumnFitter::ColumnFitter(QAbstractItemView* view, QHeaderView* header, QList<int> columns, int preferred)
+    : QObject(view), m_view(view), m_header(header), m_columns(std::move(columns)), m_preferred(preferred)
+{
+    for (int column : m_columns)
+        m_header->setSectionResizeMode(column, QHeaderView::Interactive);
+    m_view->viewport()->installEventFilter(this);
+    connect(m_header, &QHeaderView::sectionResized, this, [this](int logical) {
+        if (!m_fitting && m_columns.contains(logical))
+            m_userSized = true;
+    });
+    // Other columns sized to their contents change what is left.
+    connect(m_header, &QHeaderView::geometriesChanged, this, &ColumnFitter::fit);
+}
+
+void ColumnFitter::fit()
+{
+    if (m_userSized || m_fitting || m_columns.isEmpty())
+        return;
+    int others = 0;
+    for (int column = 0; column < m_header->count(); ++column)
+        if (!m_columns.contains(column) && !m_header->isSectionHidden(column))
+            others += m_header->sectionSize(column);
+    const int n = int(m_columns.size());
+    const int viewport = m_view->viewport()->width();
+    const int width = std::max(std::min(m_preferred, viewport / n), (viewport - others) / n);
+    m_fitting = true;
+    for (int column : m_columns)
+        if (m_header->sectionSize(column) != width)
+            m_header->resizeSection(column, width);
+    m_fitting = false;
+}
+
+bool ColumnFitter::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_view->viewport() && event->type() == QEvent::Resize)
+        fit();
+    return QObject::eventFilter(watched, event);
+}
+
+} // namespace tessera::ui

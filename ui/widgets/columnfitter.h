@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <QList>
+#include <QObject>
+
+class QAbstractItemView;
+class QHeaderView;
+
+namespace tessera::ui {
+
+/// Sizes the name columns of a view to the width its other columns leave, shared equally, as
+/// QHeaderView::Stretch would, but keeps them Interactive: once the user drags one (or double-clicks its edge
+/// to fit the longest name), the widths are the user's. Each column gets at least `preferred` pixels, or the
+/// whole viewport when that is narrower (a narrow pane shows the names, the other columns a scroll away).
+class ColumnFitter : public QObject {
+    Q_OBJECT
+public:
+    ColumnFitter(QAbstractItemView* view, QHeaderView* header, QList<int> columns, int preferred);
+
+    /// Fits now (after the model or the other columns changed); does nothing once the user sized a column.
+    void fit();
+    bool userSized() const { return m_userSized; }
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    QAbstractItemView* m_view;
+    QHeaderView* m_header;
+    QList<int> m_columns;
+    int m_preferred;
+    bool m_fitting = false;
+    bool m_userSized = false;
+};
+
+} // namespace tessera::ui
