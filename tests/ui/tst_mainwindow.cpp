@@ -102,10 +102,15 @@ private Q_SLOTS:
         const QModelIndex actor = tree->proxy()->mapFromSource(tree->model()->checkpointIndex());
         const QModelIndex firstFile = tree->proxy()->index(0, 0, actor);
         QCOMPARE(tree->proxy()->rowCount(firstFile), 1);
+        // Tensor 3 is filtered out: the selection, and the Placement view with it, moves to what the filter shows.
+        const int shown = window.placementPage()->tensorIndex();
+        QVERIFY(shown >= 0);
+        QCOMPARE(window.checkpoint()->tensors[std::size_t(shown)].name, std::string("model.embed_tokens.weight"));
         // A literal filter: "." is not a wildcard until Regex is on.
         filter->lineEdit()->setText(QStringLiteral("embed.tokens"));
         filter->flush();
         QCOMPARE(tree->proxy()->rowCount(), 0); // nothing matches, so not even the run row stays
+        QCOMPARE(window.placementPage()->tensorIndex(), -1); // and the Placement view shows no tensor
         filter->setRegex(true);
         const QModelIndex actorAgain = tree->proxy()->mapFromSource(tree->model()->checkpointIndex());
         QCOMPARE(tree->proxy()->rowCount(tree->proxy()->index(0, 0, actorAgain)), 1);
@@ -195,6 +200,29 @@ private Q_SLOTS:
         mesh.setTensor(info, 3); // plain tensor: ranks in a row
         QCOMPARE(mesh.meshText(), QStringLiteral("fsdp=2"));
         QVERIFY(!mesh.grab().isNull());
+    }
+
+    void megatronMeshIsTheModelParallelGrid()
+    {
+        // TP × PP with each cell's mp_rank_* folder and coordinates; the piece's hover names them too.
+        const auto legacy = tessera::test::scanFixture(tessera::test::kLegacy);
+        MeshView mesh;
+        mesh.setTensor(legacy, 0);
+        QCOMPARE(mesh.meshText(), QStringLiteral("TP=2 × PP=2"));
+        QCOMPARE(mesh.cellLabel(1), QStringLiteral("mp_rank_01_000\nTP 1 · PP 0"));
+        QCOMPARE(mesh.cellLabel(2), QStringLiteral("mp_rank_00_001\nTP 0 · PP 1"));
+        QVERIFY(!mesh.grab().isNull());
+        PlacementView view;
+        view.setTensor(legacy, 0);
+        const QString hover = view.describePiece(0);
+        QVERIFY2(hover.contains(QStringLiteral("(TP 0 · PP 0)")) && hover.contains(QStringLiteral("mp_rank_00_000/model.pt")),
+                 qPrintable(hover));
+        // Virtual stages are part of the grid's title; a DTensor checkpoint keeps its own mesh.
+        const auto vpp = tessera::test::scanPath(std::string(TESSERA_TEST_DATA_DIR) + "/megatron_lm_llama_tp2_pp2_vpp2");
+        mesh.setTensor(vpp, 0);
+        QCOMPARE(mesh.meshText(), QStringLiteral("TP=2 × PP=2 × VPP=2"));
+        mesh.setTensor(tessera::test::scanFixture("fsdp2_llama_w4/global_step_10/actor"), 0);
+        QCOMPARE(mesh.cellLabel(0), QString());
     }
 
     void screenshotCommand()

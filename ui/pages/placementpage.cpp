@@ -58,7 +58,7 @@ PlacementPage::PlacementPage(QWidget* parent)
     auto* sidePanel = new QWidget(this);
     sidePanel->setLayout(side);
     side->setContentsMargins(8, 0, 0, 0);
-    sidePanel->setFixedWidth(std::max(260, m_mesh->sizeHint().width() + 40));
+    sidePanel->setFixedWidth(std::max(280, m_mesh->sizeHint().width() + 40));
     body->addWidget(sidePanel);
     layout->addLayout(body, 1);
     layout->addWidget(m_hover);

@@ -152,14 +152,31 @@ void TreePage::changeFilter(const std::function<void()>& change)
         for (const auto& source : m_expandedBeforeFilter)
             m_view->expand(m_proxy->mapFromSource(source));
     }
-    if (current.isValid()) {
-        const QModelIndex again = m_proxy->mapFromSource(current);
-        if (again.isValid()) {
-            m_view->selectionModel()->setCurrentIndex(again, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-            m_view->scrollTo(again);
-        }
+    QModelIndex again = current.isValid() ? m_proxy->mapFromSource(current) : QModelIndex();
+    // A selection the filter hides moves to the first tensor it shows, so the Placement view follows the filter
+    // instead of showing a tensor the tree no longer lists.
+    if (!again.isValid() && m_filtering)
+        again = firstTensorRow({});
+    if (again.isValid()) {
+        m_view->selectionModel()->setCurrentIndex(again, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        m_view->scrollTo(again);
+    } else if (current.isValid()) {
+        m_view->selectionModel()->clear();
+        Q_EMIT currentTensorChanged(-1, -1);
     }
     updateCount();
+}
+
+QModelIndex TreePage::firstTensorRow(const QModelIndex& parent) const
+{
+    for (int r = 0; r < m_proxy->rowCount(parent); ++r) {
+        const QModelIndex child = m_proxy->index(r, 0, parent);
+        if (child.data(TensorIndexRole).toInt() >= 0)
+            return child;
+        if (const QModelIndex found = firstTensorRow(child); found.isValid())
+            return found;
+    }
+    return {};
 }
 
 void TreePage::expandDefault()

@@ -53,6 +53,8 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
+    /// The first row (depth first) under `parent` that stands for a tensor, in the filtered tree.
+    QModelIndex firstTensorRow(const QModelIndex& parent) const;
     /// Runs a filter change keeping what the user sees: the current row stays current and visible, and clearing
     /// the filter brings back the rows the user had expanded before.
     void changeFilter(const std::function<void()>& change);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "meshview.h"
 
+#include "megatronranks.h"
 #include "rankcolors.h"
 
 #include <QPainter>
@@ -24,6 +25,8 @@ void MeshView::setTensor(CheckpointPtr checkpoint, int tensorIndex)
     m_dimNames.clear();
     m_ranks.clear();
     m_holding.clear();
+    m_folders.clear();
+    m_coordinates.clear();
     m_title.clear();
     if (checkpoint && tensorIndex >= 0 && tensorIndex < static_cast<int>(checkpoint->tensors.size())) {
         const auto& info = *checkpoint;
@@ -38,8 +41,27 @@ void MeshView::setTensor(CheckpointPtr checkpoint, int tensorIndex)
             for (const auto& name : mesh->dimNames)
                 m_dimNames << QString::fromStdString(name);
             m_ranks = QVector<qint64>(mesh->ranks.begin(), mesh->ranks.end());
+        } else if (hasMegatronRankGrid(info)) {
+            // The model-parallel grid, in the reader's rank order (pp, ep, tp), so rows are stages.
+            const auto& par = info.parallel;
+            const int pp = std::max(par.pipelineParallel, 1), ep = std::max(par.expertParallel, 1);
+            for (int r = 0; r < par.tensorParallel * pp * ep; ++r) {
+                m_ranks << r;
+                if (const auto where = megatronRank(info, r)) {
+                    m_folders.insert(r, where->folder);
+                    m_coordinates.insert(r, where->coordinates(par));
+                }
+            }
+            m_shape << pp;
+            m_dimNames << QStringLiteral("PP");
+            if (ep > 1) {
+                m_shape << ep;
+                m_dimNames << QStringLiteral("EP");
+            }
+            m_shape << par.tensorParallel;
+            m_dimNames << QStringLiteral("TP");
         } else {
-            // No DTensor mesh (plain tensors, Megatron): show the ranks that wrote files as one row.
+            // No DTensor mesh (plain tensors, torch_dist): show the ranks that wrote files as one row.
             int maxRank = info.parallel.worldSize - 1;
             for (const auto& piece : tensor.pieces)
                 maxRank = std::max(maxRank, piece.rank);
@@ -61,6 +83,14 @@ void MeshView::setTensor(CheckpointPtr checkpoint, int tensorIndex)
             dims << (d < m_dimNames.size() && !m_dimNames[d].isEmpty() ? m_dimNames[d] : QStringLiteral("dim %1").arg(d))
                     + QLatin1Char('=') + QString::number(m_shape[d]);
         m_title = dims.join(QStringLiteral(" × "));
+        if (!m_folders.isEmpty()) {
+            const auto& par = info.parallel;
+            m_title = QStringLiteral("TP=%1 × PP=%2").arg(par.tensorParallel).arg(std::max(par.pipelineParallel, 1));
+            if (par.virtualPipeline > 1)
+                m_title += QStringLiteral(" × VPP=%1").arg(par.virtualPipeline);
+            if (par.expertParallel > 1)
+                m_title += QStringLiteral(" × EP=%1").arg(par.expertParallel);
+        }
     }
     m_highlighted = -1;
     updateGeometry();
@@ -75,13 +105,33 @@ void MeshView::setHighlightedRank(int rank)
     update();
 }
 
+QSizeF MeshView::fullCell() const
+{
+    if (m_folders.isEmpty())
+        return { qreal(kCell), qreal(kCell) };
+    const QFontMetrics fm(font());
+    int widest = 0;
+    for (const auto& folder : m_folders)
+        widest = std::max(widest, fm.horizontalAdvance(folder));
+    return { qreal(std::max(kCell, widest + 12)), qreal(fm.height() * 3 + 10) };
+}
+
+QString MeshView::cellLabel(qint64 rank) const
+{
+    if (!m_folders.contains(rank))
+        return {};
+    return m_folders.value(rank) + QLatin1Char('\n') + m_coordinates.value(rank);
+}
+
 QSize MeshView::sizeHint() const
 {
     if (m_shape.isEmpty())
         return { 200, 100 };
     const qint64 cols = m_shape.last();
     const qint64 rows = m_ranks.isEmpty() ? 1 : std::max<qint64>(1, m_ranks.size() / std::max<qint64>(1, cols));
-    return { int(std::min<qint64>(cols, 16) * kCell + kAxis + 16), int(std::min<qint64>(rows, 16) * kCell + kAxis + 16) };
+    const QSizeF cell = fullCell();
+    return { int(qreal(std::min<qint64>(cols, 16)) * cell.width() + kAxis + 16),
+             int(qreal(std::min<qint64>(rows, 16)) * cell.height() + kAxis + 16) };
 }
 
 QSize MeshView::minimumSizeHint() const { return { 160, 90 }; }
@@ -99,9 +149,13 @@ void MeshView::paintEvent(QPaintEvent* event)
     const qint64 cols = std::max<qint64>(1, m_shape.last());
     const qint64 rows = std::max<qint64>(1, (m_ranks.size() + cols - 1) / cols);
     const QFontMetrics fm(font());
-    const qreal cell = std::clamp<qreal>(std::min((width() - kAxis - 8) / qreal(cols), (height() - kAxis - 8) / qreal(rows)),
-                                         12, kCell);
-    const QRectF grid(kAxis, kAxis, cell * qreal(cols), cell * qreal(rows));
+    // Cells keep their shape and shrink together to fit.
+    const QSizeF full = fullCell();
+    const qreal scale = std::clamp<qreal>(std::min((width() - kAxis - 8) / (qreal(cols) * full.width()),
+                                                   (height() - kAxis - 8) / (qreal(rows) * full.height())),
+                                          12 / full.height(), 1);
+    const qreal cellW = full.width() * scale, cellH = full.height() * scale;
+    const QRectF grid(kAxis, kAxis, cellW * qreal(cols), cellH * qreal(rows));
 
     auto dimLabel = [&](int d) -> QString {
         const QString name = d < m_dimNames.size() && !m_dimNames[d].isEmpty() ? m_dimNames[d] : QStringLiteral("dim %1").arg(d);
@@ -117,14 +171,14 @@ void MeshView::paintEvent(QPaintEvent* event)
         painter.save();
         painter.translate(2, grid.bottom());
         painter.rotate(-90);
-        painter.drawText(QRectF(0, 0, std::max<qreal>(grid.height(), 200), kAxis - 4), Qt::AlignLeft | Qt::AlignVCenter,
+        painter.drawText(QRectF(0, 0, std::max<qreal>(grid.height(), 120), kAxis - 4), Qt::AlignLeft | Qt::AlignVCenter,
                          rowDims.join(QStringLiteral(" × ")) + QStringLiteral("  →"));
         painter.restore();
     }
 
     for (int i = 0; i < m_ranks.size(); ++i) {
         const qint64 rank = m_ranks[i];
-        const QRectF box(grid.left() + qreal(i % cols) * cell, grid.top() + qreal(i / cols) * cell, cell, cell);
+        const QRectF box(grid.left() + qreal(i % cols) * cellW, grid.top() + qreal(i / cols) * cellH, cellW, cellH);
         const QRectF inner = box.adjusted(2, 2, -2, -2);
         const Holding holding = m_holding.value(rank, Holding::Nothing);
         const QColor color = rankColor(int(rank), pal);
@@ -139,10 +193,16 @@ void MeshView::paintEvent(QPaintEvent* event)
                 painter.fillRect(inner, QBrush(textColorOn(color), Qt::BDiagPattern));
             painter.setPen(textColorOn(color));
         }
+        const QString what = holding == Holding::Primary ? tr("shard")
+            : holding == Holding::Replica                ? tr("replica")
+            : holding == Holding::Partial                ? tr("partial")
+                                                         : tr("nothing");
         QString text = QString::number(rank);
-        if (cell >= 40 && holding != Holding::Nothing)
-            text += QLatin1Char('\n') + (holding == Holding::Primary ? tr("shard") : holding == Holding::Replica ? tr("replica") : tr("partial"));
-        if (cell >= fm.height()) {
+        if (m_folders.contains(rank) && scale == 1)
+            text = cellLabel(rank) + QLatin1Char('\n') + what;
+        else if (std::min(cellW, cellH) >= 40 && holding != Holding::Nothing)
+            text += QLatin1Char('\n') + what;
+        if (std::min(cellW, cellH) >= fm.height()) {
             if (holding == Holding::Replica) {
                 // A plate under the text keeps it readable over the hatching.
                 const QRectF plate = painter.boundingRect(inner, Qt::AlignCenter, text).adjusted(-3, -1, 3, 1);

@@ -2,6 +2,7 @@
 #include "placementview.h"
 
 #include "coreconvert.h"
+#include "megatronranks.h"
 #include "rankcolors.h"
 
 #include <QHelpEvent>
@@ -278,8 +279,10 @@ QString PlacementView::describePiece(int pieceIndex) const
         offsets << QString::number(v);
     for (const auto v : piece.shape)
         sizes << QString::number(v);
-    QString text = (piece.rank >= 0 ? tr("rank %1").arg(piece.rank) : tr("piece %1").arg(pieceIndex))
-        + QStringLiteral(" · ") + roleText(piece.role) + QLatin1Char('\n')
+    QString who = piece.rank >= 0 ? tr("rank %1").arg(piece.rank) : tr("piece %1").arg(pieceIndex);
+    if (const auto grid = megatronRank(*m_checkpoint, piece.rank))
+        who += QStringLiteral(" (%1)").arg(grid->coordinates(m_checkpoint->parallel));
+    QString text = who + QStringLiteral(" · ") + roleText(piece.role) + QLatin1Char('\n')
         + tr("box %1 — offsets (%2), shape (%3)")
               .arg(boxText(piece.offsets, piece.shape), offsets.join(QStringLiteral(", ")), sizes.join(QStringLiteral(", ")))
         + QLatin1Char('\n');
@@ -289,7 +292,7 @@ QString PlacementView::describePiece(int pieceIndex) const
                     .arg(qs(piece.file), qs(piece.storageRecord), bytesText(pieceBytes(piece)), dtypeText(piece.storedDtype));
     else
         text += tr("file %1, data at byte %2, %3 %4")
-                    .arg(fileName(piece.file))
+                    .arg(fileNameUnder(piece.file, m_checkpoint->root))
                     .arg(piece.dataOffset)
                     .arg(bytesText(pieceBytes(piece)), dtypeText(piece.storedDtype));
     for (const auto& entry : m_geometry.pieces) {
@@ -297,7 +300,7 @@ QString PlacementView::describePiece(int pieceIndex) const
             continue;
         QStringList copies;
         for (const int r : entry.replicas)
-            copies << tr("rank %1 (%2)").arg(tensor.pieces[r].rank).arg(fileName(tensor.pieces[r].file));
+            copies << tr("rank %1 (%2)").arg(tensor.pieces[r].rank).arg(fileNameUnder(tensor.pieces[r].file, m_checkpoint->root));
         text += QLatin1Char('\n') + tr("replicas: %1").arg(copies.join(QStringLiteral(", ")));
     }
     return text;
