@@ -186,6 +186,10 @@ int runDiff(const std::vector<std::string>& args)
     if (!quiet)
         for (const auto& w : warnings)
             std::cerr << "tessera diff: warning: " << w << "\n";
+    // Said before any tensor: two different models explain every missing tensor and shape mismatch below.
+    if (const std::string models = describeConfigDifferences(compareModelConfigs(a.hfConfigDir, b.hfConfigDir));
+        !models.empty())
+        std::cerr << "tessera diff: " << models << "\n";
 
     TerminalProgress progress("Comparing", TerminalProgress::Unit::Items, quiet);
     auto report = diffCheckpoints(a, b, options, progress);

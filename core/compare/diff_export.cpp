@@ -80,6 +80,18 @@ std::string csvValue(const nlohmann::json& v)
 
 } // namespace
 
+namespace {
+nlohmann::json configJson(const std::vector<ConfigDifference>& differences)
+{
+    auto out = nlohmann::json::array();
+    for (const auto& d : differences)
+        out.push_back({ { "key", d.key },
+                        { "a", nlohmann::json::parse(d.a, nullptr, false) },
+                        { "b", nlohmann::json::parse(d.b, nullptr, false) } });
+    return out;
+}
+} // namespace
+
 nlohmann::json diffRowToJson(const TensorDiff& row) { return rowJsonOf(row); }
 
 nlohmann::json diffReportToJson(const DiffReport& report, const std::string& layoutA, const std::string& layoutB,
@@ -97,6 +109,7 @@ nlohmann::json diffReportToJson(const DiffReport& report, const std::string& lay
              { "atol", report.atol },       { "rtol", report.rtol },
              { "ok", report.ok() },         { "failures", report.failures() },
              { "counts", counts },          { "warnings", warnings },
+             { "config_differences", configJson(report.configDifferences) },
              { "summary", report.summary() }, { "tensors", tensors } };
 }
 
@@ -105,7 +118,8 @@ std::string diffReportToCsv(const DiffReport& report)
     // The JSON row's fields, flattened ("a.min"), in a fixed order so every row has every column.
     static const char* const columns[] = { "name", "status", "ok", "detail", "dtype_a", "dtype_b", "shape_a", "shape_b",
                                            "elements", "compared", "bit_equal", "differing", "outside_tolerance",
-                                           "nan_opposite", "max_abs_diff", "mean_abs_diff", "max_rel_diff", "cosine",
+                                           "nan_opposite", "missing_a", "missing_b", "max_abs_diff", "mean_abs_diff",
+                                           "max_rel_diff", "cosine",
                                            "worst_index" };
     static const char* const sides[] = { "min", "max", "mean", "std", "nan", "inf", "zeros", "finite" };
     std::ostringstream out;

@@ -763,6 +763,7 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
     report.atol = options.atol;
     report.rtol = options.rtol;
     report.tensors = pairTensors(a, b);
+    report.configDifferences = compareModelConfigs(a.hfConfigDir, b.hfConfigDir);
 
     std::vector<std::size_t> work;
     std::uint64_t largestPair = 1;

@@ -3,6 +3,7 @@
 
 // `tessera diff A B` and the workbench's diff view: two checkpoints of any layout compared tensor by tensor.
 
+#include "compare/config_compare.h"
 #include "model/checkpoint.h"
 #include "progress.h"
 #include "result.h"
@@ -98,6 +99,9 @@ struct DiffReport {
     double rtol = 0;
     /// A's tensors in A's order, then the tensors only B has, in B's order. The order never depends on threads.
     std::vector<TensorDiff> tensors;
+    /// Where the two config.json files disagree on what the model is (compareModelConfigs); not a failure by
+    /// itself, but the first thing to read when tensors are missing or differ in shape.
+    std::vector<ConfigDifference> configDifferences;
 
     std::size_t count(DiffStatus status) const;
     /// Tensors that are neither identical nor within tolerance (missing ones included).

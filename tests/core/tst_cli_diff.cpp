@@ -130,6 +130,11 @@ private Q_SLOTS:
         const QJsonObject root = QJsonDocument::fromJson(out.toUtf8()).object();
         const QJsonObject counts = root[QStringLiteral("counts")].toObject();
         QVERIFY(counts[QStringLiteral("missing in A")].toInt() > 0);
+        // Said first, and plainly: these are two different models.
+        QVERIFY2(err.contains(QStringLiteral("A and B are different models (config.json): architectures")), qPrintable(err));
+        const QJsonArray models = root[QStringLiteral("config_differences")].toArray();
+        QVERIFY(!models.isEmpty());
+        QCOMPARE(models[0].toObject()[QStringLiteral("key")].toString(), QStringLiteral("architectures"));
     }
 
     void truncatedRankIsIncompleteOnTheCommandLine()

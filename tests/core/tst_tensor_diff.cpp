@@ -181,6 +181,45 @@ private Q_SLOTS:
         QCOMPARE(report->tensors.size(), infoB.tensors.size());
     }
 
+    void configsSayWhenTheModelsDiffer()
+    {
+        const std::string base = test::makeTempDir();
+        auto config = [&](const std::string& name, const std::string& json) {
+            fs::create_directories(base + "/" + name);
+            test::writeFile(base + "/" + name + "/config.json", json);
+            return base + "/" + name;
+        };
+        const std::string llama = config("a", R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+                                                  "vocab_size": 512, "rope_theta": 10000.0})");
+        const std::string same = config("b", R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64.0,
+                                                 "vocab_size": 512, "rope_theta": 500000.0})");
+        const std::string other = config("c", R"({"architectures": ["Gemma3ForConditionalGeneration"],
+                                                  "text_config": {"hidden_size": 128, "vocab_size": 512}})");
+        // 64 and 64.0 are one size; rope_theta does not make another model.
+        QVERIFY(compareModelConfigs(llama, same).empty());
+        const auto differences = compareModelConfigs(llama, other);
+        QCOMPARE(differences.size(), std::size_t(2));
+        QCOMPARE(differences[0].key, std::string("architectures"));
+        QCOMPARE(differences[1].key, std::string("hidden_size")); // found inside text_config
+        QCOMPARE(differences[1].b, std::string("128"));
+        QCOMPARE(describeConfigDifferences(differences),
+                 std::string("A and B are different models (config.json): architectures [\"LlamaForCausalLM\"] in A, "
+                             "[\"Gemma3ForConditionalGeneration\"] in B; hidden_size 64 in A, 128 in B"));
+        QVERIFY(describeConfigDifferences({}).empty());
+        // No config.json on a side: nothing to say, the tensors tell.
+        QVERIFY(compareModelConfigs(llama, base).empty());
+        QVERIFY(compareModelConfigs("", other).empty());
+        // The report carries it.
+        const auto infoA = scan(test::fixture("fsdp2_llama_w4/reference"));
+        const auto infoB = scan(test::fixture("hsdp_qwen2_2x2/reference"));
+        auto report = diffCheckpoints(infoA, infoB, DiffOptions {});
+        QVERIFY_RESULT(report);
+        QVERIFY(!report->configDifferences.empty());
+        auto sameModel = diffCheckpoints(infoA, infoA, DiffOptions {});
+        QVERIFY_RESULT(sameModel);
+        QVERIFY(sameModel->configDifferences.empty());
+    }
+
     void gapsAreMissingNotZeros()
     {
         // A rank file cut in half: its quarter of every tensor is missing, never read as zeros.

@@ -5,14 +5,18 @@
 #include "models/difftablemodel.h"
 #include "pages/diffpage.h"
 #include "testutil.h"
+#include "widgets/copynames.h"
 #include "widgets/diffdetailview.h"
 
 #include "model/convert.h"
 #include "formats/safetensors_reader.h"
 #include "formats/scan.h"
 
+#include "plots/plotexport.h"
 #include "plots/qcp.h"
 
+#include <QDir>
+#include <QFile>
 #include <QScrollArea>
 #include <QSignalSpy>
 #include <QTableView>
@@ -163,6 +167,73 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(page.detailView()->tensorName(), QStringLiteral("model.embed_tokens.weight"), 30000);
         QVERIFY(page.detailView()->missingCellCount() > 0);
         QVERIFY2(page.detailView()->statsText().contains(QStringLiteral("missing")), qPrintable(page.detailView()->statsText()));
+    }
+
+    void anyCheckpointCanBeAAndDifferentModelsAreSaidFirst()
+    {
+        DiffPage page;
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        QCOMPARE(QDir(page.pathA()).canonicalPath(),
+                 QDir(QString::fromStdString(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor"))).canonicalPath());
+        // A is another checkpoint than the loaded one: a Llama model against the Qwen2 reference.
+        page.setPathA(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        page.setReferenceDir(QString::fromStdString(tessera::test::fixture("hsdp_qwen2_2x2/reference")));
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY(page.report());
+        QVERIFY(QString::fromStdString(page.report()->pathA).contains(QStringLiteral("fsdp2_llama_w4")));
+        QVERIFY2(page.modelsText().startsWith(QStringLiteral("A and B are different models")), qPrintable(page.modelsText()));
+
+        // Names copy whole, however the column shortens them.
+        QTableView* table = nullptr;
+        for (auto* view : page.findChildren<QTableView*>())
+            if (view->model() == page.proxy())
+                table = view;
+        QVERIFY(table);
+        table->selectRow(0);
+        QCOMPARE(selectedNames(table, DiffTableModel::NameColumn),
+                 page.proxy()->index(0, DiffTableModel::NameColumn).data().toString());
+        QVERIFY(!table->actions().isEmpty());
+
+        // The same A as the loaded checkpoint compares without a scan of its own.
+        page.setPathA(QString());
+        page.setReferenceDir(QString::fromStdString(tessera::test::fixture("hsdp_qwen2_2x2/reference")));
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        QVERIFY(page.report()->ok());
+        QVERIFY(page.modelsText().isEmpty());
+    }
+
+    void plotsSaveAsPngSvgAndPdf()
+    {
+        DiffPage page;
+        page.resize(1100, 800);
+        page.show();
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        page.setReferenceDir(changedReference());
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QSignalSpy detail(&page, &DiffPage::detailShown);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(detail.count() >= 1, 60000);
+        const auto plots = page.detailView()->findChildren<QCustomPlot*>();
+        QCOMPARE(plots.size(), 3);
+        const QString dir = QString::fromStdString(tessera::test::makeTempDir());
+        const std::pair<const char*, QByteArray> formats[] = { { "png", QByteArray("\x89PNG") },
+                                                               { "svg", QByteArray("<?xml") },
+                                                               { "pdf", QByteArray("%PDF") } };
+        for (auto* plot : plots) {
+            QVERIFY(!plot->actions().isEmpty()); // "Save Plot…" in its context menu
+            for (const auto& [suffix, magic] : formats) {
+                const QString path = dir + QStringLiteral("/plot.") + QLatin1String(suffix);
+                QVERIFY2(savePlot(plot, path).isEmpty(), qPrintable(path));
+                QFile file(path);
+                QVERIFY(file.open(QIODevice::ReadOnly));
+                QVERIFY2(file.read(magic.size()) == magic, suffix);
+            }
+        }
+        QVERIFY(!savePlot(plots.front(), dir + QStringLiteral("/plot.bmp")).isEmpty());
     }
 
     void toleranceMakesItPass()

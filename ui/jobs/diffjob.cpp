@@ -105,17 +105,19 @@ DiffJob::~DiffJob()
     m_pool.waitForDone();
 }
 
-void DiffJob::start(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options)
+void DiffJob::start(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options,
+                    const QString& pathA)
 {
-    run(std::move(a), referencePath, options, false);
+    run(std::move(a), pathA, referencePath, options, false);
 }
 
 void DiffJob::startLoraUpdate(CheckpointPtr a, const tessera::DiffOptions& options)
 {
-    run(std::move(a), QString(), options, true);
+    run(std::move(a), QString(), QString(), options, true);
 }
 
-void DiffJob::run(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options, bool loraUpdate)
+void DiffJob::run(CheckpointPtr a, const QString& pathA, const QString& referencePath,
+                  const tessera::DiffOptions& options, bool loraUpdate)
 {
     cancel();
     const quint64 generation = ++m_generation;
@@ -135,7 +137,9 @@ void DiffJob::run(CheckpointPtr a, const QString& referencePath, const tessera::
             Qt::QueuedConnection);
     };
     const std::string reference = referencePath.toStdString();
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, a, reference, options, cancelFlag, post, loraUpdate]() {
+    const std::string otherA = pathA.toStdString();
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, a, otherA, reference, options, cancelFlag, post,
+                                                     loraUpdate]() mutable {
         DiffOutcome outcome;
         StreamingProgress streaming(cancelFlag, [this, post](int permille, const QString& text, DiffRowBatch rows) {
             post([this, permille, text, rows = std::move(rows)] {
@@ -148,6 +152,14 @@ void DiffJob::run(CheckpointPtr a, const QString& referencePath, const tessera::
             ScanPhaseProgress scanProgress(streaming, [this, post](const std::string& text) {
                 post([this, text = QString::fromStdString(text)] { Q_EMIT progress(0, tr("Scanning B: %1").arg(text)); });
             });
+            if (!otherA.empty()) {
+                auto scannedA = tessera::scanCheckpoint(otherA, {}, scanProgress);
+                if (!scannedA) {
+                    outcome.error = QString::fromStdString(scannedA.error().withContext("A").message);
+                    return outcome;
+                }
+                a = std::make_shared<const tessera::CheckpointInfo>(std::move(*scannedA));
+            }
             auto mappedA = tessera::withHfNames(*a, {});
             if (loraUpdate && mappedA && mappedA->loraDeltas.empty())
                 mappedA = tessera::makeError("the checkpoint has no LoRA update to show (not a LoRA checkpoint with "

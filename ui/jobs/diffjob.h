@@ -39,8 +39,10 @@ public:
     explicit DiffJob(QObject* parent = nullptr);
     ~DiffJob() override;
 
-    /// Compares `a` with the checkpoint at `referencePath` (any layout).
-    void start(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options);
+    /// Compares `a` with the checkpoint at `referencePath` (any layout). With `pathA` set, A is scanned from
+    /// there instead (another checkpoint than the one loaded) and `a` is unused.
+    void start(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options,
+               const QString& pathA = {});
     /// Compares a LoRA checkpoint's fused model (A) with its own base weights (B): each fused weight's
     /// difference is the update its adapter adds.
     void startLoraUpdate(CheckpointPtr a, const tessera::DiffOptions& options);
@@ -60,7 +62,8 @@ Q_SIGNALS:
 
 private:
     void onFinished(quint64 generation);
-    void run(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options, bool loraUpdate);
+    void run(CheckpointPtr a, const QString& pathA, const QString& referencePath, const tessera::DiffOptions& options,
+             bool loraUpdate);
 
     QThreadPool m_pool;
     QFutureWatcher<DiffOutcome>* m_watcher = nullptr;

@@ -8,6 +8,7 @@
 #include "models/difffilterproxy.h"
 #include "models/difftablemodel.h"
 #include "widgets/columnfitter.h"
+#include "widgets/copynames.h"
 #include "widgets/diffdetailview.h"
 #include "widgets/tensornameelide.h"
 #include "widgets/filterbar.h"
@@ -41,7 +42,8 @@ DiffPage::DiffPage(QWidget* parent)
     , m_detailJob(new DiffDetailJob(this))
     , m_model(new DiffTableModel(this))
     , m_proxy(new DiffFilterProxy(this))
-    , m_left(new QLabel(this))
+    , m_left(new QLineEdit(this))
+    , m_models(new QLabel(this))
     , m_right(new QLineEdit(this))
     , m_atol(new QLineEdit(QStringLiteral("0"), this))
     , m_rtol(new QLineEdit(QStringLiteral("0"), this))
@@ -56,8 +58,11 @@ DiffPage::DiffPage(QWidget* parent)
     , m_table(new QTableView(this))
     , m_detail(new DiffDetailView(this))
 {
-    m_left->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_left->setText(tr("(open a checkpoint)"));
+    m_left->setPlaceholderText(tr("the loaded checkpoint, or another folder"));
+    m_left->setToolTip(tr("A: the loaded checkpoint, or any other checkpoint or Hugging Face folder"));
+    m_models->setWordWrap(true);
+    m_models->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_models->hide();
     m_right->setPlaceholderText(tr("a Hugging Face folder or another checkpoint (--reference DIR)"));
     auto* browse = new QPushButton(tr("Browse…"), this);
     for (auto* edit : { m_atol, m_rtol }) {
@@ -76,7 +81,9 @@ DiffPage::DiffPage(QWidget* parent)
     auto* form = new QGridLayout;
     form->setHorizontalSpacing(6);
     form->addWidget(new QLabel(tr("A"), this), 0, 0);
-    form->addWidget(m_left, 0, 1, 1, 2);
+    auto* browseA = new QPushButton(tr("Browse…"), this);
+    form->addWidget(m_left, 0, 1);
+    form->addWidget(browseA, 0, 2);
     form->addWidget(new QLabel(tr("B"), this), 1, 0);
     form->addWidget(m_right, 1, 1);
     form->addWidget(browse, 1, 2);
@@ -114,6 +121,7 @@ DiffPage::DiffPage(QWidget* parent)
     m_table->setTextElideMode(Qt::ElideMiddle);
     // Long names drop whole components, never the layer, expert or projection that tell rows apart.
     m_table->setItemDelegateForColumn(DiffTableModel::NameColumn, new TensorNameDelegate(m_table));
+    addCopyNamesAction(m_table, DiffTableModel::NameColumn);
     m_table->verticalHeader()->setVisible(false);
     m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
     m_table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder); // report order until a header is clicked
@@ -162,9 +170,19 @@ DiffPage::DiffPage(QWidget* parent)
     layout->setContentsMargins(10, 8, 10, 8);
     layout->addLayout(form);
     layout->addLayout(controls);
+    layout->addWidget(m_models);
     layout->addWidget(splitter, 1);
 
     connect(browse, &QPushButton::clicked, this, &DiffPage::browseReference);
+    connect(browseA, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Choose A"), pathA().isEmpty() && m_checkpoint
+                                                                                      ? qs(m_checkpoint->root)
+                                                                                      : pathA());
+        if (!dir.isEmpty())
+            m_left->setText(QDir::toNativeSeparators(dir));
+    });
+    connect(m_left, &QLineEdit::returnPressed, this, &DiffPage::compare);
+    connect(m_left, &QLineEdit::textChanged, this, [this] { setRunning(isRunning()); });
     connect(m_compare, &QPushButton::clicked, this, &DiffPage::compare);
     connect(m_loraUpdate, &QPushButton::clicked, this, &DiffPage::compareLoraUpdate);
     connect(m_export, &QPushButton::clicked, this, &DiffPage::exportWithDialog);
@@ -216,6 +234,7 @@ void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
         m_sideA.reset();
         m_sideB.reset();
         m_summary->clear();
+        m_models->hide();
         m_detail->showMessage(tr("Press Compare to compare the loaded checkpoint with B."));
         // B and the filters belonged to the old A: a reference kept by mistake would compare the wrong models.
         if (m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root) {
@@ -225,7 +244,7 @@ void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
         }
     }
     m_checkpoint = std::move(checkpoint);
-    m_left->setText(m_checkpoint ? QDir::toNativeSeparators(qs(m_checkpoint->root)) : tr("(open a checkpoint)"));
+    m_left->setText(m_checkpoint ? QDir::toNativeSeparators(qs(m_checkpoint->root)) : QString());
     setRunning(isRunning());
 }
 
@@ -235,6 +254,18 @@ void DiffPage::setReferenceDir(const QString& dir)
 }
 
 QString DiffPage::referenceDir() const { return m_right->text().trimmed(); }
+
+QString DiffPage::pathA() const { return m_left->text().trimmed(); }
+
+void DiffPage::setPathA(const QString& path) { m_left->setText(path); }
+
+QString DiffPage::otherA() const
+{
+    const QString path = pathA();
+    if (path.isEmpty() || (m_checkpoint && QDir(path).absolutePath() == QDir(qs(m_checkpoint->root)).absolutePath()))
+        return {};
+    return QDir(path).absolutePath();
+}
 
 void DiffPage::setTolerances(double atol, double rtol)
 {
@@ -263,8 +294,8 @@ bool DiffPage::compareLoraUpdate() { return startComparison(true); }
 bool DiffPage::startComparison(bool loraUpdate)
 {
     QString error;
-    if (!m_checkpoint)
-        error = tr("Open a checkpoint first: it is A.");
+    if (!m_checkpoint && (loraUpdate || otherA().isEmpty()))
+        error = tr("Open a checkpoint, or choose A: a checkpoint or Hugging Face folder.");
     else if (loraUpdate && !tessera::hasLoraTensors(*m_checkpoint))
         error = tr("The loaded checkpoint has no LoRA adapter.");
     else if (!loraUpdate && referenceDir().isEmpty())
@@ -275,6 +306,7 @@ bool DiffPage::startComparison(bool loraUpdate)
         return false;
     }
     m_options = *opts;
+    m_models->hide();
     m_detailJob->cancel();
     m_model->clear();
     m_report.reset();
@@ -285,7 +317,7 @@ bool DiffPage::startComparison(bool loraUpdate)
         m_job->startLoraUpdate(m_checkpoint, m_options);
     } else {
         m_summary->setText(tr("Scanning B…"));
-        m_job->start(m_checkpoint, QDir(referenceDir()).absolutePath(), m_options);
+        m_job->start(m_checkpoint, QDir(referenceDir()).absolutePath(), m_options, otherA());
     }
     setRunning(true);
     return true;
@@ -329,7 +361,7 @@ bool DiffPage::isRunning() const { return m_job->isRunning(); }
 
 void DiffPage::setRunning(bool running)
 {
-    m_compare->setEnabled(!running && m_checkpoint && !referenceDir().isEmpty());
+    m_compare->setEnabled(!running && (m_checkpoint || !otherA().isEmpty()) && !referenceDir().isEmpty());
     m_loraUpdate->setVisible(m_checkpoint && tessera::hasLoraTensors(*m_checkpoint));
     m_loraUpdate->setEnabled(!running);
     m_export->setEnabled(!running && m_report);
@@ -350,7 +382,14 @@ void DiffPage::onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const st
     m_sideA = a;
     m_sideB = b;
     m_model->setRows(rows);
+    // The models first: two different configs explain every missing tensor and shape mismatch that follows.
+    const QString models = qs(tessera::describeConfigDifferences(tessera::compareModelConfigs(a->hfConfigDir, b->hfConfigDir)));
+    m_models->setText(QStringLiteral("<b style='color:#d03030'>%1</b>").arg(models.toHtmlEscaped()));
+    m_models->setVisible(!models.isEmpty());
+    m_models->setToolTip(models);
 }
+
+QString DiffPage::modelsText() const { return m_models->isHidden() ? QString() : m_models->toolTip(); }
 
 QString DiffPage::summaryText() const { return m_summary->text(); }
 

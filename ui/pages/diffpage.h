@@ -35,6 +35,11 @@ public:
     void setCheckpoint(CheckpointPtr checkpoint);
     void setReferenceDir(const QString& dir);
     QString referenceDir() const;
+    /// A's folder as typed: the loaded checkpoint's unless the user chose another.
+    QString pathA() const;
+    void setPathA(const QString& path);
+    /// The config.json verdict shown above the table ("A and B are different models: …"), empty when none.
+    QString modelsText() const;
     void setTolerances(double atol, double rtol);
 
     /// Starts the comparison of the loaded checkpoint with the reference; false (with a message shown) when either
@@ -67,6 +72,8 @@ Q_SIGNALS:
     void detailShown(const QString& tensor);
 
 private:
+    /// A's folder when it is not the loaded checkpoint (then the job scans it), else empty.
+    QString otherA() const;
     void browseReference();
     void onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const std::vector<tessera::TensorDiff>& rows);
     void onFinished(const DiffReportPtr& report);
@@ -86,7 +93,8 @@ private:
     DiffDetailJob* m_detailJob;
     DiffTableModel* m_model;
     DiffFilterProxy* m_proxy;
-    QLabel* m_left;
+    QLineEdit* m_left;
+    QLabel* m_models; ///< the config.json verdict: shown when A and B are different models
     QLineEdit* m_right;
     QLineEdit* m_atol;
     QLineEdit* m_rtol;

@@ -10,6 +10,7 @@
 #include "widgets/filterbar.h"
 #include "widgets/rankcolors.h"
 #include "widgets/columnfitter.h"
+#include "widgets/copynames.h"
 #include "widgets/ruleseditor.h"
 #include "widgets/tensornameelide.h"
 
@@ -99,6 +100,7 @@ MappingPage::MappingPage(QWidget* parent)
     // Names too long for their column drop whole components, never the layer, expert or projection.
     m_view->setItemDelegateForColumn(MappingModel::SourceColumn, m_sourceNames);
     m_view->setItemDelegateForColumn(MappingModel::TargetColumn, m_targetNames);
+    addCopyNamesAction(m_view, MappingModel::SourceColumn);
 
     m_rulesFile->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_rulesState->setAlignment(Qt::AlignRight | Qt::AlignVCenter);

@@ -5,6 +5,7 @@
 #include "models/roles.h"
 #include "models/shardtreeproxy.h"
 #include "widgets/columnfitter.h"
+#include "widgets/copynames.h"
 #include "widgets/filterbar.h"
 #include "widgets/rankcolors.h"
 #include "widgets/tensornameelide.h"
@@ -61,6 +62,7 @@ TreePage::TreePage(QWidget* parent)
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_view->setTextElideMode(Qt::ElideMiddle);
     m_view->setItemDelegateForColumn(ShardTreeModel::NameColumn, m_names);
+    addCopyNamesAction(m_view, ShardTreeModel::NameColumn);
     m_view->setAllColumnsShowFocus(true);
     adjustColumns();
 

@@ -3,6 +3,7 @@
 
 #include "coreconvert.h"
 #include "models/difftablemodel.h"
+#include "plots/plotexport.h"
 #include "plots/qcp.h"
 
 #include <QEvent>
@@ -118,6 +119,14 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     m_stats->setTextFormat(Qt::RichText);
     m_stats->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Each plot saves itself (right-click), named after the tensor it shows.
+    const std::pair<QCustomPlot*, const char*> plots[] = { { m_values, "values" },
+                                                           { m_differences, "differences" },
+                                                           { m_heatmaps, "heatmap" } };
+    for (const auto& [plot, kind] : plots)
+        addSavePlotAction(plot, [this, kind = QLatin1String(kind)] {
+            return (m_name.isEmpty() ? QStringLiteral("tensor") : m_name) + QLatin1Char('-') + kind;
+        });
     m_worst->setColumnCount(5);
     m_worst->setHorizontalHeaderLabels({ tr("index"), tr("A"), tr("B"), tr("|a−b|"), tr("rel") });
     m_worst->verticalHeader()->setVisible(false);
