@@ -16,6 +16,7 @@
 #include "pages/placementpage.h"
 #include "pages/summarypage.h"
 #include "pages/treepage.h"
+#include "widgets/statisticswindow.h"
 #include "theme.h"
 
 #include <QAction>
@@ -121,6 +122,8 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_scan, &ScanJob::canceled, this, &MainWindow::onScanCanceled);
     connect(m_cancel, &QToolButton::clicked, m_scan, &ScanJob::cancel);
     connect(m_tree, &TreePage::currentTensorChanged, this, &MainWindow::onCurrentTensorChanged);
+    connect(m_tree, &TreePage::statisticsRequested, this, &MainWindow::showStatistics);
+    connect(m_placement, &PlacementPage::statisticsRequested, this, &MainWindow::showStatistics);
     // One mapping for both views: the merge plan writes exactly the table the Mapping view shows.
     m_merge->setMappingJob(m_mapping->job());
     connect(m_merge, &MergePage::openInDiffRequested, this, [this](const QString& reference, double atol, double rtol) {
@@ -264,6 +267,11 @@ void MainWindow::onScanFinished(const CheckpointPtr& checkpoint)
     m_merge->setCheckpoint(checkpoint);
     m_diff->setCheckpoint(checkpoint);
     m_tree->setCheckpoint(checkpoint);
+    if (m_statistics) {
+        // Its tensor belonged to the checkpoint before.
+        m_statistics->job()->cancel();
+        m_statistics->hide();
+    }
     const QFileInfo info(m_loadedPath);
     setWindowTitle(tr("%1 — Tessera").arg(info.dir().dirName() + QLatin1Char('/') + info.fileName()));
     setWindowFilePath(m_loadedPath);
@@ -292,6 +300,17 @@ void MainWindow::onScanCanceled()
 {
     setScanning(false);
     m_statusText->setText(tr("Scan canceled."));
+}
+
+void MainWindow::showStatistics(int tensorIndex)
+{
+    if (!m_checkpoint)
+        return;
+    if (!m_statistics)
+        m_statistics = new StatisticsWindow(this);
+    m_statistics->showTensor(m_checkpoint, tensorIndex);
+    m_statistics->show();
+    m_statistics->raise();
 }
 
 void MainWindow::onCurrentTensorChanged(int tensorIndex, int pieceIndex)
@@ -449,13 +468,18 @@ QString MainWindow::guideHtml() const
               "actor/ or global_step_N folder, a DCP folder, Megatron mp_rank_* folders, or a Hugging Face model.</li>"
               "<li><b>Tree and Summary</b>: every file, tensor and piece, and every problem in red. The Summary says "
               "what a merge would refuse.</li>"
-              "<li><b>Placement</b>: where each rank's pieces sit in the tensor selected in the tree.</li>"
+              "<li><b>Placement</b>: where each rank's pieces sit in the tensor selected in the tree. "
+              "<b>Statistics…</b> (there, or right-click in the tree) shows one tensor's range, NaN, Inf and "
+              "histogram with nothing to compare.</li>"
               "<li><b>Mapping</b>: each name and the Hugging Face name it becomes, with the rules editor for "
               "Megatron checkpoints and the factors of a LoRA adapter.</li>"
               "<li><b>Merge</b>: choose an output folder, read the plan, press Merge. Test against reference "
               "compares without writing; Open in Diff shows the differences tensor by tensor.</li>"
-              "<li><b>Diff</b>: compare with any other checkpoint or model; select a row for histograms and "
-              "heatmaps; Export… saves the table.</li></ol>"
+              "<li><b>Diff</b>: compare any two checkpoints or models (A is the loaded one unless you choose "
+              "another); select a row for histograms and heatmaps; Export… saves the table, a right-click saves a "
+              "plot as PNG, SVG or PDF.</li></ol>"
+              "<p>Names too long for a column drop whole parts, never the layer, expert or projection; Ctrl+C (or "
+              "right-click → Copy Name) copies them whole.</p>"
               "<p>Everything the workbench does, the <tt>tessera</tt> command line does too: the Merge page shows "
               "the equivalent command.</p>");
 }

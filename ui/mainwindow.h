@@ -18,6 +18,7 @@ class QToolButton;
 namespace tessera::ui {
 
 class DiffPage;
+class StatisticsWindow;
 class MappingPage;
 class MergePage;
 class SplitPage;
@@ -58,6 +59,10 @@ public:
     PlacementPage* placementPage() const { return m_placement; }
     DiffPage* diffPage() const { return m_diff; }
     SplitPage* splitPage() const { return m_split; }
+    /// The Statistics window, once a tensor's statistics were asked for; null before.
+    StatisticsWindow* statisticsWindow() const { return m_statistics; }
+    /// Opens the Statistics window on `tensorIndex` of the loaded checkpoint.
+    void showStatistics(int tensorIndex);
 
 Q_SIGNALS:
     void checkpointLoaded(const tessera::ui::CheckpointPtr& checkpoint);
@@ -100,6 +105,7 @@ private:
     MergePage* m_merge;
     SplitPage* m_split;
     DiffPage* m_diff;
+    StatisticsWindow* m_statistics = nullptr; ///< created when first asked for
     QLabel* m_statusText;
     QProgressBar* m_progress;
     QToolButton* m_cancel;

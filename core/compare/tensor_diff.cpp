@@ -806,6 +806,57 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
     return report;
 }
 
+Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, const std::string& name, int bins,
+                                          Progress& progress)
+{
+    int index = -1;
+    for (std::size_t i = 0; i < checkpoint.tensors.size() && index < 0; ++i)
+        if (checkpoint.tensors[i].name == name)
+            index = static_cast<int>(i);
+    if (index < 0)
+        return makeError(name + ": the checkpoint has no such tensor");
+    const TensorInfo& t = checkpoint.tensors[static_cast<std::size_t>(index)];
+    TensorStatistics out;
+    out.name = t.name;
+    out.dtype = t.dtype;
+    out.shape = t.shape;
+    out.elements = t.numel();
+    SourceFiles files;
+    auto canceled = [&] { return progress.isCanceled(); };
+    auto buffer = readTensor(files, checkpoint, index, canceled);
+    TESSERA_TRY(buffer);
+    const std::vector<std::uint8_t> gaps = missingElementMask(t, out.missing);
+    out.numeric = valueKind(t.dtype) != ValueKind::Bytes;
+    if (!out.numeric)
+        return out;
+    progress.report(1, 3, name);
+    const std::size_t es = dtypeSize(t.dtype);
+    std::vector<double> values(std::min(kChunkElements, out.elements));
+    // Calls fn(values, gap, n) chunk by chunk; `gap` is null for a complete tensor.
+    auto forEachChunkOf = [&](auto&& fn) -> Status {
+        for (std::uint64_t first = 0; first < out.elements; first += kChunkElements) {
+            if (canceled())
+                return makeError("canceled");
+            const std::uint64_t n = std::min(kChunkElements, out.elements - first);
+            TESSERA_TRY(toDouble(buffer->data() + first * es, t.dtype, values.data(), n));
+            fn(values.data(), gaps.empty() ? nullptr : gaps.data() + first, n);
+        }
+        return Status::success();
+    };
+    SideAccumulator acc;
+    TESSERA_TRY(forEachChunkOf([&](const double* v, const std::uint8_t* gap, std::uint64_t n) { acc.addChunk(v, n, gap); }));
+    out.stats = acc.finish();
+    progress.report(2, 3, name);
+    out.values = makeHistogram(out.stats.finite ? out.stats.min : 0, out.stats.finite ? out.stats.max : 0, bins);
+    TESSERA_TRY(forEachChunkOf([&](const double* v, const std::uint8_t* gap, std::uint64_t n) {
+        for (std::uint64_t i = 0; i < n; ++i)
+            if (!(gap && gap[i]))
+                addToHistogram(out.values, v[i]);
+    }));
+    progress.report(3, 3, name);
+    return out;
+}
+
 Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const CheckpointInfo& b, const std::string& name,
                                           const DiffOptions& options, Progress& progress)
 {

@@ -179,6 +179,24 @@ struct TensorDiffDetail {
 Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const CheckpointInfo& b, const std::string& name,
                                           const DiffOptions& options, Progress& progress = silentProgress());
 
+/// One tensor on its own: what the workbench's Statistics window shows, with no B to compare against.
+struct TensorStatistics {
+    std::string name;
+    DType dtype = DType::Unknown;
+    Shape shape;
+    std::uint64_t elements = 0;
+    std::uint64_t missing = 0;     ///< elements no piece holds (a missing or truncated rank): in no statistic
+    bool numeric = false;          ///< values were read as numbers (false for float8 and complex)
+    SideStats stats;               ///< over the elements present; floating tensors: min/max/mean/std over finite ones
+    Histogram values;              ///< the finite values present
+};
+
+/// Computes the statistics of tensor `name` of `checkpoint` (a LoRA weight as its fused value), reading only
+/// that tensor, in two passes over its values (range, then histogram of `bins` bins). Progress counts the passes;
+/// cancel is checked between chunks.
+Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, const std::string& name, int bins = 64,
+                                          Progress& progress = silentProgress());
+
 /// `checkpoint` as the Hugging Face model its merge writes, so it pairs with one: Megatron names mapped, a LoRA
 /// checkpoint as its fused model (the adapter alone when it has no base weights), anything else a copy.
 /// `configDir` overrides where config.json is looked for; mapping warnings and LoRA notes go to `warnings`.

@@ -488,6 +488,48 @@ private Q_SLOTS:
         QCOMPARE(row(*report, "mask").status, DiffStatus::Identical);
     }
 
+    void oneTensorOnItsOwn()
+    {
+        const std::string root = test::makeTempDir();
+        const auto info = scan(writeModel(root + "/one", { { "w", DType::Float32, { 2, 4 }, { 1, 2, 0, 4, kNaN, kInf, -kInf, 3 } },
+                                                          { "ids", DType::Int64, { 3 }, { 7, 0, 7 } } }));
+        auto stats = tensorStatistics(info, "w", 10);
+        QVERIFY_RESULT(stats);
+        QVERIFY(stats->numeric);
+        QCOMPARE(stats->elements, std::uint64_t(8));
+        QCOMPARE(stats->missing, std::uint64_t(0));
+        QCOMPARE(stats->stats.finite, std::uint64_t(5));
+        QCOMPARE(stats->stats.nan, std::uint64_t(1));
+        QCOMPARE(stats->stats.inf, std::uint64_t(2));
+        QCOMPARE(stats->stats.zeros, std::uint64_t(1));
+        QCOMPARE(stats->stats.min, 0.0);
+        QCOMPARE(stats->stats.max, 4.0);
+        QCOMPARE(stats->stats.mean, 2.0);
+        QCOMPARE(stats->stats.std, std::sqrt(2.0));
+        double counted = 0;
+        for (double c : stats->values.counts)
+            counted += c;
+        QCOMPARE(counted, 5.0);
+        QCOMPARE(stats->values.counts.size(), std::size_t(10));
+        auto ids = tensorStatistics(info, "ids");
+        QVERIFY_RESULT(ids);
+        QCOMPARE(ids->stats.max, 7.0);
+        QCOMPARE(ids->stats.zeros, std::uint64_t(1));
+        QVERIFY(!tensorStatistics(info, "nope"));
+
+        // A rank's file cut short: its elements are missing, not zeros.
+        const std::string copy = test::copyFixtureFolder("fsdp2_llama_w4");
+        const std::string rank2 = copy + "/global_step_10/actor/model_world_size_4_rank_2.pt";
+        fs::resize_file(rank2, fs::file_size(rank2) / 2);
+        auto gappy = tensorStatistics(scan(copy + "/global_step_10/actor"), "model.embed_tokens.weight");
+        QVERIFY_RESULT(gappy);
+        QCOMPARE(gappy->missing, gappy->elements / 4);
+        QCOMPARE(gappy->stats.finite + gappy->stats.nan + gappy->stats.inf, gappy->elements - gappy->missing);
+
+        CancelAfter cancel(1);
+        QVERIFY(!tensorStatistics(info, "w", 10, cancel));
+    }
+
     void statistics()
     {
         const std::string root = test::makeTempDir();

@@ -14,6 +14,7 @@
 #include "widgets/filterbar.h"
 #include "widgets/meshview.h"
 #include "widgets/placementview.h"
+#include "widgets/statisticswindow.h"
 
 #include <QApplication>
 #include <QFileInfo>
@@ -22,6 +23,8 @@
 #include <QSignalSpy>
 #include <QTableView>
 #include <QStandardPaths>
+#include <QAction>
+#include <QPushButton>
 #include <QTest>
 #include <QTreeView>
 
@@ -200,6 +203,36 @@ private Q_SLOTS:
         mesh.setTensor(info, 3); // plain tensor: ranks in a row
         QCOMPARE(mesh.meshText(), QStringLiteral("fsdp=2"));
         QVERIFY(!mesh.grab().isNull());
+    }
+
+    void statisticsOfOneTensorWithoutB()
+    {
+        MainWindow window;
+        window.show();
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        window.openPath(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        // From the tree's context menu and from the Placement page.
+        QStringList treeActions;
+        for (auto* action : window.treePage()->view()->actions())
+            treeActions << action->text();
+        QVERIFY2(treeActions.contains(QStringLiteral("Statistics…")), qPrintable(treeActions.join(QLatin1Char(','))));
+        QVERIFY(!window.placementPage()->statisticsButton()->isEnabled());
+        window.treePage()->selectTensor(1);
+        QVERIFY(window.placementPage()->statisticsButton()->isEnabled());
+        QVERIFY(!window.statisticsWindow());
+        window.placementPage()->statisticsButton()->click();
+        auto* statistics = window.statisticsWindow();
+        QVERIFY(statistics && statistics->isVisible());
+        QSignalSpy shown(statistics, &StatisticsWindow::shown);
+        QTRY_VERIFY_WITH_TIMEOUT(statistics->statsText().contains(QStringLiteral("mean")), 30000);
+        const QString name = QString::fromStdString(window.checkpoint()->tensors[1].name);
+        QVERIFY(statistics->titleText().contains(name));
+        QVERIFY(statistics->statsText().contains(QStringLiteral("NaN")));
+        // Another checkpoint: the window's tensor is gone with the old one.
+        window.openPath(QString::fromStdString(tessera::test::fixture(tessera::test::kLegacy)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 60000);
+        QVERIFY(!statistics->isVisible());
     }
 
     void megatronMeshIsTheModelParallelGrid()

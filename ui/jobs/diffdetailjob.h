@@ -5,10 +5,8 @@
 
 #include "compare/tensor_diff.h"
 
-#include <QFutureWatcher>
 #include <QObject>
 #include <QString>
-#include <QThreadPool>
 
 #include <memory>
 
@@ -16,14 +14,10 @@ namespace tessera::ui {
 
 using DiffDetailPtr = std::shared_ptr<const tessera::TensorDiffDetail>;
 
-/// What a detail computation produces.
-struct DiffDetailOutcome {
-    DiffDetailPtr detail;
-    QString error;
-};
+class LatestOnlyRunner;
 
 /// Computes tessera::diffTensorDetail for the selected row on a worker. Selecting another row supersedes the
-/// running computation (generation counter), so only the detail of the row selected last is ever shown.
+/// running computation, so only the detail of the row selected last is ever shown.
 class DiffDetailJob : public QObject {
     Q_OBJECT
 public:
@@ -39,10 +33,7 @@ Q_SIGNALS:
     void failed(const QString& tensor, const QString& message);
 
 private:
-    QThreadPool m_pool;
-    QFutureWatcher<DiffDetailOutcome>* m_watcher = nullptr;
-    std::shared_ptr<std::atomic<bool>> m_cancel;
-    quint64 m_generation = 0;
+    LatestOnlyRunner* m_runner;
 };
 
 } // namespace tessera::ui

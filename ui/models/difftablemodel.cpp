@@ -81,6 +81,13 @@ QString DiffTableModel::numberText(double value)
     return QString::number(value, 'g', 4);
 }
 
+QString DiffTableModel::exactText(double value)
+{
+    if (!std::isfinite(value) || value == 0)
+        return numberText(value);
+    return QString::number(value, 'g', 7);
+}
+
 QString DiffTableModel::cosineText(double cosine)
 {
     if (cosine == 1)

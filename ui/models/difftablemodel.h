@@ -55,6 +55,8 @@ public:
 
     /// "0.00195", "∞", "0": how the tables show a statistic.
     static QString numberText(double value);
+    /// More digits than the table (7 significant), where values are read exactly: detail and statistics panels.
+    static QString exactText(double value);
     /// "1", "1 − 6e-08", "0.912345": cosine similarity, keeping the distance to 1 readable.
     static QString cosineText(double cosine);
     /// Severity order used to sort the status column: failed first, identical last, pending after.

@@ -9,6 +9,7 @@
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -25,7 +26,13 @@ PlacementPage::PlacementPage(QWidget* parent)
     , m_meshTitle(new QLabel(tr("Device mesh"), this))
     , m_legend(new QLabel(this))
     , m_hover(new QLabel(this))
+    , m_statistics(new QPushButton(tr("Statistics…"), this))
 {
+    m_statistics->setToolTip(tr("Min, max, mean, std, NaN, Inf, zeros and a histogram of this tensor, with no B"));
+    connect(m_statistics, &QPushButton::clicked, this, [this] {
+        if (m_tensor >= 0)
+            Q_EMIT statisticsRequested(m_tensor);
+    });
     QFont titleFont = m_title->font();
     titleFont.setBold(true);
     titleFont.setPointSizeF(titleFont.pointSizeF() * 1.15);
@@ -45,7 +52,10 @@ PlacementPage::PlacementPage(QWidget* parent)
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(10, 8, 10, 8);
-    layout->addWidget(m_title);
+    auto* titleRow = new QHBoxLayout;
+    titleRow->addWidget(m_title, 1);
+    titleRow->addWidget(m_statistics);
+    layout->addLayout(titleRow);
     layout->addWidget(m_details);
     layout->addWidget(m_problems);
     auto* body = new QHBoxLayout;
@@ -92,6 +102,7 @@ void PlacementPage::updateHeader()
 {
     if (!m_checkpoint || m_tensor < 0 || m_tensor >= static_cast<int>(m_checkpoint->tensors.size())) {
         m_title->setText(tr("No tensor selected"));
+        m_statistics->setEnabled(false);
         m_details->setText(tr("Choose a tensor or piece in the shard tree."));
         m_problems->hide();
         m_meshTitle->setText(tr("Device mesh"));
@@ -100,6 +111,7 @@ void PlacementPage::updateHeader()
     }
     const auto& tensor = m_checkpoint->tensors[m_tensor];
     m_title->setText(qs(tensor.name));
+    m_statistics->setEnabled(true);
     m_details->setText(tr("%1 · %2 · %3 · %4 · %5")
                            .arg(shapeText(tensor.shape), dtypeText(tensor.dtype), bytesText(tensor.nbytes()),
                                 tensor.placement.empty() ? tr("plain tensor") : qs(tensor.placement),

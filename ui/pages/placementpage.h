@@ -6,6 +6,7 @@
 #include <QWidget>
 
 class QLabel;
+class QPushButton;
 
 namespace tessera::ui {
 
@@ -23,8 +24,13 @@ public:
     void setCheckpoint(CheckpointPtr checkpoint);
     void showTensor(int tensorIndex, int pieceIndex = -1);
     int tensorIndex() const { return m_tensor; }
+    QPushButton* statisticsButton() const { return m_statistics; }
     PlacementView* placementView() const { return m_view; }
     MeshView* meshView() const { return m_mesh; }
+
+Q_SIGNALS:
+    /// Statistics… was pressed for the tensor shown.
+    void statisticsRequested(int tensorIndex);
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -44,6 +50,7 @@ private:
     QLabel* m_meshTitle;
     QLabel* m_legend;
     QLabel* m_hover;
+    QPushButton* m_statistics;
 };
 
 } // namespace tessera::ui

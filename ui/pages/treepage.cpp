@@ -10,6 +10,7 @@
 #include "widgets/rankcolors.h"
 #include "widgets/tensornameelide.h"
 
+#include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QEvent>
@@ -63,6 +64,14 @@ TreePage::TreePage(QWidget* parent)
     m_view->setTextElideMode(Qt::ElideMiddle);
     m_view->setItemDelegateForColumn(ShardTreeModel::NameColumn, m_names);
     addCopyNamesAction(m_view, ShardTreeModel::NameColumn);
+    auto* statistics = new QAction(tr("Statistics…"), m_view);
+    statistics->setToolTip(tr("Min, max, mean, std, NaN, Inf, zeros and a histogram of the current tensor"));
+    connect(statistics, &QAction::triggered, this, [this] {
+        const int tensor = m_view->currentIndex().data(TensorIndexRole).toInt();
+        if (m_view->currentIndex().isValid() && tensor >= 0)
+            Q_EMIT statisticsRequested(tensor);
+    });
+    m_view->addAction(statistics);
     m_view->setAllColumnsShowFocus(true);
     adjustColumns();
 

@@ -47,6 +47,8 @@ public:
 Q_SIGNALS:
     /// The current row stands for tensor `tensorIndex` (-1 if none) and, for piece rows, piece `pieceIndex`.
     void currentTensorChanged(int tensorIndex, int pieceIndex);
+    /// The user asked for the current tensor's statistics (context menu: Statistics…).
+    void statisticsRequested(int tensorIndex);
     void groupByChanged(tessera::ui::ShardTreeModel::GroupBy groupBy);
 
 protected:

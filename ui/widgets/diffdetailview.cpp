@@ -31,13 +31,7 @@ const QColor kColorDiff(0xc0, 0x2a, 0x2a);
 const QColor kMissingColor(0x8e, 0x24, 0xaa); ///< elements a side lacks: neither a value nor NaN
 
 QString num(double v) { return DiffTableModel::numberText(v); }
-/// More digits than the table: the detail is where values are read exactly.
-QString exact(double v)
-{
-    if (!std::isfinite(v) || v == 0)
-        return num(v);
-    return QString::number(v, 'g', 7);
-}
+QString exact(double v) { return DiffTableModel::exactText(v); }
 
 QString indexText(const tessera::Shape& index)
 {
