@@ -34,6 +34,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QSettings>
+#include <QScreen>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -522,11 +523,16 @@ void MainWindow::showAbout()
 void MainWindow::restoreSettings()
 {
     QSettings settings;
-    resize(1400, 860);
+    // The first window fits the screen (a 1280×720 laptop too); a geometry saved on a larger screen is brought
+    // back inside this one.
+    const QRect available = screen() ? screen()->availableGeometry() : QRect(0, 0, 1400, 860);
+    resize(std::min(1400, available.width() * 19 / 20), std::min(860, available.height() * 19 / 20));
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    if (width() > available.width() || height() > available.height())
+        resize(std::min(width(), available.width()), std::min(height(), available.height()));
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     if (!m_splitter->restoreState(settings.value(QStringLiteral("window/splitter")).toByteArray()))
-        m_splitter->setSizes({ 800, 600 });
+        m_splitter->setSizes({ width() * 2 / 5, width() * 3 / 5 });
     m_tree->setGroupBy(settings.value(QStringLiteral("tree/groupBy")).toString() == QLatin1String("tensor")
                            ? ShardTreeModel::GroupBy::Tensor
                            : ShardTreeModel::GroupBy::File);

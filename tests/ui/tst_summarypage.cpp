@@ -34,6 +34,24 @@ private Q_SLOTS:
         QVERIFY2(page.html().contains(QStringLiteral("A merge would refuse it")), qPrintable(page.html()));
         QVERIFY(page.html().contains(QStringLiteral("--lora_alpha")));
     }
+
+    void incompleteCheckpointListsEveryTensorOnce()
+    {
+        // A rank cut short: the file and each tensor it leaves with holes, counted alike, the folder named once.
+        const std::string dir = tessera::test::copyFixtureFolder("fsdp2_llama_w4");
+        const std::string rank2 = dir + "/global_step_10/actor/model_world_size_4_rank_2.pt";
+        fs::resize_file(rank2, fs::file_size(rank2) / 2);
+        const auto info = tessera::test::scanPath(dir + "/global_step_10/actor");
+        SummaryPage page;
+        page.setCheckpoint(info);
+        const QString html = page.html();
+        QVERIFY2(html.contains(QStringLiteral("%1 problems").arg(info->tensors.size() + 1)), qPrintable(html));
+        QCOMPARE(html.count(QStringLiteral("incomplete: ")), int(info->tensors.size()));
+        // The heading names the folder; problems name what is below it.
+        QCOMPARE(html.count(QString::fromStdString(info->root) + QStringLiteral(": ")), 0);
+        QCOMPARE(html.count(QString::fromStdString(info->root) + QStringLiteral("/model_world_size")), 0);
+        QVERIFY(html.contains(QStringLiteral(">model_world_size_4_rank_2.pt: no ZIP")));
+    }
 };
 
 QTEST_MAIN(TestSummaryPage)

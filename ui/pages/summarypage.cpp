@@ -123,8 +123,16 @@ void SummaryPage::render()
     } else {
         html += QStringLiteral("<p><b>") + countText(static_cast<long long>(info.problems.size()), tr("problem"), tr("problems"))
             + QStringLiteral("</b></p><ul style='color:") + problemColor(palette()).name() + QStringLiteral("'>");
-        for (const auto& problem : info.problems)
-            html += QStringLiteral("<li>") + qs(problem.text()).toHtmlEscaped() + QStringLiteral("</li>");
+        // The heading names the folder; each problem names only what lies below it.
+        const QString root = qs(info.root);
+        for (const auto& problem : info.problems) {
+            QString line = qs(problem.text());
+            if (line.startsWith(root + QLatin1String(": ")))
+                line = line.mid(root.size() + 2);
+            else if (line.startsWith(root + QLatin1Char('/')))
+                line = line.mid(root.size() + 1);
+            html += QStringLiteral("<li>") + line.toHtmlEscaped() + QStringLiteral("</li>");
+        }
         html += QStringLiteral("</ul>");
     }
     m_text->setHtml(html);
