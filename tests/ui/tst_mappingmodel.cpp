@@ -147,6 +147,8 @@ private Q_SLOTS:
         QVERIFY(outcome.errorColumn > 1);
         QVERIFY2(outcome.error.startsWith(QStringLiteral("/tmp/my_rules.json: ")), qPrintable(outcome.error));
         QVERIFY2(!outcome.error.contains(QStringLiteral("json.exception")), qPrintable(outcome.error));
+        // The position is the page's to show ("Line 3, column 17: …"), once.
+        QVERIFY2(!outcome.error.contains(QStringLiteral("at line")), qPrintable(outcome.error));
     }
 
     void ruleErrorPointsAtTheRule()

@@ -210,6 +210,15 @@ private Q_SLOTS:
         QCOMPARE(requested.count(), 1);
         QCOMPARE(requested.first().at(0).toString(), QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
         QCOMPARE(requested.first().at(1).toDouble(), 1e-3);
+        // Another reference, or another checkpoint: the test it offered no longer applies.
+        page.setReferenceDir(QStringLiteral("/elsewhere"));
+        QVERIFY(!openInDiff->isEnabled());
+        page.setReferenceDir(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
+        page.runTest();
+        QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 2, 120000);
+        QVERIFY(openInDiff->isEnabled());
+        page.setCheckpoint(scanFixture(tessera::test::kLegacy));
+        QVERIFY(!openInDiff->isEnabled());
     }
 
     void replacingAModelAsksFirst()

@@ -174,6 +174,8 @@ MappingOutcome megatronMapping(const CheckpointPtr& checkpoint, const MappingSet
             const auto [line, column] = lineAndColumn(text, e.byte > 0 ? e.byte - 1 : 0);
             QString what = QString::fromUtf8(e.what());
             what.remove(QRegularExpression(QStringLiteral("^\\[json\\.exception\\.[a-z_]+\\.\\d+\\]\\s*")));
+            // The page puts "Line L, column C" in front: the parser's own copy of the position would say it twice.
+            what.remove(QRegularExpression(QStringLiteral("^parse error at line \\d+, column \\d+:\\s*")));
             outcome.error = QStringLiteral("%1: %2").arg(QString::fromStdString(origin), what);
             outcome.errorLine = line;
             outcome.errorColumn = column;

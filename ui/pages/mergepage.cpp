@@ -34,6 +34,7 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSpinBox>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStorageInfo>
 #include <QTableView>
@@ -204,14 +205,20 @@ MergePage::MergePage(QWidget* parent)
     wide(tr("Base model (--base_model)"), withBrowse(m_baseModel, options));
     m_atol->setToolTip(tr("Absolute tolerance of the test: |a − b| ≤ atol + rtol·|b| (0 and 0: bit for bit)"));
     m_rtol->setToolTip(m_atol->toolTip());
-    auto* tolerances = new QWidget(options);
-    auto* tolerancesLayout = new QHBoxLayout(tolerances);
-    tolerancesLayout->setContentsMargins(0, 0, 0, 0);
-    tolerancesLayout->addWidget(m_atol);
-    tolerancesLayout->addWidget(new QLabel(tr("--rtol"), options));
-    tolerancesLayout->addWidget(m_rtol);
-    // One row for the test: the reference and its tolerances, so the options stay short on a small screen.
-    pair(tr("Reference (tessera test)"), withBrowse(m_reference, options), tr("--atol"), tolerances);
+    // One row for the test: the reference (as wide as the folders above) and its tolerances, so the options stay
+    // short on a small screen.
+    auto* testRow = new QWidget(options);
+    auto* testLayout = new QHBoxLayout(testRow);
+    testLayout->setContentsMargins(0, 0, 0, 0);
+    testLayout->addWidget(withBrowse(m_reference, options), 1);
+    testLayout->addWidget(new QLabel(tr("--atol"), options));
+    testLayout->addWidget(m_atol);
+    testLayout->addWidget(new QLabel(tr("--rtol"), options));
+    testLayout->addWidget(m_rtol);
+    const int tolerance = fontMetrics().horizontalAdvance(QStringLiteral("1e-05")) + 24;
+    m_atol->setMaximumWidth(tolerance);
+    m_rtol->setMaximumWidth(tolerance);
+    wide(tr("Reference (tessera test)"), testRow);
     grid->addWidget(m_command, row++, 0, 1, 4);
 
     auto* planBox = new QGroupBox(tr("Plan (dry run)"), this);
@@ -246,10 +253,20 @@ MergePage::MergePage(QWidget* parent)
     // The log's size hint would otherwise take half the height before anything is logged.
     splitter->setSizes({ 300, 110 });
 
+    // Options, plan and log scroll in a short window; Merge, Test and the progress bar stay in sight below them.
+    auto* body = new QWidget(this);
+    auto* bodyLayout = new QVBoxLayout(body);
+    bodyLayout->setContentsMargins(0, 0, 0, 0);
+    bodyLayout->addWidget(options);
+    bodyLayout->addWidget(splitter, 1);
+    auto* bodyScroll = new QScrollArea(this);
+    bodyScroll->setWidget(body);
+    bodyScroll->setWidgetResizable(true);
+    bodyScroll->setFrameShape(QFrame::NoFrame);
+    bodyScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(10, 8, 10, 8);
-    layout->addWidget(options);
-    layout->addWidget(splitter, 1);
+    layout->addWidget(bodyScroll, 1);
     layout->addWidget(runBox);
 
     // Typing a regex or a folder is debounced like the filter boxes; the switches apply at once.
@@ -282,6 +299,8 @@ MergePage::MergePage(QWidget* parent)
     connect(m_test, &QPushButton::clicked, this, &MergePage::runTest);
     m_openInDiff->setEnabled(false);
     m_openInDiff->setToolTip(tr("Compare this checkpoint with the reference tensor by tensor in the Diff view"));
+    // The diff it offers is of the reference just tested.
+    connect(m_reference, &QLineEdit::textChanged, m_openInDiff, [this] { m_openInDiff->setEnabled(false); });
     connect(m_openInDiff, &QPushButton::clicked, this, [this] {
         Q_EMIT openInDiffRequested(m_reference->text().trimmed(), m_atol->text().toDouble(), m_rtol->text().toDouble());
     });
@@ -339,6 +358,7 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
         m_log->clear();
         m_progress->setValue(0);
         m_current->clear();
+        m_openInDiff->setEnabled(false); // the test it offers was of the other checkpoint
     }
     m_checkpoint = std::move(checkpoint);
     m_localDir->setText(m_checkpoint ? qs(m_checkpoint->root) : QString());
