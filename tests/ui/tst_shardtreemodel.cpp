@@ -110,6 +110,20 @@ private Q_SLOTS:
             QVERIFY2(entry.data(ProblemRole).toString().startsWith(QStringLiteral("incomplete: ")),
                      qPrintable(entry.data().toString()));
         }
+        // The file's row names the file once: its problem does not repeat the path.
+        model.setGroupBy(ShardTreeModel::GroupBy::File);
+        const QModelIndex actorRow = model.checkpointIndex();
+        bool fileFlagged = false;
+        for (int r = 0; r < model.rowCount(actorRow); ++r) {
+            const QString problem = model.index(r, 0, actorRow).data(ProblemRole).toString();
+            if (problem.isEmpty())
+                continue;
+            QVERIFY2(problem.startsWith(QStringLiteral("incomplete")) || problem.startsWith(QStringLiteral("no ZIP")),
+                     qPrintable(problem));
+            fileFlagged = fileFlagged || problem.startsWith(QStringLiteral("no ZIP"));
+        }
+        QVERIFY(fileFlagged);
+        model.setGroupBy(ShardTreeModel::GroupBy::Tensor);
         // The problem count the summary shows is the file plus each tensor.
         QCOMPARE(info->problems.size(), info->tensors.size() + 1);
         ShardTreeProxy proxy;

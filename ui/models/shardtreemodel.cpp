@@ -259,7 +259,10 @@ void ShardTreeModel::rebuild()
     }
 
     for (const auto& problem : info.problems) {
-        const QString message = qs(problem.message);
+        // A reader's error may start with the file it is about; the row already names that file.
+        QString message = qs(problem.message);
+        if (const QString file = qs(problem.file) + QLatin1String(": "); !problem.file.empty() && message.startsWith(file))
+            message = message.mid(file.size());
         if (!problem.tensor.empty()) {
             auto it = tensorByName.find(problem.tensor);
             if (it != tensorByName.end()) {

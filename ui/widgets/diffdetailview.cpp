@@ -233,22 +233,26 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     layout->setVerticalSpacing(4);
     layout->addWidget(m_title, 0, 0, 1, 3);
     // The statistics scroll when the window is short, rather than losing their last lines.
-    auto* statsScroll = new QScrollArea(this);
+    auto* statsScroll = m_statsScroll = new QScrollArea(this);
     statsScroll->setWidget(m_stats);
     statsScroll->setWidgetResizable(true);
     statsScroll->setFrameShape(QFrame::NoFrame);
     statsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     statsScroll->setMinimumWidth(m_stats->fontMetrics().horizontalAdvance(QStringLiteral("mean |a−b|  -0.0004176988  -0.0004176988")));
-    layout->addWidget(statsScroll, 1, 0);
+    // The statistics and the worst elements share the left column over both rows of plots: the statistics take
+    // the height their lines need, the table the rest.
+    auto* leftBox = new QWidget(this);
+    auto* leftLayout = new QVBoxLayout(leftBox);
+    leftLayout->setContentsMargins(0, 0, 0, 0);
+    leftLayout->setSpacing(2);
+    leftLayout->addWidget(statsScroll);
+    leftLayout->addSpacing(4);
+    leftLayout->addWidget(m_worstTitle);
+    leftLayout->addWidget(m_worst, 1);
+    m_worst->setMinimumHeight(m_worst->fontMetrics().height() * 5);
+    layout->addWidget(leftBox, 1, 0, 2, 1);
     layout->addWidget(m_values, 1, 1);
     layout->addWidget(m_differences, 1, 2);
-    auto* worstBox = new QWidget(this);
-    auto* worstLayout = new QVBoxLayout(worstBox);
-    worstLayout->setContentsMargins(0, 0, 0, 0);
-    worstLayout->setSpacing(2);
-    worstLayout->addWidget(m_worstTitle);
-    worstLayout->addWidget(m_worst);
-    layout->addWidget(worstBox, 2, 0);
     auto* heatBox = new QWidget(this);
     auto* heatLayout = new QVBoxLayout(heatBox);
     heatLayout->setContentsMargins(0, 0, 0, 0);
@@ -336,6 +340,7 @@ void DiffDetailView::showMessage(const QString& message)
     m_name.clear();
     m_title->setText(message);
     m_stats->clear();
+    m_statsScroll->setMinimumHeight(0);
     clearPlots();
 }
 
@@ -407,6 +412,8 @@ void DiffDetailView::setDetail(const TensorDiffDetail& detail)
         title += QStringLiteral(" &nbsp;·&nbsp; ") + qs(t.detail).toHtmlEscaped();
     m_title->setText(title);
     m_stats->setText(statsHtml(t));
+    // Every line shown: the window's detail area scrolls instead when it is shorter than that.
+    m_statsScroll->setMinimumHeight(std::min(m_stats->sizeHint().height() + 4, 520));
     clearPlots();
     if (!t.numeric) {
         m_heatmapNote->setText(tr("%1 values are compared by their bytes only; there is nothing to plot.")

@@ -9,6 +9,7 @@ class QCustomPlot;
 class QCPColorMap;
 class QCPGraph;
 class QLabel;
+class QScrollArea;
 class QTableWidget;
 
 namespace tessera::ui {
@@ -50,6 +51,7 @@ private:
     QString m_name;
     QLabel* m_title;
     QLabel* m_stats;
+    QScrollArea* m_statsScroll;
     QTableWidget* m_worst;
     QLabel* m_worstTitle;
     QCustomPlot* m_values;
