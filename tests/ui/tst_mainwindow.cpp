@@ -24,6 +24,7 @@
 #include <QTableView>
 #include <QStandardPaths>
 #include <QAction>
+#include <QHeaderView>
 #include <QPushButton>
 #include <QTest>
 #include <QTreeView>
@@ -178,6 +179,15 @@ private Q_SLOTS:
                      qPrintable(MainWindow::viewName(view)));
             QCOMPARE(window.size(), QSize(1280, 720));
         }
+        // At the first window's split the Diff table shows the NaN and Inf counts without scrolling.
+        window.setTreeShare(0.4);
+        window.showView(MainWindow::View::Diff);
+        QCoreApplication::processEvents();
+        auto* table = window.diffPage()->tableView();
+        for (const int column : { int(DiffTableModel::StatusColumn), int(DiffTableModel::NanColumn), int(DiffTableModel::InfColumn) })
+            QVERIFY2(table->horizontalHeader()->sectionViewportPosition(column) + table->columnWidth(column)
+                         <= table->viewport()->width(),
+                     qPrintable(QString::number(column)));
         // The tree's filter box is readable even with the tree pane at its narrowest share.
         window.setTreeShare(0.2);
         QCoreApplication::processEvents();

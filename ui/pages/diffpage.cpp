@@ -144,6 +144,11 @@ DiffPage::DiffPage(QWidget* parent)
     fitColumn(DiffTableModel::BitEqualColumn, fm.horizontalAdvance(QStringLiteral("no")));
     fitColumn(DiffTableModel::DtypeColumn, fm.horizontalAdvance(QStringLiteral("BF16 / F32")));
     fitColumn(DiffTableModel::ShapeColumn, fm.horizontalAdvance(QStringLiteral("[151936, 4096]")));
+    // NaN and Inf counts right after the status: a narrow pane shows them without scrolling, since a NaN is what
+    // most often explains a failed comparison.
+    auto* header = m_table->horizontalHeader();
+    header->moveSection(header->visualIndex(DiffTableModel::NanColumn), header->visualIndex(DiffTableModel::StatusColumn) + 1);
+    header->moveSection(header->visualIndex(DiffTableModel::InfColumn), header->visualIndex(DiffTableModel::NanColumn) + 1);
     // The name takes what the numbers leave, never less than a readable width.
     new ColumnFitter(m_table, m_table->horizontalHeader(), { DiffTableModel::NameColumn },
                      fm.horizontalAdvance(QStringLiteral("model.layers.00.mlp.down_proj.weight")));
