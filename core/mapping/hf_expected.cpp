@@ -229,6 +229,21 @@ Result<ConfigVars> resolveConfigVars(const HfModelConfig& config, const MappingR
     return vars;
 }
 
+namespace {
+/// True when the condition `when` uses the variable `layer` (as a whole word).
+bool mentionsLayer(const std::string& when)
+{
+    for (std::size_t at = when.find("layer"); at != std::string::npos; at = when.find("layer", at + 1)) {
+        auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        const bool before = at > 0 && word(when[at - 1]);
+        const bool after = at + 5 < when.size() && word(when[at + 5]);
+        if (!before && !after)
+            return true;
+    }
+    return false;
+}
+} // namespace
+
 Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet& rules, const ConfigVars& vars)
 {
     auto range = [&](const char* name) -> Result<std::int64_t> {
@@ -243,17 +258,19 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
     struct Active {
         const ExpectedTemplate* t;
         bool layer, expert;
+        bool perLayer; ///< its condition names `layer` (DeepSeek-V3's dense first layers): decided per layer
     };
     std::vector<Active> active;
     for (const auto& t : rules.expected) {
-        if (!t.when.empty()) {
+        const bool perLayer = hasPlaceholder(t.hf, "layer") && mentionsLayer(t.when);
+        if (!t.when.empty() && !perLayer) {
             auto on = evaluateExpression(t.when, vars);
             if (!on)
                 return on.error().withContext(t.origin + ": expected '" + t.id + "'");
             if (!*on)
                 continue;
         }
-        active.push_back({ &t, hasPlaceholder(t.hf, "layer"), hasPlaceholder(t.hf, "expert") });
+        active.push_back({ &t, hasPlaceholder(t.hf, "layer"), hasPlaceholder(t.hf, "expert"), perLayer });
     }
     std::int64_t layers = 0, experts = 0;
     for (const auto& a : active) {
@@ -285,7 +302,20 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
 
     std::vector<ExpectedParameter> out;
     std::string error;
-    auto emit = [&](const ExpectedTemplate& t, std::int64_t layer, std::int64_t expert) {
+    ConfigVars layerVars = vars;
+    auto emit = [&](const Active& a, std::int64_t layer, std::int64_t expert) {
+        const ExpectedTemplate& t = *a.t;
+        if (a.perLayer) {
+            layerVars["layer"] = layer;
+            auto on = evaluateExpression(t.when, layerVars);
+            if (!on) {
+                if (error.empty())
+                    error = t.origin + ": expected '" + t.id + "': " + on.error().message;
+                return;
+            }
+            if (!*on)
+                return;
+        }
         ExpectedParameter p;
         p.name = substitute(substitute(t.hf, "layer", layer), "expert", expert);
         p.templateId = t.id;
@@ -306,14 +336,14 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
     // Hugging Face's order: what precedes the layers, every layer with its parameters (experts in place), the rest.
     std::size_t i = 0;
     for (; i < active.size() && !active[i].layer; ++i)
-        emit(*active[i].t, 0, 0);
+        emit(active[i], 0, 0);
     std::size_t layerEnd = i;
     while (layerEnd < active.size() && active[layerEnd].layer)
         ++layerEnd;
     for (std::int64_t layer = 0; layer < layers; ++layer)
         for (std::size_t k = i; k < layerEnd;) {
             if (!active[k].expert) {
-                emit(*active[k].t, layer, 0);
+                emit(active[k], layer, 0);
                 ++k;
                 continue;
             }
@@ -323,13 +353,13 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
                 ++end;
             for (std::int64_t e = 0; e < experts; ++e)
                 for (std::size_t m = k; m < end; ++m)
-                    emit(*active[m].t, layer, e);
+                    emit(active[m], layer, e);
             k = end;
         }
     for (std::size_t k = layerEnd; k < active.size(); ++k)
         for (std::int64_t layer = 0; layer < (active[k].layer ? layers : 1); ++layer)
             for (std::int64_t e = 0; e < (active[k].expert ? experts : 1); ++e)
-                emit(*active[k].t, layer, e);
+                emit(active[k], layer, e);
     if (!error.empty())
         return makeError(error);
     return out;
