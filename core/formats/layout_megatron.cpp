@@ -412,6 +412,7 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
     };
     bool complete = true;
     std::set<int> tpRanksSeen;
+    int missingExpertRankFolders = 0, missingFolders = 0;
     for (int pp = 0; pp < grid->pp; ++pp)
         for (int ep = 0; ep < grid->ep; ++ep)
             for (int tp = 0; tp < grid->tp; ++tp) {
@@ -419,6 +420,8 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
                 if (f)
                     tpRanksSeen.insert(tp);
                 if (!f) {
+                    ++missingFolders;
+                    missingExpertRankFolders += ep > 0 ? 1 : 0;
                     const std::string name = folderNameFor(tp, pp, ep, grid->namesHavePp, grid->namesHaveEp);
                     info.problems.push_back({ (fs::path(info.root) / name).string(), "",
                                               "missing: no folder for " + rankText(tp, pp, ep)
@@ -428,6 +431,13 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
                     complete = false;
                 }
             }
+    // verl's legacy saver writes only from data-parallel rank 0, which with expert parallelism is expert rank 0:
+    // its checkpoints have the _000 expert folders and nothing else.
+    if (missingFolders > 0 && missingFolders == missingExpertRankFolders)
+        info.problems.push_back({ info.root, "", "only the expert rank 0 folders are present, so the experts of the other "
+                                                 + std::to_string(grid->ep - 1) + " expert rank(s) are absent; verl's "
+                                                 "legacy Megatron saver writes only those when expert parallelism is "
+                                                 "on (save with dist checkpointing to keep every expert)" });
     if (static_cast<int>(tpRanksSeen.size()) < grid->tp && !tpRanksSeen.empty())
         info.problems.push_back({ info.root, "", "only " + std::to_string(tpRanksSeen.size()) + " TP rank(s) have "
                                                      "folders but " + config.tensorParallel.describe("tensor_model_parallel_size")

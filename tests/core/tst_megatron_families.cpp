@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Model families beyond Llama/Qwen from Megatron: DeepSeek-V3 (MLA, dense first layers then MoE with shared
+// experts and an fp32 expert_bias). The shared torch_dist fixture is real Megatron output; the other layouts
+// (legacy with EP, uneven PP, Megatron-LM) are written by `tessera split` from its reference and merged back.
+
+#include "testutil.h"
+
+#include "formats/safetensors_reader.h"
+#include "formats/scan.h"
+#include "mapping/megatron_mapping.h"
+
+#include <QTest>
+
+#include <filesystem>
+
+using namespace tessera;
+using test::A;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kDeepSeek = "megatron_dist_deepseekv3_tp2_pp1";
+
+std::string reference() { return test::fixture(std::string(kDeepSeek) + "/reference"); }
+
+/// Merges `checkpoint` (its config from `configDir` when given) into a fresh folder; returns it.
+std::string merge(const std::string& checkpoint, const std::string& configDir = {})
+{
+    const std::string merged = test::makeTempDir() + "/merged";
+    QStringList args = A({ "merge", "--backend", "megatron", "--local_dir", checkpoint, "--target_dir", merged, "--quiet" });
+    if (!configDir.empty())
+        args << A({ "--hf_model_path", configDir });
+    QString out, err;
+    const int code = test::runTessera(args, &out, &err);
+    if (code != 0)
+        qWarning("%s", qPrintable(err));
+    return code == 0 ? merged : std::string();
+}
+
+bool sameFile(const std::string& a, const std::string& b) { return test::readFile(a) == test::readFile(b); }
+
+} // namespace
+
+class TestMegatronFamilies : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void deepSeekV3TorchDistIsBitExact()
+    {
+        const std::string merged = merge(test::fixture(std::string(kDeepSeek) + "/global_step_10/actor"));
+        QVERIFY(!merged.empty());
+        QVERIFY(sameFile(merged + "/model.safetensors", reference() + "/model.safetensors"));
+        QVERIFY(sameFile(merged + "/config.json", reference() + "/config.json"));
+        // The router's expert_bias keeps its own dtype beside the bf16 weights.
+        auto header = readSafetensorsFile(merged + "/model.safetensors");
+        QVERIFY_RESULT(header);
+        int biases = 0;
+        for (const auto& t : header->tensors)
+            if (t.name.find("e_score_correction_bias") != std::string::npos) {
+                QCOMPARE(t.dtype, DType::Float32);
+                ++biases;
+            }
+        QCOMPARE(biases, 2); // layer 0 is dense
+    }
+
+    void deepSeekV3MappingShowsMlaAndExperts()
+    {
+        auto info = scanCheckpoint(test::fixture(std::string(kDeepSeek) + "/global_step_10/actor"));
+        QVERIFY_RESULT(info);
+        MappingOptions options;
+        auto mapped = mapMegatronToHf(*info, options);
+        QVERIFY_RESULT(mapped);
+        QCOMPARE(mapped->family, std::string("deepseek_v3"));
+        bool qUp = false, stackedExperts = false, denseMlp = false, moeDense = false;
+        for (const auto& row : mapped->rows) {
+            qUp = qUp || (row.source == "decoder.layers.1.self_attention.linear_q_up_proj.weight"
+                          && row.target == "model.layers.1.self_attn.q_b_proj.weight");
+            stackedExperts = stackedExperts || row.target == "model.layers.2.mlp.experts.3.up_proj.weight";
+            denseMlp = denseMlp || row.target == "model.layers.0.mlp.gate_proj.weight";
+            // The MoE layers have no dense MLP, so nothing is expected (or missing) there.
+            moeDense = moeDense || row.target == "model.layers.1.mlp.gate_proj.weight";
+            QVERIFY2(row.status == MappingStatus::Ok, qPrintable(QString::fromStdString(row.source + " → " + row.target + ": " + row.detail)));
+        }
+        QVERIFY(qUp && stackedExperts && denseMlp && !moeDense);
+    }
+
+    void deepSeekV3RoundTripsThroughEveryLegacyLayout_data()
+    {
+        QTest::addColumn<QStringList>("layout");
+        QTest::newRow("legacy TP 2 EP 2") << A({ "--format", "megatron", "--tp", "2", "--pp", "1", "--ep", "2" });
+        QTest::newRow("legacy PP 3, a layer a stage") << A({ "--format", "megatron", "--tp", "1", "--pp", "3" });
+        QTest::newRow("Megatron-LM TP 2 EP 4") << A({ "--format", "megatron", "--tp", "2", "--pp", "1", "--ep", "4",
+                                                        "--flavor", "megatron-lm" });
+    }
+
+    void deepSeekV3RoundTripsThroughEveryLegacyLayout()
+    {
+        QFETCH(QStringList, layout);
+        const std::string split = test::makeTempDir() + "/split";
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", reference(), "--target_dir", split, "--quiet" }) + layout, &out, &err), 0);
+        const std::string merged = merge(split, reference());
+        QVERIFY(!merged.empty());
+        QVERIFY(sameFile(merged + "/model.safetensors", reference() + "/model.safetensors"));
+    }
+
+    void droppedExpertFoldersAreNamed()
+    {
+        // What verl's legacy saver leaves with EP 2: the expert rank 0 folders only.
+        const std::string split = test::makeTempDir() + "/split";
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", reference(), "--target_dir", split, "--format", "megatron",
+                                      "--tp", "2", "--pp", "1", "--ep", "2", "--quiet" }),
+                                  &out, &err),
+                 0);
+        fs::remove_all(split + "/model/mp_rank_00_001");
+        fs::remove_all(split + "/model/mp_rank_01_001");
+        QCOMPARE(test::runTessera(A({ "merge", "--backend", "megatron", "--local_dir", split, "--target_dir",
+                                      test::makeTempDir() + "/merged", "--hf_model_path", reference() }),
+                                  &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("only the expert rank 0 folders are present")), qPrintable(err));
+        QVERIFY(err.contains(QStringLiteral("verl's legacy Megatron saver")));
+        QVERIFY(err.contains(QStringLiteral("model.layers.1.mlp.experts.2.gate_proj.weight: missing")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMegatronFamilies)
+#include "tst_megatron_families.moc"
