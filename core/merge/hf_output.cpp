@@ -2,6 +2,7 @@
 #include "merge/hf_output.h"
 #include "io/durable_file.h"
 #include "io/text_file.h"
+#include "mapping/megatron_mapping_rules.h"
 
 #include <nlohmann/json.hpp>
 
@@ -47,8 +48,6 @@ Result<HfConfigFacts> readHfConfig(const std::string& configDir)
     if (json.is_discarded() || !json.is_object())
         return makeError(path.string() + ": not a valid JSON object");
     facts.found = true;
-    // transformers' PretrainedConfig defaults to tied, but the model classes that matter here (Llama, Qwen2,
-    // Mistral…) default to untied; keeping lm_head when the key is absent never loses a weight.
     if (auto it = json.find("tie_word_embeddings"); it != json.end() && it->is_boolean()) {
         facts.tieWordEmbeddings = it->get<bool>();
         facts.tieWordEmbeddingsSet = true;
@@ -60,6 +59,17 @@ Result<HfConfigFacts> readHfConfig(const std::string& configDir)
         for (const auto& a : *it)
             if (a.is_string())
                 facts.architectures.push_back(a.get<std::string>());
+    // Absent, the key takes the default of the model's config class: untied for Llama, Qwen2, Mistral…, tied for
+    // Gemma. The family rules record it; with no family known, lm_head is kept, which never loses a weight.
+    if (!facts.tieWordEmbeddingsSet) {
+        const auto modelType = json.find("model_type");
+        auto rules = selectMappingRules(facts.architectures,
+                                        modelType != json.end() && modelType->is_string() ? modelType->get<std::string>() : "");
+        if (rules)
+            for (const auto& [name, value] : rules->defaults)
+                if (name == "tie_word_embeddings")
+                    facts.tieWordEmbeddings = value == "1";
+    }
     return facts;
 }
 

@@ -13,7 +13,7 @@ namespace tessera {
 /// What the merge needs to know from a Hugging Face `config.json`.
 struct HfConfigFacts {
     bool found = false;               ///< config.json exists and parses as a JSON object
-    bool tieWordEmbeddings = false;   ///< `tie_word_embeddings`; absent counts as false (see hf_output.cpp)
+    bool tieWordEmbeddings = false;   ///< `tie_word_embeddings`; when absent, the family's default (see hf_output.cpp)
     bool tieWordEmbeddingsSet = false;///< the key is present
     std::string torchDtype;           ///< `torch_dtype` (or v5 `dtype`), empty when absent
     std::vector<std::string> architectures;

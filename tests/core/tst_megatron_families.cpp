@@ -4,6 +4,7 @@
 // (legacy with EP, uneven PP, Megatron-LM) are written by `tessera split` from its reference and merged back.
 
 #include "testutil.h"
+#include "hfmodels.h"
 
 #include "formats/safetensors_reader.h"
 #include "formats/scan.h"
@@ -12,6 +13,7 @@
 #include <QTest>
 
 #include <filesystem>
+#include <set>
 
 using namespace tessera;
 using test::A;
@@ -38,6 +40,20 @@ std::string merge(const std::string& checkpoint, const std::string& configDir = 
 }
 
 bool sameFile(const std::string& a, const std::string& b) { return test::readFile(a) == test::readFile(b); }
+
+/// Gemma 3 text as google/gemma-3-1b-it lays out its config: head_dim × heads (64) ≠ hidden (32), tied embeddings.
+const char* const kGemma3Config = R"({
+  "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 32, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 4, "intermediate_size": 48, "vocab_size": 100,
+  "tie_word_embeddings": true, "query_pre_attn_scalar": 16, "torch_dtype": "bfloat16"
+})";
+
+/// Gemma 2: the same norms without q/k norm; tie_word_embeddings left to the family's default (tied).
+const char* const kGemma2Config = R"({
+  "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 32, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 4, "intermediate_size": 48, "vocab_size": 100,
+  "torch_dtype": "bfloat16"
+})";
 
 } // namespace
 
@@ -101,6 +117,49 @@ private Q_SLOTS:
         const std::string merged = merge(split, reference());
         QVERIFY(!merged.empty());
         QVERIFY(sameFile(merged + "/model.safetensors", reference() + "/model.safetensors"));
+    }
+
+    void gemmaRoundTripsThroughEveryMegatronLayout_data()
+    {
+        QTest::addColumn<QString>("config");
+        QTest::addColumn<QStringList>("layout");
+        for (const auto& [family, config] : { std::pair<const char*, const char*> { "gemma3", kGemma3Config },
+                                              std::pair<const char*, const char*> { "gemma2", kGemma2Config } }) {
+            QTest::newRow(qPrintable(QStringLiteral("%1 legacy TP 2 PP 2").arg(QLatin1String(family))))
+                << QString::fromUtf8(config) << A({ "--format", "megatron", "--tp", "2", "--pp", "2" });
+            QTest::newRow(qPrintable(QStringLiteral("%1 Megatron-LM VPP 2").arg(QLatin1String(family))))
+                << QString::fromUtf8(config)
+                << A({ "--format", "megatron", "--tp", "2", "--pp", "2", "--vpp", "2", "--flavor", "megatron-lm" });
+            QTest::newRow(qPrintable(QStringLiteral("%1 torch_dist TP 2").arg(QLatin1String(family))))
+                << QString::fromUtf8(config) << A({ "--format", "megatron-dist", "--tp", "2", "--pp", "1" });
+        }
+    }
+
+    void gemmaRoundTripsThroughEveryMegatronLayout()
+    {
+        QFETCH(QString, config);
+        QFETCH(QStringList, layout);
+        const std::string model = test::writeHfModel(config.toStdString());
+        const std::string split = test::makeTempDir() + "/split";
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--quiet" }) + layout, &out, &err), 0);
+        // The Megatron names are Megatron-Bridge's: the post-attention and post-feed-forward norms inside the row
+        // linears, q/k norms as their own modules (Gemma 3).
+        auto info = scanCheckpoint(split);
+        QVERIFY_RESULT(info);
+        std::set<std::string> names;
+        for (const auto& t : info->tensors)
+            names.insert(t.name);
+        const bool stacked = names.count("decoder.layers.self_attention.linear_proj.post_layernorm.weight") > 0;
+        const std::string layer = stacked ? "decoder.layers." : "decoder.layers.0.";
+        QVERIFY(names.count(layer + "self_attention.linear_proj.post_layernorm.weight"));
+        QVERIFY(names.count(layer + "mlp.linear_fc2.post_layernorm.weight"));
+        QVERIFY(names.count(layer + "mlp.linear_fc1.layer_norm_weight"));
+        QCOMPARE(names.count(layer + "self_attention.q_layernorm.weight") > 0, config.contains(QStringLiteral("Gemma3")));
+        QVERIFY(!names.count("output_layer.weight") || layout.contains(QStringLiteral("--pp"))); // tied
+        const std::string merged = merge(split, model);
+        QVERIFY(!merged.empty());
+        QVERIFY(sameFile(merged + "/model.safetensors", model + "/model.safetensors"));
     }
 
     void droppedExpertFoldersAreNamed()
