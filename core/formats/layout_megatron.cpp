@@ -598,8 +598,10 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
         }
     if (skippedExtraState)
         info.notes["skipped_extra_state"] = std::to_string(skippedExtraState);
+    // Megatron-core vision-language models nest a GPT model under language_model.decoder; pre-mcore models had
+    // language_model.encoder.
     for (const auto& g : gathered)
-        if (g.name.rfind("language_model.", 0) == 0) {
+        if (g.name.rfind("language_model.encoder.", 0) == 0) {
             // Pre-mcore models (query_key_value, dense_h_to_4h…) use other names and other TP rules.
             info.problems.push_back({ info.root, g.name, "this is a pre-mcore Megatron model (language_model.*); "
                                                          "Tessera reads Megatron-core checkpoints only, so these "
@@ -725,7 +727,9 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
             info.problems.push_back({ info.root, g.name,
                                       "incomplete: " + gap + " (a rank's folder is missing or unreadable)" });
         }
-        if (auto mismatch = checkShapeAgainstConfig(g.name, tensor.shape, 0, config)) {
+        // transformer_config.json describes the language model; a vision tower has sizes of its own.
+        const bool visionTower = g.name.rfind("vision_model.", 0) == 0;
+        if (auto mismatch = visionTower ? std::nullopt : checkShapeAgainstConfig(g.name, tensor.shape, 0, config)) {
             std::string key = g.name;
             if (auto layer = parseMegatronLayerName(g.name))
                 key = layer->prefix + "*." + layer->rest;

@@ -54,8 +54,13 @@ MegatronTpSplit megatronTpSplit(const std::string& name, bool gated)
     const std::string module = modulePath(name);
     // Norms (including the ones fused into TE linears as layer_norm_weight/bias), routers and the shared-expert
     // gate are plain modules that every TP rank holds in full.
+    // A vision tower's patch embedding is a plain Conv3d, the same on every rank; Megatron-Bridge keeps a
+    // vision-language model's Hugging Face tower (visual.*) whole on every rank.
+    if (name.rfind("visual.", 0) == 0)
+        return MegatronTpSplit::Replicated;
     if (contains(name, "layer_norm") || contains(name, "layernorm") || contains(name, "router")
-        || endsWith(name, "shared_experts.gate_weight") || contains(name, "position_embeddings"))
+        || endsWith(name, "shared_experts.gate_weight") || contains(name, "position_embeddings")
+        || contains(name, "patch_embed."))
         return MegatronTpSplit::Replicated;
     // MLA's down projections are built with parallel_mode="duplicated".
     if (endsWith(module, "linear_q_down_proj") || endsWith(module, "linear_kv_down_proj"))
@@ -64,7 +69,9 @@ MegatronTpSplit megatronTpSplit(const std::string& name, bool gated)
     if (rowParallel)
         // A RowParallelLinear's bias is added after the all-reduce, so every rank has all of it.
         return kind == "bias" ? MegatronTpSplit::Replicated : MegatronTpSplit::Columns;
-    if (gated && endsWith(module, "linear_fc1") && (kind == "weight" || kind == "bias"))
+    // A multimodal projector's MLP (vision_model.projection.encoder) is never gated, whatever the model's MLPs are.
+    if (gated && endsWith(module, "linear_fc1") && (kind == "weight" || kind == "bias")
+        && !contains(name, "projection.encoder."))
         return MegatronTpSplit::GluRows;
     // Column-parallel linears (linear_qkv, linear_fc1, MLA up projections), VocabParallelEmbedding and the
     // output layer: rows are split. Unknown parameters are treated the same way, as Megatron's own legacy
@@ -113,8 +120,9 @@ std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name)
     std::smatch m;
     if (!std::regex_match(name, m, pattern))
         return std::nullopt;
-    // Only the decoder's stack is split over pipeline stages; MTP or vision towers keep their numbers.
-    if (m[1].str() != "decoder.layers.")
+    // Only the decoder's stack is split over pipeline stages (a vision-language model's is under language_model.);
+    // MTP or vision towers keep their numbers.
+    if (m[1].str() != "decoder.layers." && m[1].str() != "language_model.decoder.layers.")
         return std::nullopt;
     const auto layer = smallIndex(m[2].str());
     if (!layer)

@@ -140,8 +140,10 @@ private:
                 ++m_pos;
             return std::stoll(m_text.substr(start, m_pos - start));
         }
+        // Names are config.json keys, nested ones with a dot (vision_config.depth).
         while (m_pos < m_text.size()
-               && (std::isalnum(static_cast<unsigned char>(m_text[m_pos])) || m_text[m_pos] == '_'))
+               && (std::isalnum(static_cast<unsigned char>(m_text[m_pos])) || m_text[m_pos] == '_'
+                   || (m_text[m_pos] == '.' && m_pos > start)))
             ++m_pos;
         if (start == m_pos) {
             fail(m_pos < m_text.size() ? "unexpected '" + m_text.substr(m_pos) + "'" : "unexpected end");
@@ -198,11 +200,18 @@ Result<HfModelConfig> readHfModelConfig(const std::string& configDir)
                 config.architectures.push_back(a.get<std::string>());
     if (auto it = j.find("model_type"); it != j.end() && it->is_string())
         config.modelType = it->get<std::string>();
-    for (auto& [key, value] : j.items()) {
+    // One level down too ("vision_config.depth"): a vision-language model's tower has a config of its own.
+    auto take = [&](const std::string& key, const nlohmann::json& value) {
         if (value.is_boolean())
             config.values[key] = value.get<bool>() ? 1 : 0;
         else if (value.is_number_integer())
             config.values[key] = value.get<std::int64_t>();
+    };
+    for (auto& [key, value] : j.items()) {
+        take(key, value);
+        if (value.is_object())
+            for (auto& [inner, innerValue] : value.items())
+                take(key + "." + inner, innerValue);
     }
     return config;
 }
@@ -260,8 +269,25 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
         bool layer, expert;
         bool perLayer; ///< its condition names `layer` (DeepSeek-V3's dense first layers): decided per layer
     };
-    std::vector<Active> active;
+    // {block} (a vision tower's blocks) is expanded first: those templates become one per block, in place.
+    std::vector<ExpectedTemplate> templates;
     for (const auto& t : rules.expected) {
+        if (!hasPlaceholder(t.hf, "block")) {
+            templates.push_back(t);
+            continue;
+        }
+        auto blocks = range("block");
+        TESSERA_TRY(blocks);
+        if (*blocks < 0 || *blocks > 100'000)
+            return makeError("config.json gives " + std::to_string(*blocks) + " vision blocks; that is not a real model");
+        for (std::int64_t b = 0; b < *blocks; ++b) {
+            ExpectedTemplate one = t;
+            one.hf = substitute(t.hf, "block", b);
+            templates.push_back(std::move(one));
+        }
+    }
+    std::vector<Active> active;
+    for (const auto& t : templates) {
         const bool perLayer = hasPlaceholder(t.hf, "layer") && mentionsLayer(t.when);
         if (!t.when.empty() && !perLayer) {
             auto on = evaluateExpression(t.when, vars);

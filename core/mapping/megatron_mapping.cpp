@@ -38,12 +38,12 @@ Result<Pattern> compilePattern(const std::string& text, const std::string& where
             if (close == std::string::npos)
                 return makeError(where + ": '" + text + "' has an unclosed '{'");
             const std::string name = text.substr(i + 1, close - i - 1);
-            if (name == "layer" || name == "expert")
+            if (name == "layer" || name == "expert" || name == "block")
                 re += "(\\d+)";
             else if (name == "param")
                 re += "([A-Za-z_].*)";
             else
-                return makeError(where + ": '" + text + "' uses {" + name + "}; only {layer}, {expert} and {param} exist");
+                return makeError(where + ": '" + text + "' uses {" + name + "}; only {layer}, {expert}, {block} and {param} exist");
             p.names.push_back(name);
             i = close + 1;
             continue;
@@ -283,6 +283,23 @@ Result<std::vector<Output>> applyTransform(const CompiledRule& rule, const Item&
         out.push_back({ names[0], rowSlices(t, names[0], *nh * *hd, q, "query rows" + groups) });
         out.push_back({ names[1], rowSlices(t, names[1], *ng * *hd, k, "key rows" + groups) });
         out.push_back({ names[2], rowSlices(t, names[2], *ng * *hd, v, "value rows" + groups) });
+        break;
+    }
+    case MappingTransform::FuseQkvHeads: {
+        auto heads = evaluateExpression(rule.rule->heads, vars);
+        if (!heads)
+            return heads.error().withContext("the number of heads of rule " + rule.rule->id);
+        if (*heads <= 0 || t.shape.empty() || rows % (3 * *heads) != 0)
+            return makeError("has " + std::to_string(rows) + " rows, which " + std::to_string(*heads)
+                             + " heads (" + rule.rule->heads + ") of [q; k; v] do not divide" + tpHint(rows, 3 * *heads, source));
+        // Head h is rows [3hd, 3hd + 3d) = [q_h; k_h; v_h]; Hugging Face keeps all queries, then keys, then values.
+        const std::int64_t d = rows / (3 * *heads), width = *heads * d;
+        std::vector<std::array<std::int64_t, 3>> slices;
+        for (std::int64_t part = 0; part < 3; ++part)
+            for (std::int64_t h = 0; h < *heads; ++h)
+                slices.push_back({ h * 3 * d + part * d, d, part * width + h * d });
+        out.push_back({ names[0], rowSlices(t, names[0], rows, slices,
+                                            "q, k and v of each of the " + std::to_string(*heads) + " heads of " + item.label) });
         break;
     }
     case MappingTransform::UnstackLayers:

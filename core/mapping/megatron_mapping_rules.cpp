@@ -30,6 +30,7 @@ constexpr TransformName kTransforms[] = {
     { MappingTransform::UnstackLayers, "unstack_layers" },
     { MappingTransform::UnstackExperts, "unstack_experts" },
     { MappingTransform::UnstackLayersExperts, "unstack_layers_experts" },
+    { MappingTransform::FuseQkvHeads, "fuse_qkv_heads" },
 };
 
 /// An optional boolean member; json::value() would throw on a member of another type.
@@ -149,6 +150,12 @@ Status readRules(const json& array, const char* key, bool unstack, MappingRuleSe
         TESSERA_TRY(when);
         auto after = optionalString(r, "after", "", where);
         TESSERA_TRY(after);
+        auto heads = optionalString(r, "heads", "", where);
+        TESSERA_TRY(heads);
+        if (rule.transform == MappingTransform::FuseQkvHeads && heads->empty())
+            return makeError(where + " (" + rule.id + "): transform 'fuse_qkv_heads' needs \"heads\", the number of "
+                             "heads (e.g. \"vision_config.num_heads\")");
+        rule.heads = *heads;
         rule.when = *when;
         overlayById(list, std::move(rule), false, *after);
     }

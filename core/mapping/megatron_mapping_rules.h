@@ -8,13 +8,15 @@
 // them with "remove": true, and appends new ones, or inserts them "after" an id):
 //   family, description, extends, architectures [..], model_types [..]
 //   defaults { name: expression }          values for config.json keys that are absent
-//   ranges { layer: expression, expert: expression }   what {layer} and {expert} in "expected" run over
+//   ranges { layer: expression, expert: expression, block: expression }   what {layer}, {expert} and {block}
+//                                          (a vision tower's blocks) in "expected" run over
 //   unstack [ { id, megatron, transform: unstack_layers|unstack_experts|unstack_layers_experts, as } ]
 //   rules   [ { id, megatron: pattern | [patterns], hf: template | [templates], transform, when } ]
 //   expected [ { id, hf, shape: [expressions], when } ]
 // Patterns and templates use {layer}, {expert} (numbers) and {param} (a name that starts with a letter).
-// Expressions are integer arithmetic over config.json keys (`num_attention_heads * head_dim`); "when" is a
-// condition (`!tie_word_embeddings && !value_model`).
+// Expressions are integer arithmetic over config.json keys (`num_attention_heads * head_dim`, and one level down:
+// `vision_config.hidden_size`); "when" is a condition (`!tie_word_embeddings && !value_model`, or per layer in
+// "expected": `layer < first_k_dense_replace`).
 
 #include "result.h"
 
@@ -35,6 +37,8 @@ enum class MappingTransform {
     UnstackLayers,        ///< torch_dist's leading layer axis into one tensor per layer
     UnstackExperts,       ///< a leading expert axis into one tensor per expert
     UnstackLayersExperts, ///< leading [layer, expert] axes into one tensor per (layer, expert)
+    FuseQkvHeads,         ///< a linear_qkv interleaved per head ([q_h; k_h; v_h] for every head, as a vision tower
+                          ///< with as many query groups as heads stores it) into one [q; k; v] tensor (`heads`)
 };
 
 /// "split_qkv" …
@@ -49,6 +53,7 @@ struct MappingRule {
     std::vector<std::string> hf;        ///< target templates (split transforms: one per part, in order)
     MappingTransform transform = MappingTransform::Copy;
     std::string when;                   ///< condition over the config; empty = always
+    std::string heads;                  ///< fuse_qkv_heads: the number of heads, an expression
     std::string origin;                 ///< the file that defined it ("llama.json", a user path)
 };
 

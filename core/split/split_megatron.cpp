@@ -431,6 +431,11 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     }
     if (dist && experts > 0)
         errors.push_back("--format megatron-dist does not write mixture-of-experts models yet; use --format megatron");
+    // A vision tower ({block} in the rules) would need its own layout (verl's vision_model.* with per-head QKV,
+    // or Megatron-Bridge's visual.*); half of a vision-language model is not written.
+    if (rules.ranges.count("block"))
+        errors.push_back("the " + rules.family + " rules describe a vision-language model; split does not write "
+                         "vision towers yet (merge reads them)");
     if (ep > 1 && experts <= 0)
         errors.push_back("--ep " + std::to_string(ep) + " needs a mixture-of-experts model; this one has no experts");
     if (!errors.empty())

@@ -8,7 +8,9 @@
 
 #include "formats/safetensors_reader.h"
 #include "formats/scan.h"
+#include "formats/megatron_names.h"
 #include "mapping/megatron_mapping.h"
+#include "mapping/megatron_mapping_rules.h"
 
 #include <QTest>
 
@@ -22,6 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* const kDeepSeek = "megatron_dist_deepseekv3_tp2_pp1";
+const char* const kQwen25Vl = "megatron_legacy_qwen25vl_tp2_pp1";
 
 std::string reference() { return test::fixture(std::string(kDeepSeek) + "/reference"); }
 
@@ -160,6 +163,61 @@ private Q_SLOTS:
         const std::string merged = merge(split, model);
         QVERIFY(!merged.empty());
         QVERIFY(sameFile(merged + "/model.safetensors", model + "/model.safetensors"));
+    }
+
+    void qwen25VlFromVerlsMegatronModelIsBitExact()
+    {
+        const std::string actor = test::fixture(std::string(kQwen25Vl) + "/global_step_10/actor");
+        auto info = scanCheckpoint(actor);
+        QVERIFY_RESULT(info);
+        // A Megatron-core vision-language model, not a pre-mcore one; its tower's sizes are not the decoder's.
+        for (const auto& p : info->problems)
+            QFAIL(p.text().c_str());
+        const TensorInfo* patch = info->find("vision_model.patch_embed.proj.weight");
+        QVERIFY(patch);
+        QCOMPARE(patch->shape, (Shape { 32, 3, 2, 4, 4 })); // replicated, not split over TP
+        const std::string merged = merge(actor);
+        QVERIFY(!merged.empty());
+        const std::string ref = test::fixture(std::string(kQwen25Vl) + "/reference");
+        QVERIFY(sameFile(merged + "/model.safetensors", ref + "/model.safetensors"));
+        QVERIFY(sameFile(merged + "/config.json", ref + "/config.json"));
+
+        MappingOptions options;
+        auto mapped = mapMegatronToHf(*info, options);
+        QVERIFY_RESULT(mapped);
+        QCOMPARE(mapped->family, std::string("qwen2_5_vl"));
+        bool fusedQkv = false;
+        for (const auto& row : mapped->rows) {
+            QVERIFY2(row.status == MappingStatus::Ok, qPrintable(QString::fromStdString(row.source + " → " + row.target + ": " + row.detail)));
+            fusedQkv = fusedQkv || (row.target == "visual.blocks.1.attn.qkv.weight" && row.transform == "fuse_qkv_heads");
+        }
+        QVERIFY(fusedQkv);
+    }
+
+    void visionLanguageSplitIsRefusedNotHalfWritten()
+    {
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", test::fixture(std::string(kQwen25Vl) + "/reference"),
+                                      "--target_dir", test::makeTempDir() + "/split", "--format", "megatron", "--tp", "2",
+                                      "--pp", "1" }),
+                                  &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("does not write vision towers yet")), qPrintable(err));
+    }
+
+    void fuseQkvHeadsNeedsTheHeadCount()
+    {
+        auto base = builtinMappingRules("qwen2_5_vl");
+        QVERIFY_RESULT(base);
+        auto broken = overlayMappingRules(*base, R"({ "rules": [ { "id": "visual_qkv_weight",
+            "megatron": "vision_model.decoder.layers.{block}.self_attention.linear_qkv.weight",
+            "hf": "visual.blocks.{block}.attn.qkv.weight", "transform": "fuse_qkv_heads" } ] })", "rules.json");
+        QVERIFY(!broken);
+        QVERIFY2(broken.error().message.find("needs \"heads\"") != std::string::npos, broken.error().message.c_str());
+        // Megatron-Bridge's layout keeps the Hugging Face tower whole on every rank.
+        QCOMPARE(megatronTpSplit("visual.blocks.0.attn.qkv.weight", true), MegatronTpSplit::Replicated);
+        QCOMPARE(megatronTpSplit("vision_model.projection.encoder.linear_fc1.weight", true), MegatronTpSplit::Rows);
+        QCOMPARE(megatronTpSplit("vision_model.decoder.layers.0.mlp.linear_fc1.weight", true), MegatronTpSplit::GluRows);
     }
 
     void droppedExpertFoldersAreNamed()
