@@ -142,6 +142,31 @@ private Q_SLOTS:
         QVERIFY(page.logText().contains(QStringLiteral("OK: ")));
     }
 
+    void newFamiliesMergeBitExactThroughThePanel_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::newRow("DeepSeek-V3 torch_dist") << QStringLiteral("megatron_dist_deepseekv3_tp2_pp1");
+        QTest::newRow("Qwen2.5-VL legacy") << QStringLiteral("megatron_legacy_qwen25vl_tp2_pp1");
+    }
+
+    void newFamiliesMergeBitExactThroughThePanel()
+    {
+        QFETCH(QString, fixture);
+        MergePage page;
+        page.setCheckpoint(scanFixture(fixture.toStdString() + "/global_step_10/actor"));
+        QTRY_VERIFY(page.planText().contains(QStringLiteral("model.embed_tokens.weight"))); // mapped on a worker
+        const QString target = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/merged");
+        page.setTargetDir(target);
+        QVERIFY(page.canRun());
+        QSignalSpy finished(page.job(), &MergeJob::finished);
+        page.run();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        const auto result = finished.first().first().value<MergeResult>();
+        QVERIFY2(result.ok, qPrintable(result.message));
+        QCOMPARE(tessera::test::readFile(target.toStdString() + "/model.safetensors"),
+                 tessera::test::readFile(tessera::test::fixture(fixture.toStdString() + "/reference/model.safetensors")));
+    }
+
     void loraMergeThroughThePanel()
     {
         MergePage page;
