@@ -10,11 +10,11 @@
 namespace tessera::ui {
 
 ColumnFitter::ColumnFitter(QAbstractItemView* view, QHeaderView* header, QList<int> columns, int preferred)
-    : QObject(view), m_view(view), m_header(header), m_columns(std::move(columns)), m_preferred(preferred)
+    : QObject(view), m_viewport(view->viewport()), m_header(header), m_columns(std::move(columns)), m_preferred(preferred)
 {
     for (int column : m_columns)
         m_header->setSectionResizeMode(column, QHeaderView::Interactive);
-    m_view->viewport()->installEventFilter(this);
+    m_viewport->installEventFilter(this);
     connect(m_header, &QHeaderView::sectionResized, this, [this](int logical) {
         if (!m_fitting && m_columns.contains(logical))
             m_userSized = true;
@@ -32,7 +32,7 @@ void ColumnFitter::fit()
         if (!m_columns.contains(column) && !m_header->isSectionHidden(column))
             others += m_header->sectionSize(column);
     const int n = int(m_columns.size());
-    const int viewport = m_view->viewport()->width();
+    const int viewport = m_viewport->width();
     const int width = std::max(std::min(m_preferred, viewport / n), (viewport - others) / n);
     m_fitting = true;
     for (int column : m_columns)
@@ -43,7 +43,9 @@ void ColumnFitter::fit()
 
 bool ColumnFitter::eventFilter(QObject* watched, QEvent* event)
 {
-    if (watched == m_view->viewport() && event->type() == QEvent::Resize)
+    // The viewport still gets events while its view is being destroyed: only its own resizes are looked at, and
+    // nothing of the view is called.
+    if (event->type() == QEvent::Resize && watched == m_viewport)
         fit();
     return QObject::eventFilter(watched, event);
 }

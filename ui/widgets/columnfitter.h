@@ -6,6 +6,7 @@
 
 class QAbstractItemView;
 class QHeaderView;
+class QWidget;
 
 namespace tessera::ui {
 
@@ -26,7 +27,7 @@ protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
-    QAbstractItemView* m_view;
+    QWidget* m_viewport;
     QHeaderView* m_header;
     QList<int> m_columns;
     int m_preferred;
