@@ -153,7 +153,10 @@ void DiffJob::run(CheckpointPtr a, const QString& pathA, const QString& referenc
                 post([this, text = QString::fromStdString(text)] { Q_EMIT progress(0, tr("Scanning B: %1").arg(text)); });
             });
             if (!otherA.empty()) {
-                auto scannedA = tessera::scanCheckpoint(otherA, {}, scanProgress);
+                ScanPhaseProgress scanProgressA(streaming, [this, post](const std::string& text) {
+                    post([this, text = QString::fromStdString(text)] { Q_EMIT progress(0, tr("Scanning A: %1").arg(text)); });
+                });
+                auto scannedA = tessera::scanCheckpoint(otherA, {}, scanProgressA);
                 if (!scannedA) {
                     outcome.error = QString::fromStdString(scannedA.error().withContext("A").message);
                     return outcome;
