@@ -79,6 +79,10 @@ int runSplit(const std::vector<std::string>& args)
     parser.addOption("pp", "P", "megatron: pipeline-parallel size", "1");
     parser.addOption("vpp", "V", "megatron: virtual pipeline stages per pipeline stage (interleaved)", "1");
     parser.addOption("ep", "E", "megatron: expert-parallel size (mixture-of-experts models)", "1");
+    parser.addOption("num_layers_in_first_pipeline_stage", "N",
+                     "megatron: uneven stages, N layers on the first pipeline stage (the others split the rest)");
+    parser.addOption("num_layers_in_last_pipeline_stage", "N",
+                     "megatron: uneven stages, N layers on the last pipeline stage");
     parser.addOption("make_vocab_size_divisible_by", "N", "megatron: the vocabulary is padded to a multiple of N × TP",
                      "128");
     parser.addOption("flavor", "F", "megatron: verl (model/mp_rank_*/model.pt lists) or megatron-lm "
@@ -124,11 +128,21 @@ int runSplit(const std::vector<std::string>& args)
             return fail(parser, ExitUsage, std::string("--") + flag + " must be a positive number (got '" + parser.value(flag) + "')");
         *field = static_cast<int>(*n);
     }
+    for (auto [flag, field] : { std::pair { "num_layers_in_first_pipeline_stage", &options.firstStageLayers },
+                                { "num_layers_in_last_pipeline_stage", &options.lastStageLayers } })
+        if (parser.isSet(flag)) {
+            const auto n = parseInteger(parser.value(flag), 0, 1'000'000);
+            if (!n)
+                return fail(parser, ExitUsage, std::string("--") + flag + " must be a number of layers (got '" + parser.value(flag) + "')");
+            *field = *n;
+        }
     const bool megatron = options.format == SplitFormat::Megatron || options.format == SplitFormat::MegatronDist;
     if (megatron && (parser.isSet("world_size") || parser.isSet("mesh")))
         return fail(parser, ExitUsage, "--format " + std::string(splitFormatName(options.format)) + " takes --tp, --pp, --vpp and --ep, not --world_size or --mesh");
-    if (!megatron && (parser.isSet("tp") || parser.isSet("pp") || parser.isSet("vpp") || parser.isSet("ep")))
-        return fail(parser, ExitUsage, "--tp, --pp, --vpp and --ep are for --format megatron and megatron-dist");
+    if (!megatron && (parser.isSet("tp") || parser.isSet("pp") || parser.isSet("vpp") || parser.isSet("ep")
+                      || options.firstStageLayers || options.lastStageLayers))
+        return fail(parser, ExitUsage, "--tp, --pp, --vpp, --ep and the pipeline stage sizes are for --format "
+                                       "megatron and megatron-dist");
     if (!megatron && !parser.isSet("world_size") && !parser.isSet("mesh"))
         return fail(parser, ExitUsage, "give the number of ranks: --world_size N (or --mesh for --format fsdp)");
     options.userRulesFile = parser.value("param_mapping");

@@ -587,6 +587,12 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
                                 rest = e->before + std::to_string(ep * localExperts + e->expert) + e->after;
                             }
                             name = layer->prefix + std::to_string(*offset + layer->layer) + "." + rest;
+                        } else if (auto mtp = parseMegatronMtpName(t.name)) {
+                            // An MTP layer keeps its number; its routed experts are numbered per EP rank too.
+                            if (auto e = parseMegatronExpertName(mtp->rest)) {
+                                expert = true;
+                                name = mtp->prefix + e->before + std::to_string(ep * localExperts + e->expert) + e->after;
+                            }
                         }
                         sawFc1 |= name.find("linear_fc1.weight") != std::string::npos;
                         auto [it, inserted] = index.emplace(name, gathered.size());

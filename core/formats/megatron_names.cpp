@@ -62,6 +62,9 @@ MegatronTpSplit megatronTpSplit(const std::string& name, bool gated)
         || endsWith(name, "shared_experts.gate_weight") || contains(name, "position_embeddings")
         || contains(name, "patch_embed."))
         return MegatronTpSplit::Replicated;
+    // A multi-token-prediction layer's norms of the embedding and of the hidden state.
+    if (endsWith(module, "enorm") || endsWith(module, "hnorm"))
+        return MegatronTpSplit::Replicated;
     // MLA's down projections are built with parallel_mode="duplicated".
     if (endsWith(module, "linear_q_down_proj") || endsWith(module, "linear_kv_down_proj"))
         return MegatronTpSplit::Replicated;
@@ -132,6 +135,18 @@ std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name)
     out.layer = *layer;
     out.rest = m[3].str();
     return out;
+}
+
+std::optional<MegatronMtpName> parseMegatronMtpName(const std::string& name)
+{
+    static const std::regex pattern(R"(^(mtp\.layers\.)(\d+)\.(.+)$)");
+    std::smatch m;
+    if (!std::regex_match(name, m, pattern))
+        return std::nullopt;
+    const auto index = smallIndex(m[2].str());
+    if (!index)
+        return std::nullopt;
+    return MegatronMtpName { m[1].str() + m[2].str() + ".", *index, m[3].str() };
 }
 
 std::optional<MegatronExpertName> parseMegatronExpertName(const std::string& rest)

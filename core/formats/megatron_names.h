@@ -56,6 +56,19 @@ std::string megatronIndexProblem(const std::string& name);
 /// kMaxMegatronIndex, which megatronIndexProblem() reports).
 std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name);
 
+/// A multi-token-prediction layer's parameter: `mtp.layers.<k>.<rest>`, where rest is one of its own modules
+/// (`enorm.weight`, `hnorm.weight`, `eh_proj.weight`, `final_layernorm.weight`) or its transformer layer's
+/// (`mtp_model_layer.<…>`, named `transformer_layer.<…>` before Megatron-core renamed it). Megatron keeps MTP on
+/// the last pipeline stage and numbers it apart from the decoder's layers.
+struct MegatronMtpName {
+    std::string prefix;     ///< "mtp.layers.<k>."
+    std::int64_t index = 0; ///< k
+    std::string rest;
+};
+
+/// Splits an `mtp.layers.<k>.…` name; nullopt for anything else.
+std::optional<MegatronMtpName> parseMegatronMtpName(const std::string& name);
+
 /// A routed expert's number inside a layer's `rest`: SequentialMLP `mlp.experts.local_experts.<j>.…` or
 /// TEGroupedMLP `mlp.experts.linear_fc1.weight<j>`.
 struct MegatronExpertName {

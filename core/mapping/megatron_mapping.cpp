@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <map>
 #include <regex>
 #include <unordered_map>
@@ -87,7 +88,22 @@ struct CompiledRule {
     const MappingRule* rule;
     std::vector<Pattern> megatron;
     std::vector<Pattern> hf; ///< the targets as patterns, to say which source a missing parameter needs
+    std::int64_t layerOffset = 0; ///< added to {layer} between the Megatron name and the target
 };
+
+/// `captures` with its {layer} moved by `offset` (a multi-token-prediction layer's number after the decoder's).
+Captures offsetLayer(Captures captures, std::int64_t offset)
+{
+    auto it = captures.find("layer");
+    std::int64_t layer = 0;
+    // The pattern captured digits; a number too long for 64 bits (a damaged name) is left as it is.
+    if (offset != 0 && it != captures.end()) {
+        const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), layer);
+        if (ec == std::errc() && end == it->second.data() + it->second.size() && layer <= kMaxMegatronIndex)
+            it->second = std::to_string(layer + offset);
+    }
+    return captures;
+}
 
 Result<std::vector<CompiledRule>> compileRules(const std::vector<MappingRule>& rules, const ConfigVars& vars)
 {
@@ -100,7 +116,16 @@ Result<std::vector<CompiledRule>> compileRules(const std::vector<MappingRule>& r
             if (!*on)
                 continue;
         }
-        CompiledRule c { &rule, {}, {} };
+        CompiledRule c { &rule, {}, {}, 0 };
+        if (!rule.layerOffset.empty()) {
+            auto offset = evaluateExpression(rule.layerOffset, vars);
+            if (!offset)
+                return offset.error().withContext(rule.origin + ": rule '" + rule.id + "': layer_offset");
+            if (*offset < -kMaxMegatronIndex || *offset > kMaxMegatronIndex)
+                return makeError(rule.origin + ": rule '" + rule.id + "': layer_offset " + rule.layerOffset + " is "
+                                 + std::to_string(*offset) + ", not a layer count of a real model");
+            c.layerOffset = *offset;
+        }
         for (const auto& m : rule.megatron) {
             auto p = compilePattern(m, rule.origin + ": rule '" + rule.id + "'");
             TESSERA_TRY(p);
@@ -125,8 +150,9 @@ struct Item {
     std::string chain;         ///< "unstack_layers" or empty
 };
 
-/// torch_dist's stacked tensors become one item per layer (and expert); everything else passes through.
-std::vector<Item> unstack(const TensorInfo& t, const std::vector<CompiledRule>& rules)
+/// torch_dist's stacked tensors become one item per layer (and expert); a renamed tensor (an MTP layer) is
+/// unstacked under its new name; everything else passes through.
+std::vector<Item> unstack(const TensorInfo& t, const std::vector<CompiledRule>& rules, bool mayRename = true)
 {
     for (const auto& r : rules)
         for (const auto& p : r.megatron) {
@@ -134,6 +160,18 @@ std::vector<Item> unstack(const TensorInfo& t, const std::vector<CompiledRule>& 
             if (!captures)
                 continue;
             const MappingTransform transform = r.rule->transform;
+            if (transform == MappingTransform::Rename) {
+                if (!mayRename)
+                    continue;
+                TensorInfo renamed = t;
+                renamed.name = render(r.rule->hf.front(), offsetLayer(*captures, r.layerOffset));
+                std::vector<Item> items = unstack(renamed, rules, false);
+                for (Item& item : items) {
+                    item.label.replace(0, renamed.name.size(), t.name);
+                    item.chain = std::string("rename") + (item.chain.empty() ? "" : " + " + item.chain);
+                }
+                return items;
+            }
             const std::size_t axes = transform == MappingTransform::UnstackLayersExperts ? 2 : 1;
             if (t.shape.size() < axes)
                 break; // cannot be stacked: let the rules report it as it is
@@ -305,6 +343,7 @@ Result<std::vector<Output>> applyTransform(const CompiledRule& rule, const Item&
     case MappingTransform::UnstackLayers:
     case MappingTransform::UnstackExperts:
     case MappingTransform::UnstackLayersExperts:
+    case MappingTransform::Rename:
         return makeError("unstack transforms belong in \"unstack\", not in \"rules\"");
     }
     return out;
@@ -352,6 +391,25 @@ Result<std::vector<Output>> mapLoraFactor(const CompiledRule& rule, const Item& 
         out.push_back(std::move(o));
     }
     return out;
+}
+
+/// True when a source tensor matches a rule (or rename) that moves its layer number: a layer past the decoder's.
+Result<bool> sourceHasOffsetLayers(const CheckpointInfo& source, const MappingRuleSet& set)
+{
+    std::vector<Pattern> patterns;
+    for (const auto* list : { &set.unstack, &set.rules })
+        for (const auto& rule : *list)
+            if (!rule.layerOffset.empty())
+                for (const auto& m : rule.megatron) {
+                    auto p = compilePattern(m, rule.origin + ": rule '" + rule.id + "'");
+                    TESSERA_TRY(p);
+                    patterns.push_back(std::move(*p));
+                }
+    for (const TensorInfo& t : source.tensors)
+        for (const auto& p : patterns)
+            if (matchPattern(p, t.name))
+                return true;
+    return false;
 }
 
 } // namespace
@@ -423,8 +481,19 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
     overrides["value_model"] = valueModel ? 1 : 0;
     if (options.tieWordEmbeddings)
         overrides["tie_word_embeddings"] = 1;
+    // Layers past the decoder's (multi-token prediction: the rules that carry a layer_offset) are expected only
+    // when the checkpoint has them: most runs train without MTP under a config.json that describes it.
+    auto hasMtp = sourceHasOffsetLayers(source, set);
+    TESSERA_TRY(hasMtp);
+    overrides["has_mtp"] = *hasMtp ? 1 : 0;
     auto vars = resolveConfigVars(*config, set, overrides);
     TESSERA_TRY(vars);
+    if (!*hasMtp && vars->count("num_nextn_predict_layers") && vars->at("num_nextn_predict_layers") > 0)
+        result.warnings.push_back("config.json gives num_nextn_predict_layers "
+                                  + std::to_string(vars->at("num_nextn_predict_layers"))
+                                  + " but the checkpoint holds no multi-token-prediction layer (mtp.layers.*): the "
+                                    "model is written without it, which transformers loads as it is (it skips MTP "
+                                    "weights); vLLM's MTP speculative decoding needs a checkpoint trained with MTP");
     result.valueModel = valueModel;
     result.tiedEmbeddings = vars->count("tie_word_embeddings") && vars->at("tie_word_embeddings") != 0;
 
@@ -475,6 +544,7 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
                 result.rows.push_back(std::move(base));
                 continue;
             }
+            captures = offsetLayer(std::move(captures), rule->layerOffset);
             base.rule = rule->rule->id;
             base.ruleOrigin = rule->rule->origin;
             base.transform = (item.chain.empty() ? "" : item.chain + " + ") + mappingTransformName(rule->rule->transform);
@@ -532,10 +602,14 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
                                  "model.embed_tokens.weight";
                 } else {
                     row.status = ignored(o.name) ? MappingStatus::Ignored : MappingStatus::Unexpected;
+                    const bool mtp = rule->layerOffset != 0 || item.chain.rfind("rename", 0) == 0;
                     row.detail = row.status == MappingStatus::Ignored
                         ? "not a parameter of this model; --ignore_missing_params covers it, so it is not written"
-                        : "not a parameter of " + set.family + " under " + config->path
-                              + " (an option such as attention_bias or tie_word_embeddings may be wrong there)";
+                        : mtp ? "a multi-token-prediction layer's tensor, but " + config->path
+                                    + " gives no MTP layer (num_nextn_predict_layers); set it there to write the "
+                                      "layer, or leave it out with --ignore_missing_params"
+                              : "not a parameter of " + set.family + " under " + config->path
+                                    + " (an option such as attention_bias or tie_word_embeddings may be wrong there)";
                 }
                 const std::size_t rowIndex = result.rows.size();
                 result.rows.push_back(std::move(row));
@@ -579,7 +653,7 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
         for (const auto& r : *mapRules)
             for (const auto& h : r.hf)
                 if (auto c = matchPattern(h, p.name); c && from.empty()) {
-                    from = render(r.rule->megatron.front(), *c);
+                    from = render(r.rule->megatron.front(), offsetLayer(*c, -r.layerOffset));
                     row.rule = r.rule->id;
                     row.ruleOrigin = r.rule->origin;
                     row.transform = mappingTransformName(r.rule->transform);

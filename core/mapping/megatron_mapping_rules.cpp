@@ -31,6 +31,7 @@ constexpr TransformName kTransforms[] = {
     { MappingTransform::UnstackExperts, "unstack_experts" },
     { MappingTransform::UnstackLayersExperts, "unstack_layers_experts" },
     { MappingTransform::FuseQkvHeads, "fuse_qkv_heads" },
+    { MappingTransform::Rename, "rename" },
 };
 
 /// An optional boolean member; json::value() would throw on a member of another type.
@@ -131,10 +132,10 @@ Status readRules(const json& array, const char* key, bool unstack, MappingRuleSe
         auto t = mappingTransformFromName(transform);
         if (!t)
             return makeError(where + " (" + rule.id + "): unknown transform '" + transform
-                             + "' (copy, split_qkv, split_gate_up, trim_vocab, unstack_layers, unstack_experts, "
-                               "unstack_layers_experts)");
+                             + "' (copy, split_qkv, split_gate_up, trim_vocab, fuse_qkv_heads; in \"unstack\": "
+                               "unstack_layers, unstack_experts, unstack_layers_experts, rename)");
         const bool isUnstack = *t == MappingTransform::UnstackLayers || *t == MappingTransform::UnstackExperts
-            || *t == MappingTransform::UnstackLayersExperts;
+            || *t == MappingTransform::UnstackLayersExperts || *t == MappingTransform::Rename;
         if (isUnstack != unstack)
             return makeError(where + " (" + rule.id + "): transform '" + transform + "' belongs in "
                              + (unstack ? "\"rules\"" : "\"unstack\""));
@@ -155,6 +156,13 @@ Status readRules(const json& array, const char* key, bool unstack, MappingRuleSe
         if (rule.transform == MappingTransform::FuseQkvHeads && heads->empty())
             return makeError(where + " (" + rule.id + "): transform 'fuse_qkv_heads' needs \"heads\", the number of "
                              "heads (e.g. \"vision_config.num_heads\")");
+        auto layerOffset = optionalString(r, "layer_offset", "", where);
+        TESSERA_TRY(layerOffset);
+        if (!layerOffset->empty() && !std::any_of(rule.megatron.begin(), rule.megatron.end(), [](const std::string& m) {
+                return m.find("{layer}") != std::string::npos;
+            }))
+            return makeError(where + " (" + rule.id + "): \"layer_offset\" needs a {layer} in the Megatron pattern");
+        rule.layerOffset = *layerOffset;
         rule.heads = *heads;
         rule.when = *when;
         overlayById(list, std::move(rule), false, *after);

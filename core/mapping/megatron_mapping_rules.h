@@ -10,13 +10,16 @@
 //   defaults { name: expression }          values for config.json keys that are absent
 //   ranges { layer: expression, expert: expression, block: expression }   what {layer}, {expert} and {block}
 //                                          (a vision tower's blocks) in "expected" run over
-//   unstack [ { id, megatron, transform: unstack_layers|unstack_experts|unstack_layers_experts, as } ]
-//   rules   [ { id, megatron: pattern | [patterns], hf: template | [templates], transform, when } ]
+//   unstack [ { id, megatron, transform: unstack_layers|unstack_experts|unstack_layers_experts|rename, as,
+//               layer_offset } ]
+//   rules   [ { id, megatron: pattern | [patterns], hf: template | [templates], transform, when, layer_offset } ]
 //   expected [ { id, hf, shape: [expressions], when } ]
 // Patterns and templates use {layer}, {expert} (numbers) and {param} (a name that starts with a letter).
 // Expressions are integer arithmetic over config.json keys (`num_attention_heads * head_dim`, and one level down:
 // `vision_config.hidden_size`); "when" is a condition (`!tie_word_embeddings && !value_model`, or per layer in
-// "expected": `layer < first_k_dense_replace`).
+// "expected": `layer < first_k_dense_replace`). "layer_offset" (an expression) is added to the {layer} a Megatron
+// name captures before the target is written: DeepSeek-V3's mtp.layers.0.* are Hugging Face's layer
+// num_hidden_layers.
 
 #include "result.h"
 
@@ -39,6 +42,8 @@ enum class MappingTransform {
     UnstackLayersExperts, ///< leading [layer, expert] axes into one tensor per (layer, expert)
     FuseQkvHeads,         ///< a linear_qkv interleaved per head ([q_h; k_h; v_h] for every head, as a vision tower
                           ///< with as many query groups as heads stores it) into one [q; k; v] tensor (`heads`)
+    Rename,               ///< (in "unstack") another name for the same tensor, which the rules then map: a
+                          ///< multi-token-prediction layer read as the decoder layer after the last one
 };
 
 /// "split_qkv" …
@@ -54,6 +59,7 @@ struct MappingRule {
     MappingTransform transform = MappingTransform::Copy;
     std::string when;                   ///< condition over the config; empty = always
     std::string heads;                  ///< fuse_qkv_heads: the number of heads, an expression
+    std::string layerOffset;            ///< added to {layer} from the Megatron name in the target; empty = 0
     std::string origin;                 ///< the file that defined it ("llama.json", a user path)
 };
 

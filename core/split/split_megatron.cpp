@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "split/split_megatron.h"
 
+#include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
 #include "merge/box_copy.h"
 #include "pickle/pickle_writer.h"
@@ -111,6 +112,15 @@ std::tuple<int, std::int64_t, int, std::int64_t, std::string> fileOrder(const Me
         return { 0, 0, 0, 0, m.localName };
     if (m.localName.rfind("decoder.final_layernorm", 0) == 0)
         return { 2, 0, 0, 0, m.localName };
+    // GPTModel registers its MTP block after the decoder and before the output layer.
+    if (auto mtp = parseMegatronMtpName(m.localName)) {
+        const auto dot = mtp->rest.find('.');
+        const std::string rest = dot == std::string::npos ? mtp->rest : mtp->rest.substr(dot + 1);
+        std::int64_t expert = -1;
+        if (auto e = parseMegatronExpertName(rest))
+            expert = e->expert;
+        return { 2, 1 + mtp->index, layerOrder(rest), expert, m.localName };
+    }
     if (m.localName.rfind("output_layer", 0) == 0)
         return { 3, 0, 0, 0, m.localName };
     return { 0, 1, 0, 0, m.localName };
@@ -124,6 +134,85 @@ std::string listed(const std::vector<std::string>& items, std::size_t max = 6)
     if (items.size() > max)
         s += "\n  … and " + std::to_string(items.size() - max) + " more";
     return s;
+}
+
+/// A rule's layer_offset under the config (0 when it has none or it cannot be evaluated; the forward mapping of
+/// the planned checkpoint reports such a rule).
+std::int64_t ruleLayerOffset(const MappingRule& rule, const ConfigVars& vars)
+{
+    if (rule.layerOffset.empty())
+        return 0;
+    auto offset = evaluateExpression(rule.layerOffset, vars);
+    return offset && *offset >= -kMaxMegatronIndex && *offset <= kMaxMegatronIndex ? *offset : 0;
+}
+
+/// Moves the captured {layer} back by a rule's layer_offset: the Megatron number of a Hugging Face layer. False
+/// when the layer comes before the offset, so the rule does not apply (a decoder layer is no MTP layer).
+bool unoffsetLayer(Captures& captures, std::int64_t offset)
+{
+    auto it = captures.find("layer");
+    if (offset == 0 || it == captures.end())
+        return true;
+    const std::int64_t layer = it->second.size() > 9 ? -1 : std::stoll(it->second);
+    if (layer < offset)
+        return false;
+    it->second = std::to_string(layer - offset);
+    return true;
+}
+
+/// The layers one (pipeline stage, virtual stage) model chunk holds: [begin, begin + count) in global numbering.
+struct PipelineChunk {
+    int stage = 0, virtualStage = 0;
+    std::int64_t begin = 0, count = 0;
+};
+
+/// Megatron's layer split over PP × VPP chunks, even or with given first/last stage sizes; an empty list and the
+/// reasons in `errors` when Megatron would refuse it.
+std::vector<PipelineChunk> pipelineChunks(std::int64_t layers, const SplitOptions& options, std::vector<std::string>& errors)
+{
+    const int pp = options.pp, vpp = options.vpp;
+    const auto& first = options.firstStageLayers;
+    const auto& last = options.lastStageLayers;
+    const std::string layersText = "the " + std::to_string(layers) + " layers (num_hidden_layers)";
+    if (layers <= 0) {
+        errors.push_back(layersText + " cannot be laid out");
+        return {};
+    }
+    if (first || last) {
+        const std::size_t before = errors.size();
+        if (pp < 2)
+            errors.push_back("uneven pipeline stages (--num_layers_in_first/last_pipeline_stage) need --pp 2 or more");
+        const std::int64_t middleStages = pp - (first ? 1 : 0) - (last ? 1 : 0);
+        const std::int64_t middleLayers = layers - first.value_or(0) - last.value_or(0);
+        if (middleLayers < 0 || middleStages < 0 || (middleStages == 0 && middleLayers != 0)
+            || (middleStages > 0 && middleLayers % middleStages != 0))
+            errors.push_back(layersText + " less " + std::to_string(first.value_or(0)) + " on the first and "
+                             + std::to_string(last.value_or(0)) + " on the last stage do not split evenly over the "
+                             + std::to_string(std::max<std::int64_t>(middleStages, 0)) + " stage(s) between");
+        else if (vpp > 1 && (first.value_or(0) % vpp || last.value_or(0) % vpp
+                             || (middleStages > 0 && (middleLayers / middleStages) % vpp)))
+            errors.push_back("with " + std::to_string(vpp) + " virtual stages, every pipeline stage's layer count "
+                             "must be a multiple of " + std::to_string(vpp));
+        if (errors.size() != before)
+            return {};
+    } else if (layers % (static_cast<std::int64_t>(pp) * vpp) != 0) {
+        errors.push_back(layersText + " do not split evenly over " + std::to_string(pp) + " pipeline stage(s) × "
+                         + std::to_string(vpp) + " virtual stage(s); give the first or last stage's size "
+                         "(--num_layers_in_first_pipeline_stage, --num_layers_in_last_pipeline_stage)");
+        return {};
+    }
+    MegatronConfig config;
+    config.numLayers.value = layers;
+    config.pipelineParallel.value = pp;
+    if (vpp > 1)
+        config.virtualPipeline.value = vpp;
+    config.firstStageLayers.value = first;
+    config.lastStageLayers.value = last;
+    std::vector<PipelineChunk> chunks;
+    for (int vp = 0; vp < vpp; ++vp)
+        for (int s = 0; s < pp; ++s)
+            chunks.push_back({ s, vp, *megatronLayerOffset(config, s, vp), *megatronStageLayers(config, s, vp) });
+    return chunks;
 }
 
 std::int64_t var(const ConfigVars& vars, const std::string& name, std::int64_t fallback = 0)
@@ -164,6 +253,11 @@ std::string megatronLmArgsItems(const ConfigVars& vars, const SplitOptions& opti
     else
         p.op('N');
     integer("expert_model_parallel_size", options.ep);
+    // Megatron-LM's argument names for uneven stages (--decoder-first/last-pipeline-num-layers).
+    if (options.firstStageLayers)
+        integer("decoder_first_pipeline_num_layers", *options.firstStageLayers);
+    if (options.lastStageLayers)
+        integer("decoder_last_pipeline_num_layers", *options.lastStageLayers);
     integer("num_layers", var(vars, "num_hidden_layers"));
     integer("hidden_size", hidden);
     integer("ffn_hidden_size", var(vars, "intermediate_size"));
@@ -291,6 +385,8 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                 Captures captures;
                 for (std::size_t f = 0; f < compiled[r].fields[k].size(); ++f)
                     captures[compiled[r].fields[k][f]] = m[f + 1].str();
+                if (!unoffsetLayer(captures, ruleLayerOffset(rules.rules[r], *vars)))
+                    continue;
                 auto [it, inserted] = groups.emplace(std::make_pair(r, captures), megatron.size());
                 if (inserted) {
                     MegatronTensor t;
@@ -329,6 +425,25 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                 t.name = name;
                 break;
             }
+        }
+    }
+
+    // Renamed layers read backwards: a decoder layer past the decoder's own is a multi-token-prediction layer.
+    for (const auto& rename : rules.unstack) {
+        if (rename.transform != MappingTransform::Rename || rename.megatron.empty())
+            continue;
+        std::vector<std::string> fields;
+        const std::regex as = templateRegex(rename.hf.front(), fields);
+        const std::int64_t offset = ruleLayerOffset(rename, *vars);
+        for (auto& t : megatron) {
+            std::smatch m;
+            if (!std::regex_match(t.name, m, as))
+                continue;
+            Captures captures;
+            for (std::size_t f = 0; f < fields.size(); ++f)
+                captures[fields[f]] = m[f + 1].str();
+            if (unoffsetLayer(captures, offset) && offset != 0)
+                t.name = instantiate(rename.megatron.front(), captures);
         }
     }
 
@@ -382,11 +497,13 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
 
     // Where each tensor lives: TP split, pipeline and virtual stage, expert rank, local name.
     const std::int64_t layers = var(*vars, "num_hidden_layers");
-    const std::int64_t chunks = static_cast<std::int64_t>(pp) * vpp;
-    if (layers <= 0 || layers % chunks != 0)
-        errors.push_back("the " + std::to_string(layers) + " layers (num_hidden_layers) do not split evenly over "
-                         + std::to_string(pp) + " pipeline stage(s) × " + std::to_string(vpp) + " virtual stage(s)");
-    const std::int64_t perChunk = layers > 0 && layers % chunks == 0 ? layers / chunks : 1;
+    const std::vector<PipelineChunk> chunks = pipelineChunks(layers, options, errors);
+    const auto chunkOf = [&](std::int64_t layer) -> const PipelineChunk* {
+        for (const auto& c : chunks)
+            if (layer >= c.begin && layer < c.begin + c.count)
+                return &c;
+        return nullptr;
+    };
     std::int64_t experts = 0;
     if (auto range = rules.ranges.find("expert"); range != rules.ranges.end())
         if (auto n = evaluateExpression(range->second, *vars))
@@ -409,9 +526,15 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                              + " key/value heads: Megatron keeps each query group whole on one rank");
         t.localName = t.name;
         if (auto layer = parseMegatronLayerName(t.name)) {
-            const std::int64_t chunk = layer->layer / perChunk;
-            t.stage = static_cast<int>(chunk % pp);
-            t.virtualStage = static_cast<int>(chunk / pp);
+            const PipelineChunk* chunk = chunkOf(layer->layer);
+            if (!chunk) {
+                if (!chunks.empty())
+                    errors.push_back(t.name + ": layer " + std::to_string(layer->layer) + " is past the "
+                                     + std::to_string(layers) + " layers of num_hidden_layers");
+                continue;
+            }
+            t.stage = chunk->stage;
+            t.virtualStage = chunk->virtualStage;
             std::string rest = layer->rest;
             if (auto e = parseMegatronExpertName(rest)) {
                 if (experts <= 0 || experts % ep != 0) {
@@ -423,7 +546,21 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                 t.epRank = e->expert / per;
                 rest = e->before + std::to_string(e->expert % per) + e->after;
             }
-            t.localName = layer->prefix + std::to_string(layer->layer % perChunk) + "." + rest;
+            t.localName = layer->prefix + std::to_string(layer->layer - chunk->begin) + "." + rest;
+        } else if (auto mtp = parseMegatronMtpName(t.name)) {
+            // Megatron builds the MTP layers on the last (virtual) stage, after the decoder.
+            t.stage = pp - 1;
+            t.virtualStage = vpp - 1;
+            if (auto e = parseMegatronExpertName(mtp->rest)) {
+                if (experts <= 0 || experts % ep != 0) {
+                    errors.push_back("the " + std::to_string(experts) + " experts do not split evenly over EP "
+                                     + std::to_string(ep));
+                    continue;
+                }
+                const std::int64_t per = experts / ep;
+                t.epRank = e->expert / per;
+                t.localName = mtp->prefix + e->before + std::to_string(e->expert % per) + e->after;
+            }
         } else if (t.name.rfind("decoder.final_layernorm", 0) == 0 || t.name.rfind("output_layer", 0) == 0) {
             t.stage = pp - 1;
             t.virtualStage = vpp - 1;
@@ -761,6 +898,10 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     };
     if (experts > 0)
         transformer["num_moe_experts"] = experts;
+    if (options.firstStageLayers)
+        transformer["num_layers_in_first_pipeline_stage"] = *options.firstStageLayers;
+    if (options.lastStageLayers)
+        transformer["num_layers_in_last_pipeline_stage"] = *options.lastStageLayers;
     if (options.megatronLm && !dist) {
         plan.generatedFiles.emplace_back("latest_checkpointed_iteration.txt",
                                          options.iteration ? std::to_string(*options.iteration) : std::string("release"));
@@ -775,6 +916,11 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     if (auto e = findTensor("embedding.word_embeddings.weight"))
         padded = ", vocabulary padded to " + std::to_string(megatron[*e].shape[0]);
     plan.layout = std::string(dist ? "Megatron-core torch_dist (verl dist_ckpt)" : options.megatronLm ? "Megatron-LM (model_optim_rng.pt)" : "Megatron-core (verl)") + ", TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
+        + (options.firstStageLayers || options.lastStageLayers
+               ? " (" + (options.firstStageLayers ? std::to_string(*options.firstStageLayers) + " layers first" : std::string())
+                     + (options.firstStageLayers && options.lastStageLayers ? ", " : "")
+                     + (options.lastStageLayers ? std::to_string(*options.lastStageLayers) + " layers last" : std::string()) + ")"
+               : std::string())
         + (vpp > 1 ? " × VPP " + std::to_string(vpp) : "") + (ep > 1 ? " × EP " + std::to_string(ep) : "") + ", "
         + rules.family + " names" + padded;
     plan.diskBytes += 1u << 20;

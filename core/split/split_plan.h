@@ -54,6 +54,9 @@ struct SplitOptions {
     bool moduleOrder = false;
     // Megatron: the parallel sizes and how the vocabulary is padded.
     int tp = 1, pp = 1, vpp = 1, ep = 1;
+    /// Uneven pipeline stages (Megatron's num_layers_in_first/last_pipeline_stage): the layers of the first and
+    /// of the last stage; the rest split evenly over the stages between. nullopt = an even split.
+    std::optional<std::int64_t> firstStageLayers, lastStageLayers;
     int vocabDivisibleBy = 128;           ///< Megatron's make_vocab_size_divisible_by (padded to a multiple of it × TP)
     /// Megatron-LM's own layout instead of verl's: ITER/mp_rank_…/model_optim_rng.pt with args, where ITER is
     /// iter_NNNNNNN for `iteration` or "release" without one, and latest_checkpointed_iteration.txt beside it.

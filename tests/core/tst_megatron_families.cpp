@@ -5,6 +5,7 @@
 
 #include "testutil.h"
 #include "hfmodels.h"
+#include "megatronvalues.h"
 
 #include "formats/safetensors_reader.h"
 #include "formats/scan.h"
@@ -14,7 +15,10 @@
 
 #include <QTest>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
+#include <functional>
 #include <set>
 
 using namespace tessera;
@@ -57,6 +61,55 @@ const char* const kGemma2Config = R"({
   "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 4, "intermediate_size": 48, "vocab_size": 100,
   "torch_dtype": "bfloat16"
 })";
+
+/// The DeepSeek-V3 fixture's config.json with `edit` applied (a multi-token-prediction layer, …), in a folder of
+/// its own.
+std::string deepSeekConfig(const std::function<void(nlohmann::json&)>& edit)
+{
+    auto config = nlohmann::json::parse(test::readFile(reference() + "/config.json"));
+    edit(config);
+    return config.dump(2);
+}
+
+/// A DeepSeek-V3 model with one MTP layer (Hugging Face's layer num_hidden_layers), as the tests write it.
+std::string deepSeekWithMtp()
+{
+    return test::writeHfModel(deepSeekConfig([](nlohmann::json& c) { c["num_nextn_predict_layers"] = 1; }));
+}
+
+/// GLM-4.5 as zai-org/GLM-4.5 lays out its config: q/k/v biases, q/k norms, head_dim × heads ≠ hidden, one dense
+/// layer first, shared experts, one MTP layer.
+const char* const kGlm45Config = R"({
+  "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "hidden_size": 32, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 3, "intermediate_size": 48, "vocab_size": 100,
+  "moe_intermediate_size": 16, "n_routed_experts": 4, "n_shared_experts": 1, "first_k_dense_replace": 1,
+  "num_nextn_predict_layers": 1, "attention_bias": true, "use_qk_norm": true, "partial_rotary_factor": 0.5,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16"
+})";
+
+/// Splits `model` into `layout` and merges it back; true when the bytes are the model's.
+bool roundTrips(const std::string& model, const QStringList& layout, std::string* splitDir = nullptr)
+{
+    const std::string split = test::makeTempDir() + "/split";
+    QString out, err;
+    if (test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--quiet" }) + layout, &out, &err) != 0) {
+        qWarning("%s", qPrintable(err));
+        return false;
+    }
+    if (splitDir)
+        *splitDir = split;
+    const std::string merged = merge(split, model);
+    return !merged.empty() && sameFile(merged + "/model.safetensors", model + "/model.safetensors");
+}
+
+std::set<std::string> tensorNames(const std::string& checkpoint)
+{
+    std::set<std::string> names;
+    if (auto info = scanCheckpoint(checkpoint))
+        for (const auto& t : info->tensors)
+            names.insert(t.name);
+    return names;
+}
 
 } // namespace
 
@@ -120,6 +173,184 @@ private Q_SLOTS:
         const std::string merged = merge(split, reference());
         QVERIFY(!merged.empty());
         QVERIFY(sameFile(merged + "/model.safetensors", reference() + "/model.safetensors"));
+    }
+
+    void deepSeekV3UnevenPipelineStages_data()
+    {
+        QTest::addColumn<QStringList>("layout");
+        QTest::addColumn<QString>("recorded");
+        // Three layers over two stages cannot split evenly: the first stage holds the dense layer, or the last
+        // stage holds one MoE layer (Megatron-LM's --decoder-last-pipeline-num-layers, recorded in its args).
+        QTest::newRow("verl, 1 layer first") << A({ "--format", "megatron", "--tp", "2", "--pp", "2",
+                                                    "--num_layers_in_first_pipeline_stage", "1" })
+                                             << QStringLiteral("num_layers_in_first_pipeline_stage");
+        QTest::newRow("Megatron-LM EP 2, 1 layer last")
+            << A({ "--format", "megatron", "--tp", "1", "--pp", "2", "--ep", "2", "--num_layers_in_last_pipeline_stage",
+                   "1", "--flavor", "megatron-lm" })
+            << QString();
+        QTest::newRow("verl PP 3, first and last given") << A({ "--format", "megatron", "--tp", "1", "--pp", "3",
+                                                                "--num_layers_in_first_pipeline_stage", "1",
+                                                                "--num_layers_in_last_pipeline_stage", "1" })
+                                                         << QStringLiteral("num_layers_in_last_pipeline_stage");
+    }
+
+    void deepSeekV3UnevenPipelineStages()
+    {
+        QFETCH(QStringList, layout);
+        QFETCH(QString, recorded);
+        std::string split;
+        QVERIFY(roundTrips(reference(), layout, &split));
+        if (!recorded.isEmpty())
+            QVERIFY(QString::fromStdString(test::readFile(split + "/transformer_config.json")).contains(recorded));
+        // The stages really are uneven: the second stage's first file numbers its layers from 0 again.
+        QVERIFY(fs::exists(split + (recorded.isEmpty() ? "/release/mp_rank_00_001_000" : "/model/mp_rank_00_001")));
+    }
+
+    void unevenStagesThatMegatronRefusesAreRefused()
+    {
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", reference(), "--target_dir", test::makeTempDir() + "/s",
+                                      "--format", "megatron", "--pp", "2" }),
+                                  &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("--num_layers_in_first_pipeline_stage")), qPrintable(err)); // the way out
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", reference(), "--target_dir", test::makeTempDir() + "/s",
+                                      "--format", "megatron", "--pp", "3", "--num_layers_in_first_pipeline_stage", "2" }),
+                                  &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("do not split evenly over the 2 stage(s) between")), qPrintable(err));
+    }
+
+    void deepSeekV3MtpLayerRoundTrips_data()
+    {
+        QTest::addColumn<QStringList>("layout");
+        QTest::newRow("legacy TP 2 EP 2") << A({ "--format", "megatron", "--tp", "2", "--pp", "1", "--ep", "2" });
+        QTest::newRow("legacy PP 3 VPP-free, MTP on the last stage") << A({ "--format", "megatron", "--tp", "1", "--pp", "3" });
+        QTest::newRow("Megatron-LM TP 2 PP 2 uneven") << A({ "--format", "megatron", "--tp", "2", "--pp", "2",
+                                                             "--num_layers_in_last_pipeline_stage", "2",
+                                                             "--flavor", "megatron-lm", "--iteration", "5" });
+    }
+
+    void deepSeekV3MtpLayerRoundTrips()
+    {
+        QFETCH(QStringList, layout);
+        const std::string model = deepSeekWithMtp();
+        auto header = readSafetensorsFile(model + "/model.safetensors");
+        QVERIFY_RESULT(header);
+        std::set<std::string> hf;
+        for (const auto& t : header->tensors)
+            hf.insert(t.name);
+        // Layer 3 (num_hidden_layers) is the MTP layer: a MoE layer with its own norms and projection.
+        for (const char* name : { "model.layers.3.enorm.weight", "model.layers.3.eh_proj.weight",
+                                  "model.layers.3.shared_head.norm.weight", "model.layers.3.mlp.experts.3.down_proj.weight",
+                                  "model.layers.3.self_attn.kv_b_proj.weight" })
+            QVERIFY2(hf.count(name), name);
+        std::string split;
+        QVERIFY(roundTrips(model, layout, &split));
+        // Megatron-core's current naming, on the last stage.
+        const auto names = tensorNames(split);
+        QVERIFY(names.count("mtp.layers.0.eh_proj.weight"));
+        QVERIFY(names.count("mtp.layers.0.mtp_model_layer.self_attention.linear_kv_up_proj.weight"));
+        QVERIFY(!names.count("decoder.layers.3.input_layernorm.weight"));
+    }
+
+    void deepSeekV3MtpInEitherMegatronNaming()
+    {
+        // verl's converter and Megatron-core before 2026 call the MTP layer's transformer layer transformer_layer.
+        const std::string model = deepSeekWithMtp();
+        const std::string split = test::makeTempDir() + "/split";
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--format", "megatron", "--tp",
+                                      "2", "--ep", "2", "--quiet" }),
+                                  &out, &err),
+                 0);
+        auto info = scanCheckpoint(split);
+        QVERIFY_RESULT(info);
+        std::set<std::string> expected;
+        MappingOptions options;
+        options.configDir = model;
+        {
+            auto mapped = mapMegatronToHf(*info, options);
+            QVERIFY_RESULT(mapped);
+            for (const auto& t : mapped->mapped.tensors)
+                expected.insert(t.name);
+        }
+        int renamed = 0;
+        for (auto& t : info->tensors)
+            if (auto at = t.name.find("mtp_model_layer"); at != std::string::npos) {
+                t.name.replace(at, std::strlen("mtp_model_layer"), "transformer_layer");
+                ++renamed;
+            }
+        QVERIFY(renamed > 10);
+        auto mapped = mapMegatronToHf(*info, options);
+        QVERIFY_RESULT(mapped);
+        std::set<std::string> got;
+        for (const auto& row : mapped->rows) {
+            QVERIFY2(row.status == MappingStatus::Ok, qPrintable(QString::fromStdString(row.source + " → " + row.target + ": " + row.detail)));
+            if (row.source.find("transformer_layer") != std::string::npos)
+                QVERIFY2(row.transform.rfind("rename", 0) == 0, row.transform.c_str());
+        }
+        for (const auto& t : mapped->mapped.tensors)
+            got.insert(t.name);
+        QCOMPARE(got, expected);
+        QVERIFY(got.count("model.layers.3.mlp.experts.2.gate_proj.weight")); // an expert of EP rank 1, numbered globally
+    }
+
+    void mtpAbsentOrUndeclaredIsSaidPlainly()
+    {
+        // Most runs train without MTP under DeepSeek's own config.json (num_nextn_predict_layers 1): the model is
+        // written without it, and the user is told.
+        const std::string configDir = test::makeTempDir() + "/config";
+        fs::create_directories(configDir);
+        test::writeFile(configDir + "/config.json",
+                        deepSeekConfig([](nlohmann::json& c) { c["num_nextn_predict_layers"] = 1; }));
+        const std::string merged = test::makeTempDir() + "/merged";
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "merge", "--backend", "megatron", "--local_dir",
+                                      test::fixture(std::string(kDeepSeek) + "/global_step_10/actor"), "--target_dir",
+                                      merged, "--hf_model_path", configDir }),
+                                  &out, &err),
+                 0);
+        QVERIFY2((out + err).contains(QStringLiteral("holds no multi-token-prediction layer")), qPrintable(out + err));
+        QVERIFY(sameFile(merged + "/model.safetensors", reference() + "/model.safetensors"));
+
+        // An MTP layer under a config.json that declares none is named as such.
+        const std::string model = deepSeekWithMtp();
+        const std::string split = test::makeTempDir() + "/split";
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--format", "megatron",
+                                      "--quiet" }),
+                                  &out, &err),
+                 0);
+        QCOMPARE(test::runTessera(A({ "merge", "--backend", "megatron", "--local_dir", split, "--target_dir",
+                                      test::makeTempDir() + "/m", "--hf_model_path", reference() }),
+                                  &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("a multi-token-prediction layer's tensor")), qPrintable(err));
+    }
+
+    void glm45RoundTripsThroughMegatron_data()
+    {
+        QTest::addColumn<QStringList>("layout");
+        QTest::newRow("legacy TP 2 EP 2") << A({ "--format", "megatron", "--tp", "2", "--pp", "1", "--ep", "2" });
+        QTest::newRow("Megatron-LM PP 2 uneven, VPP-free")
+            << A({ "--format", "megatron", "--tp", "1", "--pp", "2", "--num_layers_in_first_pipeline_stage", "1",
+                   "--flavor", "megatron-lm" });
+    }
+
+    void glm45RoundTripsThroughMegatron()
+    {
+        QFETCH(QStringList, layout);
+        const std::string model = test::writeHfModel(kGlm45Config);
+        std::string split;
+        QVERIFY(roundTrips(model, layout, &split));
+        const auto names = tensorNames(split);
+        // Megatron-Bridge's names: a fused QKV with its bias, q/k norms, the dense first layer's fused norm, the
+        // router's expert bias, and the MTP layer.
+        for (const char* name : { "decoder.layers.0.self_attention.linear_qkv.bias", "decoder.layers.0.self_attention.q_layernorm.weight",
+                                  "decoder.layers.0.mlp.linear_fc1.layer_norm_weight", "decoder.layers.1.pre_mlp_layernorm.weight",
+                                  "decoder.layers.2.mlp.router.expert_bias", "mtp.layers.0.enorm.weight",
+                                  "mtp.layers.0.mtp_model_layer.self_attention.linear_qkv.weight" })
+            QVERIFY2(names.count(name), name);
     }
 
     void gemmaRoundTripsThroughEveryMegatronLayout_data()
@@ -192,6 +423,41 @@ private Q_SLOTS:
             fusedQkv = fusedQkv || (row.target == "visual.blocks.1.attn.qkv.weight" && row.transform == "fuse_qkv_heads");
         }
         QVERIFY(fusedQkv);
+    }
+
+    void qwen25VlInMegatronBridgesLayoutIsBitExact()
+    {
+        // Megatron-Bridge keeps the Hugging Face vision tower itself (visual.*, whole on every rank) beside the
+        // language model's Megatron names: here verl's fixture with its Megatron ViT swapped for the reference's
+        // tower, every other piece read from the rank files as they are.
+        auto info = scanCheckpoint(test::fixture(std::string(kQwen25Vl) + "/global_step_10/actor"));
+        QVERIFY_RESULT(info);
+        auto ref = scanCheckpoint(test::fixture(std::string(kQwen25Vl) + "/reference"));
+        QVERIFY_RESULT(ref);
+        std::vector<TensorInfo> tensors;
+        for (const auto& t : info->tensors)
+            if (t.name.rfind("vision_model.", 0) != 0)
+                tensors.push_back(t);
+        int tower = 0;
+        for (const auto& t : ref->tensors)
+            if (t.name.rfind("visual.", 0) == 0) {
+                tensors.push_back(t);
+                ++tower;
+            }
+        QVERIFY(tower > 10);
+        info->tensors = std::move(tensors);
+        MappingOptions options;
+        auto mapped = mapMegatronToHf(*info, options);
+        QVERIFY_RESULT(mapped);
+        for (const auto& row : mapped->rows)
+            QVERIFY2(row.status == MappingStatus::Ok, qPrintable(QString::fromStdString(row.source + " → " + row.target + ": " + row.detail)));
+        QCOMPARE(mapped->mapped.tensors.size(), ref->tensors.size());
+        for (const auto& t : mapped->mapped.tensors) {
+            const TensorInfo* expected = ref->find(t.name);
+            QVERIFY2(expected, t.name.c_str());
+            QCOMPARE(t.shape, expected->shape);
+            QVERIFY2(test::materialize(t) == test::materialize(*expected), t.name.c_str());
+        }
     }
 
     void visionLanguageSplitIsRefusedNotHalfWritten()

@@ -42,6 +42,17 @@ QSpinBox* sizeBox(int maximum, QWidget* parent)
     return box;
 }
 
+/// The layers of the first or last pipeline stage; its minimum reads "even" (Megatron's default split).
+QSpinBox* stageLayersBox(const QString& tip, QWidget* parent)
+{
+    auto* box = new QSpinBox(parent);
+    box->setRange(-1, 1'000'000);
+    box->setValue(-1);
+    box->setSpecialValueText(QObject::tr("even"));
+    box->setToolTip(tip);
+    return box;
+}
+
 /// A row of labelled widgets (TP 2 · PP 2 · …) as one form field.
 QWidget* inlineRow(const QList<QPair<QString, QWidget*>>& items, QWidget* parent)
 {
@@ -75,6 +86,9 @@ SplitPage::SplitPage(QWidget* parent)
     , m_pp(sizeBox(4096, this))
     , m_vpp(sizeBox(4096, this))
     , m_ep(sizeBox(4096, this))
+    , m_firstStageLayers(stageLayersBox(tr("Layers on the first pipeline stage (--num_layers_in_first_pipeline_stage); "
+                                           "the stages between split the rest evenly"), this))
+    , m_lastStageLayers(stageLayersBox(tr("Layers on the last pipeline stage (--num_layers_in_last_pipeline_stage)"), this))
     , m_vocabDivisible(sizeBox(1 << 20, this))
     , m_targetDir(new QLineEdit(this))
     , m_fsdpRows(nullptr)
@@ -116,6 +130,8 @@ SplitPage::SplitPage(QWidget* parent)
                                  { tr("vocabulary ÷"), m_vocabDivisible } },
                                this);
     form->addRow(tr("Parallel"), m_megatronRows);
+    m_stageRows = inlineRow({ { tr("first stage"), m_firstStageLayers }, { tr("last stage"), m_lastStageLayers } }, this);
+    form->addRow(tr("Layers"), m_stageRows);
     form->addRow(tr("Output folder"), withBrowse(m_targetDir, this, [this] {
                      return m_checkpointRoot.isEmpty() ? QDir::homePath() : QFileInfo(m_checkpointRoot).absolutePath();
                  }));
@@ -181,7 +197,7 @@ SplitPage::SplitPage(QWidget* parent)
         updateFormatRows();
         schedulePlan();
     });
-    for (QSpinBox* box : { m_worldSize, m_tp, m_pp, m_vpp, m_ep, m_vocabDivisible })
+    for (QSpinBox* box : { m_worldSize, m_tp, m_pp, m_vpp, m_ep, m_vocabDivisible, m_firstStageLayers, m_lastStageLayers })
         connect(box, &QSpinBox::valueChanged, this, &SplitPage::schedulePlan);
     for (QLineEdit* edit : { m_mesh, m_meshNames, m_targetDir })
         connect(edit, &QLineEdit::textChanged, this, &SplitPage::schedulePlan);
@@ -292,6 +308,7 @@ void SplitPage::updateFormatRows()
     m_megatronRows->setEnabled(megatron);
     m_vpp->setEnabled(f == QLatin1String("megatron"));
     m_ep->setEnabled(f == QLatin1String("megatron"));
+    m_stageRows->setEnabled(megatron);
 }
 
 void SplitPage::updatePlan()
@@ -348,6 +365,10 @@ void SplitPage::updatePlan()
         options.pp = m_pp->value();
         options.vpp = m_vpp->isEnabled() ? m_vpp->value() : 1;
         options.ep = m_ep->isEnabled() ? m_ep->value() : 1;
+        for (auto [box, field] : { std::pair { m_firstStageLayers, &options.firstStageLayers },
+                                   std::pair { m_lastStageLayers, &options.lastStageLayers } })
+            if (box->value() >= 0)
+                *field = box->value();
         options.vocabDivisibleBy = m_vocabDivisible->value();
     }
     options.moduleOrder = m_input && m_input->layout == "hf-safetensors";
@@ -394,6 +415,10 @@ QString SplitPage::commandLine() const
             args << QStringLiteral("--vpp") << QString::number(m_vpp->value());
         if (m_ep->isEnabled() && m_ep->value() > 1)
             args << QStringLiteral("--ep") << QString::number(m_ep->value());
+        if (m_firstStageLayers->value() >= 0)
+            args << QStringLiteral("--num_layers_in_first_pipeline_stage") << QString::number(m_firstStageLayers->value());
+        if (m_lastStageLayers->value() >= 0)
+            args << QStringLiteral("--num_layers_in_last_pipeline_stage") << QString::number(m_lastStageLayers->value());
         if (m_vocabDivisible->value() != 128)
             args << QStringLiteral("--make_vocab_size_divisible_by") << QString::number(m_vocabDivisible->value());
     } else if (formatName() == QLatin1String("fsdp") && !m_mesh->text().trimmed().isEmpty()) {

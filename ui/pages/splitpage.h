@@ -97,10 +97,13 @@ private:
     QSpinBox* m_pp;
     QSpinBox* m_vpp;
     QSpinBox* m_ep;
+    QSpinBox* m_firstStageLayers; ///< uneven pipeline stages; the minimum (-1) shows "even"
+    QSpinBox* m_lastStageLayers;
     QSpinBox* m_vocabDivisible;
     QLineEdit* m_targetDir;
     QWidget* m_fsdpRows;
     QWidget* m_megatronRows;
+    QWidget* m_stageRows = nullptr;
     QLabel* m_planSummary;
     QTableView* m_planView;
     QComboBox* m_previewTensor;
