@@ -126,6 +126,55 @@ std::tuple<int, std::int64_t, int, std::int64_t, std::string> fileOrder(const Me
     return { 0, 1, 0, 0, m.localName };
 }
 
+/// Where a planned tensor goes in torch_dist: its key and the leading axes it is stacked on there.
+struct DistKey {
+    std::string name;
+    Shape leadingOffsets; ///< this tensor's place on the leading axes
+    Shape leadingDims;    ///< the leading axes' global sizes
+};
+
+/// `mlp.experts.local_experts.` + `<j>` + `.linear_fc1.weight` (or TEGroupedMLP's `mlp.experts.linear_fc1.weight`
+/// + `<j>`) as TEGroupedMLP's sharded key: `mlp.experts.experts.linear_fc1.weight`.
+std::string groupedExpertKey(const MegatronExpertName& e)
+{
+    static const std::string sequential = "local_experts.";
+    if (endsWith(e.before, sequential))
+        return e.before.substr(0, e.before.size() - sequential.size()) + "experts." + e.after.substr(1);
+    const auto dot = e.before.rfind("linear_fc");
+    return e.before.substr(0, dot) + "experts." + e.before.substr(dot);
+}
+
+/// Megatron-core's sharded keys: a homogeneous layer stack (every layer alike) is stacked on a leading layer axis
+/// under `decoder.layers.<param>`; a mixed one (dense first layers, then MoE) keeps `decoder.layers.<i>.<param>`;
+/// routed experts are stacked on an expert axis after it (TEGroupedMLP); an MTP layer keeps its own name.
+DistKey distKey(const MegatronTensor& m, bool homogeneous, std::int64_t layers, std::int64_t experts)
+{
+    DistKey key { m.name, {}, {} };
+    std::string prefix, rest;
+    if (auto layer = parseMegatronLayerName(m.name)) {
+        rest = layer->rest;
+        if (homogeneous) {
+            prefix = layer->prefix;
+            key.leadingOffsets.push_back(layer->layer);
+            key.leadingDims.push_back(layers);
+        } else {
+            prefix = layer->prefix + std::to_string(layer->layer) + ".";
+        }
+    } else if (auto mtp = parseMegatronMtpName(m.name)) {
+        prefix = mtp->prefix;
+        rest = mtp->rest;
+    } else {
+        return key;
+    }
+    if (auto e = parseMegatronExpertName(rest)) {
+        rest = groupedExpertKey(*e);
+        key.leadingOffsets.push_back(e->expert);
+        key.leadingDims.push_back(experts);
+    }
+    key.name = prefix + rest;
+    return key;
+}
+
 std::string listed(const std::vector<std::string>& items, std::size_t max = 6)
 {
     std::string s;
@@ -566,8 +615,6 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             t.virtualStage = vpp - 1;
         }
     }
-    if (dist && experts > 0)
-        errors.push_back("--format megatron-dist does not write mixture-of-experts models yet; use --format megatron");
     // A vision tower ({block} in the rules) would need its own layout (verl's vision_model.* with per-head QKV,
     // or Megatron-Bridge's visual.*); half of a vision-language model is not written.
     if (rules.ranges.count("block"))
@@ -733,10 +780,22 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                      [&](std::size_t a, std::size_t b) { return fileOrder(megatron[a]) < fileOrder(megatron[b]); });
     if (dist) {
         // torch_dist: one DCP item per chunk. A layer's tensors are chunks [1, …] of a tensor stacked on a leading
-        // global layer axis; a gated linear_fc1 is two chunks per TP rank (its gate and up rows of the global
-        // [gate; up]); a tensor every TP rank holds is saved by the first one only, as Megatron dedups replicas.
+        // global layer axis (when the layers are alike) and a routed expert's on an expert axis; a gated
+        // linear_fc1 is two chunks per TP rank (its gate and up rows of the global [gate; up]); a tensor every TP
+        // rank holds is saved by the first one only, as Megatron dedups replicas.
         plan.dcpFolder = "dist_ckpt";
         plan.sideFolder = "huggingface";
+        // Megatron stacks the layers only when every layer has the same parameters (moe_layer_freq not a list).
+        std::map<std::int64_t, std::set<std::string>> layerParams;
+        for (const auto& m : megatron)
+            if (auto layer = parseMegatronLayerName(m.name)) {
+                std::string rest = layer->rest;
+                if (auto e = parseMegatronExpertName(rest))
+                    rest = groupedExpertKey(*e);
+                layerParams[layer->layer].insert(rest);
+            }
+        const bool homogeneous = std::all_of(layerParams.begin(), layerParams.end(),
+                                             [&](const auto& l) { return l.second == layerParams.begin()->second; });
         plan.mesh = { pp, tp };
         plan.meshDimNames = { "pp", "tp" };
         for (int s = 0; s < pp; ++s)
@@ -750,7 +809,6 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                     const MegatronTensor& m = megatron[mi];
                     if (m.stage != s || (m.split == MegatronTpSplit::Replicated && r != 0))
                         continue;
-                    const auto layer = parseMegatronLayerName(m.name);
                     const Shape& local = localShapes[mi];
                     Shape offsets(local.size(), 0);
                     if (m.split == MegatronTpSplit::Rows)
@@ -773,16 +831,15 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                         chunkElements *= static_cast<std::uint64_t>(d);
                     for (std::size_t c = 0; c < chunkBoxes.size(); ++c) {
                         SplitTensor out;
-                        out.spec.name = layer ? layer->prefix.substr(0, layer->prefix.size() - 1) + "." + layer->rest : m.name;
+                        const DistKey key = distKey(m, homogeneous, layers, experts);
+                        out.spec.name = key.name;
                         out.spec.dtype = m.dtype;
                         out.spec.shape = chunkBoxes[c].second;
                         out.chunkOffsets = chunkBoxes[c].first;
                         out.globalShape = m.shape;
-                        if (layer) {
-                            out.spec.shape.insert(out.spec.shape.begin(), 1);
-                            out.chunkOffsets.insert(out.chunkOffsets.begin(), layer->layer);
-                            out.globalShape.insert(out.globalShape.begin(), layers);
-                        }
+                        out.spec.shape.insert(out.spec.shape.begin(), key.leadingDims.size(), 1);
+                        out.chunkOffsets.insert(out.chunkOffsets.begin(), key.leadingOffsets.begin(), key.leadingOffsets.end());
+                        out.globalShape.insert(out.globalShape.begin(), key.leadingDims.begin(), key.leadingDims.end());
                         // The fragments of this chunk, at their place inside it.
                         const std::uint64_t begin = c * chunkElements, end = begin + chunkElements;
                         for (SplitFragment f : fragments[mi][static_cast<std::size_t>(r)])

@@ -19,6 +19,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 
 using namespace tessera;
@@ -175,35 +176,88 @@ private Q_SLOTS:
         QVERIFY(sameFile(merged + "/model.safetensors", reference() + "/model.safetensors"));
     }
 
+    void deepSeekV3TorchDistSplitWritesMegatronsKeys()
+    {
+        // The fixture is Megatron's own torch_dist: a split of its reference writes the same keys (a mixed stack:
+        // per-layer keys, experts stacked on their own axis), global shapes and dtypes, and merges back.
+        std::string split;
+        QVERIFY(roundTrips(reference(), A({ "--format", "megatron-dist", "--tp", "2", "--pp", "1" }), &split));
+        auto ours = scanCheckpoint(split);
+        QVERIFY_RESULT(ours);
+        auto theirs = scanCheckpoint(test::fixture(std::string(kDeepSeek) + "/global_step_10/actor"));
+        QVERIFY_RESULT(theirs);
+        auto keys = [](const CheckpointInfo& info) {
+            std::map<std::string, std::string> out;
+            for (const auto& t : info.tensors)
+                out[t.name] = shapeToString(t.shape) + " " + std::string(torchName(t.dtype));
+            return out;
+        };
+        QCOMPARE(keys(*ours), keys(*theirs));
+        QVERIFY(ours->find("decoder.layers.1.mlp.experts.experts.linear_fc1.weight"));
+    }
+
+    void moeAndMtpRoundTripThroughTorchDist_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QStringList>("layout");
+        QTest::newRow("DeepSeek-V3 with MTP, TP 2") << QStringLiteral("deepseek") << A({ "--tp", "2", "--pp", "1" });
+        QTest::newRow("DeepSeek-V3 with MTP, PP 2 uneven")
+            << QStringLiteral("deepseek") << A({ "--tp", "1", "--pp", "2", "--num_layers_in_first_pipeline_stage", "1" });
+        QTest::newRow("GLM-4.5, TP 2 PP 2 uneven")
+            << QStringLiteral("glm") << A({ "--tp", "2", "--pp", "2", "--num_layers_in_last_pipeline_stage", "1" });
+    }
+
+    void moeAndMtpRoundTripThroughTorchDist()
+    {
+        QFETCH(QString, model);
+        QFETCH(QStringList, layout);
+        const std::string hf = model == QLatin1String("glm") ? test::writeHfModel(kGlm45Config) : deepSeekWithMtp();
+        std::string split;
+        QVERIFY(roundTrips(hf, A({ "--format", "megatron-dist" }) + layout, &split));
+        // The MTP layer keeps its own keys, its experts stacked like the decoder's.
+        QVERIFY(tensorNames(split).count("mtp.layers.0.mtp_model_layer.mlp.experts.experts.linear_fc2.weight"));
+    }
+
     void deepSeekV3UnevenPipelineStages_data()
     {
         QTest::addColumn<QStringList>("layout");
         QTest::addColumn<QString>("recorded");
+        QTest::addColumn<QStringList>("stageOfLayer"); // the pipeline-stage folder suffix holding layers 0, 1, 2
         // Three layers over two stages cannot split evenly: the first stage holds the dense layer, or the last
         // stage holds one MoE layer (Megatron-LM's --decoder-last-pipeline-num-layers, recorded in its args).
         QTest::newRow("verl, 1 layer first") << A({ "--format", "megatron", "--tp", "2", "--pp", "2",
                                                     "--num_layers_in_first_pipeline_stage", "1" })
-                                             << QStringLiteral("num_layers_in_first_pipeline_stage");
+                                             << QStringLiteral("num_layers_in_first_pipeline_stage")
+                                             << A({ "_000", "_001", "_001" });
         QTest::newRow("Megatron-LM EP 2, 1 layer last")
             << A({ "--format", "megatron", "--tp", "1", "--pp", "2", "--ep", "2", "--num_layers_in_last_pipeline_stage",
                    "1", "--flavor", "megatron-lm" })
-            << QString();
+            << QString() << A({ "_000_", "_000_", "_001_" });
         QTest::newRow("verl PP 3, first and last given") << A({ "--format", "megatron", "--tp", "1", "--pp", "3",
                                                                 "--num_layers_in_first_pipeline_stage", "1",
                                                                 "--num_layers_in_last_pipeline_stage", "1" })
-                                                         << QStringLiteral("num_layers_in_last_pipeline_stage");
+                                                         << QStringLiteral("num_layers_in_last_pipeline_stage")
+                                                         << A({ "_000", "_001", "_002" });
     }
 
     void deepSeekV3UnevenPipelineStages()
     {
         QFETCH(QStringList, layout);
         QFETCH(QString, recorded);
+        QFETCH(QStringList, stageOfLayer);
         std::string split;
         QVERIFY(roundTrips(reference(), layout, &split));
         if (!recorded.isEmpty())
             QVERIFY(QString::fromStdString(test::readFile(split + "/transformer_config.json")).contains(recorded));
-        // The stages really are uneven: the second stage's first file numbers its layers from 0 again.
-        QVERIFY(fs::exists(split + (recorded.isEmpty() ? "/release/mp_rank_00_001_000" : "/model/mp_rank_00_001")));
+        // Each layer sits on the stage the uneven split gives it.
+        auto info = scanCheckpoint(split);
+        QVERIFY_RESULT(info);
+        for (int layer = 0; layer < 3; ++layer) {
+            const TensorInfo* norm = info->find("decoder.layers." + std::to_string(layer) + ".input_layernorm.weight");
+            QVERIFY(norm && !norm->pieces.empty());
+            const std::string folder = fs::path(norm->pieces.front().file).parent_path().filename().string();
+            QVERIFY2(folder.find(stageOfLayer[layer].toStdString()) != std::string::npos, folder.c_str());
+        }
     }
 
     void unevenStagesThatMegatronRefusesAreRefused()
@@ -311,7 +365,7 @@ private Q_SLOTS:
                                       merged, "--hf_model_path", configDir }),
                                   &out, &err),
                  0);
-        QVERIFY2((out + err).contains(QStringLiteral("holds no multi-token-prediction layer")), qPrintable(out + err));
+        QVERIFY2(QString(out + err).contains(QStringLiteral("holds no multi-token-prediction layer")), qPrintable(QString(out + err)));
         QVERIFY(sameFile(merged + "/model.safetensors", reference() + "/model.safetensors"));
 
         // An MTP layer under a config.json that declares none is named as such.
