@@ -31,10 +31,12 @@ bool isNonModelKey(const std::string& name)
            || name.rfind("rng_state", 0) == 0 || name.rfind("common_state", 0) == 0 || isMegatronExtraState(name);
 }
 
-/// The layer stack's stacked keys: `decoder.layers.<param>` with no layer number.
+/// The decoder's stacked keys: `decoder.layers.<param>` (`language_model.decoder.layers.<param>` in a
+/// vision-language model) with no layer number.
 bool isStackedLayerKey(const std::string& name)
 {
-    return name.rfind("decoder.layers.", 0) == 0 && !parseMegatronLayerName(name);
+    return (name.rfind("decoder.layers.", 0) == 0 || name.rfind("language_model.decoder.layers.", 0) == 0)
+        && !parseMegatronLayerName(name);
 }
 
 std::string pyText(const PyRef& value)
@@ -134,6 +136,9 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
             info.problems.push_back({ (fs::path(dir) / ".metadata").string(), t.name, why });
             continue;
         }
+        // transformer_config.json describes the language model; a vision tower has sizes of its own.
+        if (t.name.rfind("vision_model.", 0) == 0)
+            continue;
         if (!isStackedLayerKey(t.name))
             if (auto m = checkShapeAgainstConfig(t.name, t.shape, 0, config))
                 info.problems.push_back({ configFile, t.name,

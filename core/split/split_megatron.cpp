@@ -30,7 +30,7 @@ using Captures = std::map<std::string, std::string>;
 /// A rule template ("model.layers.{layer}.mlp.experts.{expert}.w1.weight") as a regex capturing its fields.
 std::regex templateRegex(const std::string& text, std::vector<std::string>& fields)
 {
-    static const std::regex field(R"(\{(layer|expert|param)\})");
+    static const std::regex field(R"(\{(layer|expert|block|param)\})");
     std::string pattern;
     std::size_t last = 0;
     for (auto it = std::sregex_iterator(text.begin(), text.end(), field); it != std::sregex_iterator(); ++it) {
@@ -85,6 +85,13 @@ struct MegatronTensor {
     std::optional<std::size_t> copyOf;    ///< a tied output layer: the embedding it copies
 };
 
+/// A vision-language model nests its GPT model under `language_model.`; the name inside it.
+std::string inLanguageModel(const std::string& name)
+{
+    static const std::string prefix = "language_model.";
+    return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
 /// Where a Megatron-core module comes in its layer's state dict (module registration order).
 int layerOrder(const std::string& rest)
 {
@@ -108,9 +115,10 @@ std::tuple<int, std::int64_t, int, std::int64_t, std::string> fileOrder(const Me
             expert = e->expert;
         return { 1, layer->layer, layerOrder(layer->rest), expert, m.localName };
     }
-    if (m.localName.rfind("embedding.", 0) == 0)
+    const std::string name = inLanguageModel(m.localName);
+    if (name.rfind("embedding.", 0) == 0)
         return { 0, 0, 0, 0, m.localName };
-    if (m.localName.rfind("decoder.final_layernorm", 0) == 0)
+    if (name.rfind("decoder.final_layernorm", 0) == 0)
         return { 2, 0, 0, 0, m.localName };
     // GPTModel registers its MTP block after the decoder and before the output layer.
     if (auto mtp = parseMegatronMtpName(m.localName)) {
@@ -121,7 +129,7 @@ std::tuple<int, std::int64_t, int, std::int64_t, std::string> fileOrder(const Me
             expert = e->expert;
         return { 2, 1 + mtp->index, layerOrder(rest), expert, m.localName };
     }
-    if (m.localName.rfind("output_layer", 0) == 0)
+    if (name.rfind("output_layer", 0) == 0)
         return { 3, 0, 0, 0, m.localName };
     return { 0, 1, 0, 0, m.localName };
 }
@@ -144,19 +152,49 @@ std::string groupedExpertKey(const MegatronExpertName& e)
     return e.before.substr(0, dot) + "experts." + e.before.substr(dot);
 }
 
+/// A layer of one of the model's TransformerBlocks: the decoder's (under language_model. in a vision-language
+/// model) or a vision tower's, each stacked on its own layer axis in torch_dist.
+struct StackedLayer {
+    std::string prefix; ///< "decoder.layers.", "vision_model.decoder.layers."
+    std::int64_t layer = 0;
+    std::string rest;
+};
+
+std::optional<StackedLayer> parseStackedLayer(const std::string& name)
+{
+    if (auto layer = parseMegatronLayerName(name))
+        return StackedLayer { layer->prefix, layer->layer, layer->rest };
+    static const std::string vision = "vision_model.decoder.layers.";
+    if (name.rfind(vision, 0) != 0)
+        return std::nullopt;
+    const auto dot = name.find('.', vision.size());
+    const std::string digits = name.substr(vision.size(), dot == std::string::npos ? std::string::npos : dot - vision.size());
+    if (dot == std::string::npos || digits.empty() || digits.size() > 6
+        || digits.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    return StackedLayer { vision, std::stoll(digits), name.substr(dot + 1) };
+}
+
+/// What torch_dist needs to know of each layer stack: how many layers it has, and whether they are all alike.
+struct LayerStack {
+    std::int64_t layers = 0;
+    bool homogeneous = true;
+};
+
 /// Megatron-core's sharded keys: a homogeneous layer stack (every layer alike) is stacked on a leading layer axis
 /// under `decoder.layers.<param>`; a mixed one (dense first layers, then MoE) keeps `decoder.layers.<i>.<param>`;
 /// routed experts are stacked on an expert axis after it (TEGroupedMLP); an MTP layer keeps its own name.
-DistKey distKey(const MegatronTensor& m, bool homogeneous, std::int64_t layers, std::int64_t experts)
+DistKey distKey(const MegatronTensor& m, const std::map<std::string, LayerStack>& stacks, std::int64_t experts)
 {
     DistKey key { m.name, {}, {} };
     std::string prefix, rest;
-    if (auto layer = parseMegatronLayerName(m.name)) {
+    if (auto layer = parseStackedLayer(m.name)) {
         rest = layer->rest;
-        if (homogeneous) {
+        const LayerStack& stack = stacks.at(layer->prefix);
+        if (stack.homogeneous) {
             prefix = layer->prefix;
             key.leadingOffsets.push_back(layer->layer);
-            key.leadingDims.push_back(layers);
+            key.leadingDims.push_back(stack.layers);
         } else {
             prefix = layer->prefix + std::to_string(layer->layer) + ".";
         }
@@ -314,8 +352,11 @@ std::string megatronLmArgsItems(const ConfigVars& vars, const SplitOptions& opti
     boolean("group_query_attention", var(vars, "num_key_value_heads", heads) != heads);
     integer("num_query_groups", var(vars, "num_key_value_heads", heads));
     integer("kv_channels", var(vars, "head_dim", heads ? hidden / heads : 0));
-    if (auto e = findTensor("embedding.word_embeddings.weight"))
-        integer("padded_vocab_size", megatron[*e].shape[0]);
+    auto embedding = findTensor("embedding.word_embeddings.weight");
+    if (!embedding)
+        embedding = findTensor("language_model.embedding.word_embeddings.weight");
+    if (embedding)
+        integer("padded_vocab_size", megatron[*embedding].shape[0]);
     integer("make_vocab_size_divisible_by", options.vocabDivisibleBy);
     boolean("swiglu", gated);
     boolean("add_qkv_bias", std::any_of(model.tensors.begin(), model.tensors.end(), [](const PlannedTensor& t) {
@@ -536,10 +577,11 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         return std::nullopt;
     };
     // (torch_dist saves it as a replica of the embedding, that is not at all.)
-    if (tied && pp > 1 && !dist && !findTensor("output_layer.weight"))
-        if (auto embedding = findTensor("embedding.word_embeddings.weight")) {
+    const std::string lm = findTensor("language_model.embedding.word_embeddings.weight") ? "language_model." : "";
+    if (tied && pp > 1 && !dist && !findTensor(lm + "output_layer.weight"))
+        if (auto embedding = findTensor(lm + "embedding.word_embeddings.weight")) {
             MegatronTensor head = megatron[*embedding];
-            head.name = "output_layer.weight";
+            head.name = lm + "output_layer.weight";
             head.copyOf = *embedding;
             megatron.push_back(std::move(head));
         }
@@ -560,7 +602,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     const std::int64_t groupsKv = var(*vars, "num_key_value_heads", var(*vars, "num_attention_heads"));
     for (auto& t : megatron) {
         t.split = megatronTpSplit(t.name, gated);
-        if (t.name == "output_layer.weight" && t.shape.size() == 2 && t.shape[0] == 1)
+        if (inLanguageModel(t.name) == "output_layer.weight" && t.shape.size() == 2 && t.shape[0] == 1)
             t.split = MegatronTpSplit::Replicated; // a value head (LinearForLastLayer)
         const auto dimOf = [&]() -> std::size_t { return t.split == MegatronTpSplit::Columns ? 1 : 0; };
         if (t.split != MegatronTpSplit::Replicated) {
@@ -610,16 +652,12 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                 t.epRank = e->expert / per;
                 t.localName = mtp->prefix + e->before + std::to_string(e->expert % per) + e->after;
             }
-        } else if (t.name.rfind("decoder.final_layernorm", 0) == 0 || t.name.rfind("output_layer", 0) == 0) {
+        } else if (inLanguageModel(t.name).rfind("decoder.final_layernorm", 0) == 0
+                   || inLanguageModel(t.name).rfind("output_layer", 0) == 0) {
             t.stage = pp - 1;
             t.virtualStage = vpp - 1;
         }
     }
-    // A vision tower ({block} in the rules) would need its own layout (verl's vision_model.* with per-head QKV,
-    // or Megatron-Bridge's visual.*); half of a vision-language model is not written.
-    if (rules.ranges.count("block"))
-        errors.push_back("the " + rules.family + " rules describe a vision-language model; split does not write "
-                         "vision towers yet (merge reads them)");
     if (ep > 1 && experts <= 0)
         errors.push_back("--ep " + std::to_string(ep) + " needs a mixture-of-experts model; this one has no experts");
     if (!errors.empty())
@@ -785,17 +823,22 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         // rank holds is saved by the first one only, as Megatron dedups replicas.
         plan.dcpFolder = "dist_ckpt";
         plan.sideFolder = "huggingface";
-        // Megatron stacks the layers only when every layer has the same parameters (moe_layer_freq not a list).
-        std::map<std::int64_t, std::set<std::string>> layerParams;
+        // Megatron stacks a block's layers only when they all have the same parameters (moe_layer_freq not a list).
+        std::map<std::string, std::map<std::int64_t, std::set<std::string>>> layerParams; // stack → layer → params
         for (const auto& m : megatron)
-            if (auto layer = parseMegatronLayerName(m.name)) {
+            if (auto layer = parseStackedLayer(m.name)) {
                 std::string rest = layer->rest;
                 if (auto e = parseMegatronExpertName(rest))
                     rest = groupedExpertKey(*e);
-                layerParams[layer->layer].insert(rest);
+                layerParams[layer->prefix][layer->layer].insert(rest);
             }
-        const bool homogeneous = std::all_of(layerParams.begin(), layerParams.end(),
-                                             [&](const auto& l) { return l.second == layerParams.begin()->second; });
+        std::map<std::string, LayerStack> stacks;
+        for (const auto& [prefix, params] : layerParams) {
+            LayerStack& stack = stacks[prefix];
+            stack.layers = params.rbegin()->first + 1;
+            stack.homogeneous = static_cast<std::int64_t>(params.size()) == stack.layers
+                && std::all_of(params.begin(), params.end(), [&](const auto& l) { return l.second == params.begin()->second; });
+        }
         plan.mesh = { pp, tp };
         plan.meshDimNames = { "pp", "tp" };
         for (int s = 0; s < pp; ++s)
@@ -831,7 +874,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                         chunkElements *= static_cast<std::uint64_t>(d);
                     for (std::size_t c = 0; c < chunkBoxes.size(); ++c) {
                         SplitTensor out;
-                        const DistKey key = distKey(m, homogeneous, layers, experts);
+                        const DistKey key = distKey(m, stacks, experts);
                         out.spec.name = key.name;
                         out.spec.dtype = m.dtype;
                         out.spec.shape = chunkBoxes[c].second;
@@ -970,7 +1013,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         plan.keystone = "transformer_config.json";
     }
     std::string padded;
-    if (auto e = findTensor("embedding.word_embeddings.weight"))
+    if (auto e = findTensor(lm + "embedding.word_embeddings.weight"))
         padded = ", vocabulary padded to " + std::to_string(megatron[*e].shape[0]);
     plan.layout = std::string(dist ? "Megatron-core torch_dist (verl dist_ckpt)" : options.megatronLm ? "Megatron-LM (model_optim_rng.pt)" : "Megatron-core (verl)") + ", TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
         + (options.firstStageLayers || options.lastStageLayers
