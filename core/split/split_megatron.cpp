@@ -600,6 +600,20 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         if (auto n = evaluateExpression(range->second, *vars))
             experts = *n;
     const std::int64_t groupsKv = var(*vars, "num_key_value_heads", var(*vars, "num_attention_heads"));
+    // A routed expert goes to the expert rank holding it, under its local number there; `rest` is its name inside
+    // its layer, returned with that number.
+    const auto onExpertRank = [&](MegatronTensor& t, const std::string& rest) -> std::string {
+        auto e = parseMegatronExpertName(rest);
+        if (!e)
+            return rest;
+        if (experts <= 0 || experts % ep != 0) {
+            errors.push_back("the " + std::to_string(experts) + " experts do not split evenly over EP " + std::to_string(ep));
+            return rest;
+        }
+        const std::int64_t per = experts / ep;
+        t.epRank = e->expert / per;
+        return e->before + std::to_string(e->expert % per) + e->after;
+    };
     for (auto& t : megatron) {
         t.split = megatronTpSplit(t.name, gated);
         if (inLanguageModel(t.name) == "output_layer.weight" && t.shape.size() == 2 && t.shape[0] == 1)
@@ -626,32 +640,12 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             }
             t.stage = chunk->stage;
             t.virtualStage = chunk->virtualStage;
-            std::string rest = layer->rest;
-            if (auto e = parseMegatronExpertName(rest)) {
-                if (experts <= 0 || experts % ep != 0) {
-                    errors.push_back("the " + std::to_string(experts) + " experts do not split evenly over EP "
-                                     + std::to_string(ep));
-                    continue;
-                }
-                const std::int64_t per = experts / ep;
-                t.epRank = e->expert / per;
-                rest = e->before + std::to_string(e->expert % per) + e->after;
-            }
-            t.localName = layer->prefix + std::to_string(layer->layer - chunk->begin) + "." + rest;
+            t.localName = layer->prefix + std::to_string(layer->layer - chunk->begin) + "." + onExpertRank(t, layer->rest);
         } else if (auto mtp = parseMegatronMtpName(t.name)) {
             // Megatron builds the MTP layers on the last (virtual) stage, after the decoder.
             t.stage = pp - 1;
             t.virtualStage = vpp - 1;
-            if (auto e = parseMegatronExpertName(mtp->rest)) {
-                if (experts <= 0 || experts % ep != 0) {
-                    errors.push_back("the " + std::to_string(experts) + " experts do not split evenly over EP "
-                                     + std::to_string(ep));
-                    continue;
-                }
-                const std::int64_t per = experts / ep;
-                t.epRank = e->expert / per;
-                t.localName = mtp->prefix + e->before + std::to_string(e->expert % per) + e->after;
-            }
+            t.localName = mtp->prefix + onExpertRank(t, mtp->rest);
         } else if (inLanguageModel(t.name).rfind("decoder.final_layernorm", 0) == 0
                    || inLanguageModel(t.name).rfind("output_layer", 0) == 0) {
             t.stage = pp - 1;
