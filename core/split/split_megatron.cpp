@@ -201,6 +201,11 @@ DistKey distKey(const MegatronTensor& m, const std::map<std::string, LayerStack>
     } else if (auto mtp = parseMegatronMtpName(m.name)) {
         prefix = mtp->prefix;
         rest = mtp->rest;
+        // Megatron-core saves a GPT MTP layer's transformer layer under its pre-2026 name, transformer_layer, in
+        // sharded checkpoints (MultiTokenPredictionLayer.sharded_state_dict's backward-compatible prefix mapping).
+        static const std::string current = "mtp_model_layer.";
+        if (rest.rfind(current, 0) == 0)
+            rest = "transformer_layer." + rest.substr(current.size());
     } else {
         return key;
     }

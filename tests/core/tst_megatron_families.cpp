@@ -214,8 +214,9 @@ private Q_SLOTS:
         const std::string hf = model == QLatin1String("glm") ? test::writeHfModel(kGlm45Config) : deepSeekWithMtp();
         std::string split;
         QVERIFY(roundTrips(hf, A({ "--format", "megatron-dist" }) + layout, &split));
-        // The MTP layer keeps its own keys, its experts stacked like the decoder's.
-        QVERIFY(tensorNames(split).count("mtp.layers.0.mtp_model_layer.mlp.experts.experts.linear_fc2.weight"));
+        // The MTP layer keeps its own keys (transformer_layer, as Megatron-core still names it in sharded
+        // checkpoints), its experts stacked like the decoder's.
+        QVERIFY(tensorNames(split).count("mtp.layers.0.transformer_layer.mlp.experts.experts.linear_fc2.weight"));
     }
 
     void deepSeekV3UnevenPipelineStages_data()
