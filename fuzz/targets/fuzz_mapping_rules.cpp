@@ -52,6 +52,9 @@ CheckpointInfo smallMegatronLlama(const std::string& configDir)
         add(prefix + "mlp.linear_fc1.weight", { 352, 64 });
         add(prefix + "mlp.linear_fc2.weight", { 64, 176 });
     }
+    // A multi-token-prediction layer, so renames and layer offsets have names to act on.
+    add("mtp.layers.0.enorm.weight", { 64 });
+    add("mtp.layers.0.transformer_layer.self_attention.linear_proj.weight", { 64, 64 });
     add("decoder.final_layernorm.weight", { 64 });
     add("output_layer.weight", { 512, 64 });
     return info;
