@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// One merge split across N processes (`tessera merge --part K/N`), on one machine or many sharing a file system,
+// without a coordinator: every process computes the same plan and the same assignment, writes only its share
+// into a folder they all find by name, and records that it is done; the process that completes the set verifies
+// the records, writes the headers, index and config files and publishes the folder as a single merge would.
+//
+// The shared folder, `.tessera-parts-<id>` inside the target (or `.<name>.tessera-parts-<id>` beside it when the
+// target does not exist yet), where <id> is a hash of the plan, the assignment and the source files:
+//   plan.json            the assignment, for `tessera merge --status` (written by every part, same bytes)
+//   out/                 the model being written (published as a whole: see OutputStaging::adopt())
+//   part-K-of-N.json     part K's record: the byte ranges it wrote and their CRC-32, written when they are on disk
+//   finishing            the claim of the process publishing the set (link()ed into place, so only one wins;
+//                        held with flock, so a dead finisher's claim is taken over by the next part that finishes)
+// Dead single-process runs' temporary folders are removed as always (OutputStaging::removeStale()); their names
+// never match a shared folder's, so no part's work is ever taken for a dead run's.
+
+#include "merge/merge_engine.h"
+#include "result.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// A run of consecutive tensors of one output file that one part writes: bytes [begin, end) of the file.
+struct PartRange {
+    std::size_t output = 0;           ///< index into the outputs the parts were planned for
+    std::size_t file = 0;             ///< index into that output's MergePlan::files
+    std::string path;                 ///< the file's path inside the output folder ("lora_adapter/x.safetensors")
+    std::uint64_t begin = 0, end = 0;
+    std::vector<std::size_t> tensors; ///< indices into that output's MergePlan::tensors
+
+    bool operator==(const PartRange& o) const { return path == o.path && begin == o.begin && end == o.end; }
+};
+
+/// What one part writes.
+struct PartShare {
+    std::vector<PartRange> ranges;
+    std::uint64_t bytes = 0;
+    std::size_t wholeFiles = 0;       ///< files this part writes entirely
+};
+
+/// The assignment of a merge to N parts: a deterministic function of the plans alone.
+struct PartsPlan {
+    unsigned parts = 1;
+    std::string id;                   ///< 16 hex digits naming the set (plans, assignment, source files)
+    std::uint64_t totalBytes = 0;
+    std::uint64_t largestTensorBytes = 0;
+    std::vector<PartShare> shares;    ///< one per part
+};
+
+/// Cuts the tensor bytes of `outputs` (every file in order, as one stream) into `parts` contiguous shares of about
+/// equal bytes. Each cut falls on a file boundary when one lies within an eighth of a share of the ideal cut, else
+/// on the nearest tensor boundary: with many files every part writes whole files, with one big file each writes a
+/// byte range of it; no share is further from the ideal than half the largest tensor (or an eighth of a share).
+Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned parts);
+
+/// What one part did.
+struct PartOutcome {
+    std::string setFolder;              ///< the shared folder (gone once published)
+    std::uint64_t bytesWritten = 0;     ///< tensor bytes this part wrote (0 when its bytes were already there)
+    bool alreadyDone = false;           ///< its record was there and its bytes checked out: nothing rewritten
+    double seconds = 0;
+    std::vector<unsigned> missing;      ///< parts not done yet when this one finished
+    bool published = false;             ///< this process completed the set and published it
+    bool finishingElsewhere = false;    ///< the set is complete and another live process is publishing it
+    std::vector<std::string> files;     ///< with `published`: the files in publish order
+    std::vector<std::string> warnings;
+    std::vector<std::string> notes;
+};
+
+/// Runs part `part` (0-based) of `parts` into `targetDir`: checks the target, writes the part's ranges into the
+/// shared folder (or checks them, when a record says they are there), records them, and when every part's record
+/// is there, claims, verifies and publishes the set. Idempotent: re-running a part (killed, failed or finished)
+/// only completes the set. On any error the target is left as it was and the shared folder kept for a re-run.
+Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const PartsPlan& plan, unsigned part,
+                                 const std::string& targetDir, const MergeRunOptions& options);
+
+/// One part's record, as read back.
+struct PartRecord {
+    unsigned part = 0;
+    std::uint64_t bytes = 0;
+    double seconds = 0;
+    std::string host;
+    long pid = 0;
+};
+
+/// A shared folder of a split merge into a target, as `tessera merge --status` reports it.
+struct PartsSetStatus {
+    std::string folder;
+    std::string id;
+    unsigned parts = 0;                ///< 0 when plan.json is unreadable
+    std::uint64_t totalBytes = 0;
+    std::vector<std::uint64_t> shareBytes;
+    std::vector<PartRecord> done;
+    std::vector<unsigned> missing;
+    std::optional<std::string> finisher; ///< the claim's holder ("host pid"), when a claim is there
+    bool finisherAlive = false;          ///< the claim is held (flock) by a live process
+};
+
+/// Every shared folder of split merges into `targetDir` (inside it and beside it).
+std::vector<PartsSetStatus> partsStatus(const std::string& targetDir);
+
+} // namespace tessera
