@@ -352,6 +352,63 @@ Result<std::unique_ptr<Claim>> claimFinishing(const fs::path& set, std::vector<s
     return claim;
 }
 
+/// Removes a set folder (renamed first, so that no part ever writes into a folder being removed).
+void retireSet(const fs::path& set)
+{
+    std::random_device rd;
+    const fs::path done = set.string() + ".done-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+    std::error_code ec;
+    if (::rename(set.c_str(), done.c_str()) == 0)
+        fs::remove_all(done, ec);
+    (void)syncFolder(set.parent_path().string());
+}
+
+/// The set's folder: found where a part made it, else made (whole, with its plan.json and out/, then renamed into
+/// place, so a set's folder is never seen half made) where a single merge would stage. A set folder without out/
+/// was published by a process that stopped before removing it: it is removed and a new set begins.
+Result<fs::path> openSet(const std::vector<MergeOutput>& outputs, const PartsPlan& plan, const std::string& targetDir,
+                         const fs::path& target, const std::function<void(const std::string&)>& note)
+{
+    for (const auto& place : setPlaces(target)) {
+        const fs::path set = place.folder / setName(place.prefix, plan.id);
+        if (!isFolder(set))
+            continue;
+        if (isFolder(set / kOutFolder))
+            return set;
+        retireSet(set);
+        note("removed " + set.string() + ", left by a split merge that was published");
+    }
+    TESSERA_TRY(checkMergeTargets(outputs, targetDir));
+    const SetPlace place = setPlaces(target).front();
+    std::error_code ec;
+    fs::create_directories(place.folder, ec);
+    if (ec)
+        return makeError("cannot create folder " + place.folder.string() + ": " + ec.message());
+    const fs::path set = place.folder / setName(place.prefix, plan.id);
+    std::random_device rd;
+    const fs::path fresh = set.string() + ".new-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+    if (::mkdir(fresh.c_str(), 0777) != 0)
+        return makeError("cannot create the shared folder " + fresh.string() + ": " + errnoText());
+    Status made;
+    if (::mkdir((fresh / kOutFolder).c_str(), 0777) != 0)
+        made = makeError("cannot create " + (fresh / kOutFolder).string() + ": " + errnoText());
+    if (made)
+        made = writeFileSynced((fresh / kPlanFile).string(), planJsonText(plan, target.string()));
+    if (made)
+        made = syncFolder(fresh.string());
+    if (made && ::rename(fresh.c_str(), set.c_str()) == 0) {
+        TESSERA_TRY(syncFolder(place.folder.string()));
+        return set;
+    }
+    const int renameError = errno;
+    fs::remove_all(fresh, ec);
+    TESSERA_TRY(made);
+    // Another part made it first: use theirs.
+    if ((renameError == EEXIST || renameError == ENOTEMPTY) && isFolder(set / kOutFolder))
+        return set;
+    return makeError("cannot create the shared folder " + set.string() + ": " + std::strerror(renameError));
+}
+
 /// Part `k`'s ranges and records as the plan expects them, or every reason they are not.
 Status verifyRecords(const PartsPlan& plan, const fs::path& set)
 {
@@ -507,28 +564,11 @@ Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const 
     for (const auto& n : OutputStaging::removeStale(targetDir))
         note(n);
 
-    // The set's folder: found where a part made it, else made where a single merge would stage.
-    fs::path set;
-    for (const auto& place : setPlaces(target))
-        if (isFolder(place.folder / setName(place.prefix, plan.id)))
-            set = place.folder / setName(place.prefix, plan.id);
-    if (set.empty()) {
-        TESSERA_TRY(checkMergeTargets(outputs, targetDir));
-        const SetPlace place = setPlaces(target).front();
-        std::error_code ec;
-        fs::create_directories(place.folder, ec);
-        if (ec)
-            return makeError("cannot create folder " + place.folder.string() + ": " + ec.message());
-        set = place.folder / setName(place.prefix, plan.id);
-        if (::mkdir(set.c_str(), 0777) != 0 && errno != EEXIST)
-            return makeError("cannot create the shared folder " + set.string() + ": " + errnoText());
-    }
+    auto opened = openSet(outputs, plan, targetDir, target, note);
+    TESSERA_TRY(opened);
+    const fs::path set = *opened;
     outcome.setFolder = set.string();
-    if (!pathExists(set / kPlanFile))
-        TESSERA_TRY(writeAtomically(set / kPlanFile, planJsonText(plan, target.string())));
     const fs::path out = set / kOutFolder;
-    if (::mkdir(out.c_str(), 0777) != 0 && errno != EEXIST)
-        return makeError("cannot create " + out.string() + ": " + errnoText());
     for (const auto& o : outputs)
         if (!o.subfolder.empty() && ::mkdir((out / o.subfolder).c_str(), 0777) != 0 && errno != EEXIST)
             return makeError("cannot create " + (out / o.subfolder).string() + ": " + errnoText());
@@ -634,11 +674,7 @@ Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const 
     TESSERA_TRY(staging->publish(keystones));
     outcome.published = true;
     // The records and the claim go; renamed first, so a part started now never writes into a folder being removed.
-    const fs::path done = set.string() + ".done-" + std::to_string(::getpid());
-    std::error_code ec;
-    if (::rename(set.c_str(), done.c_str()) == 0)
-        fs::remove_all(done, ec);
-    (void)syncFolder(set.parent_path().string());
+    retireSet(set);
     outcome.setFolder.clear();
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return outcome;
