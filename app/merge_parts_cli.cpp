@@ -80,7 +80,9 @@ int runStatus(const std::string& target, bool json)
         }
         if (!s.missing.empty())
             text << "  missing: part" << (s.missing.size() > 1 ? "s " : " ") << joined(s.missing) << "; run "
-                 << (s.missing.size() > 1 ? "them" : "it") << " with the same options (--part K/" << s.parts
+                 << (s.missing.size() > 1 ? "them" : "it") << " with the same options ("
+                 << (s.missing.size() > 1 ? "--part K/" + std::to_string(s.parts)
+                                          : "--part " + std::to_string(s.missing.front()) + "/" + std::to_string(s.parts))
                  << ") to complete the merge; the target is published when the last one finishes\n";
         else if (s.finisher && s.finisherAlive)
             text << "  every part is done; " << *s.finisher << " is publishing the model\n";

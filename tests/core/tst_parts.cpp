@@ -25,6 +25,7 @@
 #include <csignal>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -342,6 +343,52 @@ private Q_SLOTS:
             QCOMPARE(test::runTessera(part(args, target, 1, 4), &so, &se), 0);
             QCOMPARE(test::readFile(target + "/model.safetensors"), test::readFile(test::fixture("fsdp2_llama_w4/reference/model.safetensors")));
         }
+    }
+
+    /// All parts started at the same moment, several times: exactly one publishes (the claim is atomic), the
+    /// others say another process publishes or that they wait, and the model is the single merge's.
+    void partsFinishingTogetherPublishOnce()
+    {
+        const QStringList args = A({ "--local_dir", actor("hsdp_qwen2_2x2"), "--max_shard_size", "50KB" });
+        const auto expected = reference(args);
+        for (int round = 0; round < 6; ++round) {
+            const std::string parent = test::makeTempDir();
+            const std::string target = parent + "/merged";
+            const unsigned n = 4;
+            std::vector<std::unique_ptr<QProcess>> procs;
+            for (unsigned k = 0; k < n; ++k) {
+                procs.push_back(std::make_unique<QProcess>());
+                procs.back()->start(q(test::tesseraBinary()), part(args, target, k, n) + A({ "--json" }));
+            }
+            int published = 0;
+            for (auto& p : procs) {
+                QVERIFY(p->waitForFinished(60000));
+                QCOMPARE(p->exitCode(), 0);
+                const auto j = QJsonDocument::fromJson(p->readAllStandardOutput()).object();
+                published += j.value(QStringLiteral("published")).toBool() ? 1 : 0;
+            }
+            QCOMPARE(published, 1);
+            QVERIFY(tree(target) == expected);
+            QVERIFY(names(parent) == std::vector<std::string> { "merged" });
+        }
+    }
+
+    /// The claim of a finisher that died (its lock released) is taken over by the next part to finish.
+    void deadFinishersClaimIsTakenOver()
+    {
+        const QStringList args = A({ "--local_dir", actor("fsdp2_llama_w4") });
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        QString so, se;
+        QCOMPARE(test::runTessera(part(args, target, 0, 2), &so, &se), 0);
+        const auto shared = names(parent);
+        QCOMPARE(shared.size(), std::size_t(1));
+        test::writeFile(parent + "/" + shared.front() + "/finishing", "elsewhere 12345\n");
+        QCOMPARE(test::runTessera(part(args, target, 1, 2) + A({ "--json" }), &so, &se), 0);
+        const auto j = QJsonDocument::fromJson(so.toUtf8()).object();
+        QVERIFY2(j.value(QStringLiteral("published")).toBool(), qPrintable(so));
+        QVERIFY2(so.contains(QStringLiteral("took over publishing from elsewhere 12345")), qPrintable(so));
+        QVERIFY(tree(target) == reference(args));
     }
 
     /// A plain merge into the same target meanwhile removes only dead runs' folders, never a set's.
