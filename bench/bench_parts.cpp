@@ -3,7 +3,7 @@
 // machine. Writes a synthetic verl FSDP2 checkpoint (or takes --dir), then for each N starts N processes at once,
 // each doing what `tessera merge --part K/N` does (scan, plan, write its share, record it; the last one publishes),
 // and prints the wall time from the first start to the last exit, the combined throughput, each part's share and
-// peak RSS, beside a plain copy of the same bytes measured in the same run.
+// peak RSS, beside a plain copy of the same bytes and a single-process merge measured in the same run.
 //
 //   bench_parts [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--parts 1,2,4] [--threads T]
 //               [--max_shard_size 5GB] [--rounds 2] [--keep]
@@ -177,8 +177,39 @@ int main(int argc, char** argv)
     std::printf("plain copy of the rank files: %.2f s (%.0f MB/s), best of %d\n", bestCopy,
                 double(plan->totalBytes) / 1e6 / bestCopy, rounds);
 
-    std::printf("\n%5s %8s %10s %12s %14s %14s  %s\n", "parts", "threads", "wall s", "MB/s", "vs copy", "max share",
+    std::printf("\n%5s %8s %10s %12s %14s %14s  %s\n", "parts", "threads", "wall s", "MB/s", "time/copy", "max share",
                 "per-part peak RSS");
+    {
+        // The single-process merge, for comparison.
+        double best = 0;
+        long peak = 0;
+        for (int r = 0; r < rounds; ++r) {
+            const std::string target = work + "/merged";
+            fs::remove_all(target);
+            const auto run = runInChild([&] {
+                auto scanned = scanCheckpoint(dir);
+                if (!scanned)
+                    return 1;
+                MergeOptions o;
+                o.maxShardSize = *maxShard;
+                auto p = planMerge(*scanned, o);
+                if (!p)
+                    return 1;
+                MergeRunOptions runOptions;
+                runOptions.threads = cores;
+                return mergeCheckpoint(*scanned, *p, target, runOptions) ? 0 : 1;
+            });
+            if (!run.ok) {
+                std::fprintf(stderr, "the single merge failed\n");
+                return 1;
+            }
+            if (r == 0 || run.seconds < best)
+                best = run.seconds, peak = run.peakKb;
+        }
+        std::printf("%5s %8u %10.2f %12.0f %13.2fx %14s  %ld MB\n", "merge", cores, best,
+                    double(plan->totalBytes) / 1e6 / best, best / bestCopy, formatBytes(plan->totalBytes).c_str(),
+                    peak / 1024);
+    }
     for (unsigned parts : parseList(partsText)) {
         if (parts == 0)
             continue;
@@ -211,7 +242,7 @@ int main(int argc, char** argv)
         for (const auto& p : bestRuns)
             rss += (rss.empty() ? "" : ", ") + std::to_string(p.peakKb / 1024) + " MB";
         std::printf("%5u %8u %10.2f %12.0f %13.2fx %14s  %s\n", parts, threads, best,
-                    double(plan->totalBytes) / 1e6 / best, bestCopy / best, formatBytes(maxShare).c_str(), rss.c_str());
+                    double(plan->totalBytes) / 1e6 / best, best / bestCopy, formatBytes(maxShare).c_str(), rss.c_str());
     }
     if (!keep)
         fs::remove_all(work + "/merged");

@@ -99,12 +99,24 @@ Status pwriteAll(int fd, const std::uint8_t* data, std::uint64_t length, std::ui
 struct OutputFile {
     std::string path;
     int fd = -1;
+    std::size_t index = 0;                                 ///< in MergePlan::files
+    const MergeRunOptions* options = nullptr;              ///< for onTensorBytes
     ~OutputFile()
     {
         if (fd >= 0)
             ::close(fd);
     }
 };
+
+/// Writes tensor bytes at `offset` of `out` and tells MergeRunOptions::onTensorBytes.
+Status writeTensorBytes(const OutputFile& out, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset,
+                        const std::string& what)
+{
+    TESSERA_TRY(pwriteAll(out.fd, data, length, offset, what));
+    if (out.options && out.options->onTensorBytes)
+        out.options->onTensorBytes(out.index, offset, data, length);
+    return Status::success();
+}
 
 /// Compares a Replica piece with the Primary piece of the same box, run by run, in the stored bytes.
 Status verifyReplica(SourceFiles& files, const TensorInfo& t, const Piece& replica, const Piece& primary,
@@ -159,8 +171,9 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
     if (p.storedDtype == planned.dtype) {
         const std::uint64_t length = count * outSize;
         std::uint64_t done = 0;
-        // In-kernel copy: no page of the source is mapped into this process at all.
-        const int sfd = files.descriptor(p.file);
+        // In-kernel copy: no page of the source is mapped into this process at all (unless the bytes are to be
+        // seen on their way, MergeRunOptions::onTensorBytes).
+        const int sfd = out.options && out.options->onTensorBytes ? -1 : files.descriptor(p.file);
         while (sfd >= 0 && done < length) {
             if (canceled && canceled())
                 return canceledError();
@@ -191,7 +204,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
                 return canceledError();
             const std::uint64_t n = std::min(length - done, kMergeChunkBytes);
             (*map)->adviseWillNeed(p.dataOffset + done, n);
-            TESSERA_TRY(pwriteAll(out.fd, base + done, n, outOffset + done, what));
+            TESSERA_TRY(writeTensorBytes(out, base + done, n, outOffset + done, what));
             (*map)->adviseDontNeed(p.dataOffset + done, n);
             done += n;
             addBytes(n);
@@ -212,7 +225,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
         auto converted = convertElements(base + first * inSize, p.storedDtype, staging.data(), planned.dtype, n);
         if (!converted)
             return converted.error().withContext(p.file + ": " + t.name);
-        TESSERA_TRY(pwriteAll(out.fd, staging.data(), n * outSize, outOffset + first * outSize, what));
+        TESSERA_TRY(writeTensorBytes(out, staging.data(), n * outSize, outOffset + first * outSize, what));
         (*map)->adviseDontNeed(p.dataOffset + first * inSize, n * inSize);
         addBytes(n * outSize);
     }
@@ -399,6 +412,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         const auto& f = plan.files[fileIndex];
         auto out = std::make_unique<OutputFile>();
         out->path = (fs::path(dir) / f.name).string();
+        out->index = fileIndex;
+        out->options = &options;
         if (!fileUsed[fileIndex]) {
             outputs.push_back(std::move(out));
             continue;
@@ -496,7 +511,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
             if (!buffer)
                 status = buffer.error().withContext(tensor.name);
             else if ((status = materializeTensor(sources, tensor, planned, buffer->data(), stop)))
-                status = pwriteAll(out.fd, buffer->data(), planned.bytes, planned.fileOffset, out.path + ": " + tensor.name);
+                status = writeTensorBytes(out, buffer->data(), planned.bytes, planned.fileOffset, out.path + ": " + tensor.name);
             buffer = PageBuffer();
             budget.release(held);
             if (status)

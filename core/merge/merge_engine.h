@@ -48,6 +48,10 @@ struct MergeRunOptions {
     /// part that completes the set.
     const std::vector<bool>* onlyTensors = nullptr;
     bool writeFinish = true;
+    /// Called (from worker threads, concurrently) with every block of tensor bytes written: the index of its file
+    /// in MergePlan::files, its offset there and the bytes. A split merge's parts checksum what they write with it.
+    std::function<void(std::size_t file, std::uint64_t offset, const std::uint8_t* data, std::uint64_t length)>
+        onTensorBytes;
 };
 
 /// What a finished merge did.
