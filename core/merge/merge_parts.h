@@ -54,9 +54,10 @@ struct PartsPlan {
 };
 
 /// Cuts the tensor bytes of `outputs` (every file in order, as one stream) into `parts` contiguous shares of about
-/// equal bytes. Each cut falls on a file boundary when one lies within an eighth of a share of the ideal cut, else
-/// on the nearest tensor boundary: with many files every part writes whole files, with one big file each writes a
-/// byte range of it; no share is further from the ideal than half the largest tensor (or an eighth of a share).
+/// equal bytes. Each cut falls on a file boundary when one lies within an eighth of a share of the ideal cut k·T/N,
+/// else on the nearest tensor boundary (within half the largest tensor of it): with many files every part writes
+/// whole files, with one big file each writes a byte range of it. Any single-file output whose plan places tensors
+/// at fixed offsets after a header (safetensors here; GGUF alike) is cut the same way.
 Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned parts);
 
 /// What one part did.

@@ -8,6 +8,7 @@
 
 #include "../../bench/synthetic_checkpoint.h"
 #include "merge/merge_parts.h"
+#include "merge/output_staging.h"
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -395,6 +396,46 @@ private Q_SLOTS:
         QVERIFY2(j.value(QStringLiteral("published")).toBool(), qPrintable(so));
         QVERIFY2(so.contains(QStringLiteral("took over publishing from elsewhere 12345")), qPrintable(so));
         QVERIFY(tree(target) == reference(args));
+    }
+
+    /// A publish killed halfway (the journal OutputStaging keeps) is undone by the next claimant without losing the
+    /// new files: the replaced ones go back into the target, the moved ones back into the folder, which then
+    /// publishes.
+    void adoptUndoesAnInterruptedPublishKeepingTheNewFiles()
+    {
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/model";
+        const std::string folder = target + "/.tessera-parts-0123456789abcdef/out";
+        fs::create_directories(folder + "/.replaced");
+        test::writeFile(target + "/README.md", "kept\n");
+        // Killed after moving the old model aside and the new one in; config.json and extra.json not moved yet.
+        test::writeFile(folder + "/.replaced/model.safetensors", "old weights");
+        test::writeFile(target + "/model.safetensors", "new weights");
+        test::writeFile(target + "/config.json", "old config");
+        test::writeFile(folder + "/config.json", "new config");
+        test::writeFile(folder + "/extra.json", "new extra");
+        test::writeFile(folder + "/.publish-journal", "1 model.safetensors\n1 config.json\n0 extra.json\n");
+        {
+            auto staging = OutputStaging::adopt(target, folder);
+            QVERIFY_RESULT(staging);
+            QCOMPARE(test::readFile(target + "/model.safetensors"), std::string("old weights"));
+            QCOMPARE(test::readFile(target + "/config.json"), std::string("old config"));
+            QVERIFY(!fs::exists(target + "/extra.json"));
+            QCOMPARE(test::readFile(folder + "/model.safetensors"), std::string("new weights"));
+            QVERIFY(!fs::exists(folder + "/.publish-journal") && !fs::exists(folder + "/.replaced"));
+            // Held: nobody else can adopt it meanwhile.
+            QVERIFY(!OutputStaging::adopt(target, folder));
+        }
+        // Not published: kept for the next claimant, who publishes it.
+        QVERIFY(fs::exists(folder + "/extra.json"));
+        auto staging = OutputStaging::adopt(target, folder);
+        QVERIFY_RESULT(staging);
+        QVERIFY_RESULT(staging->publish({ "model.safetensors", "config.json" }));
+        QCOMPARE(test::readFile(target + "/model.safetensors"), std::string("new weights"));
+        QCOMPARE(test::readFile(target + "/config.json"), std::string("new config"));
+        QCOMPARE(test::readFile(target + "/extra.json"), std::string("new extra"));
+        QCOMPARE(test::readFile(target + "/README.md"), std::string("kept\n"));
+        QVERIFY(!fs::exists(folder));
     }
 
     /// A plain merge into the same target meanwhile removes only dead runs' folders, never a set's.
