@@ -6,6 +6,7 @@
 
 #include "io/byte_size.h"
 #include "merge/merge_parts.h"
+#include "split/split_parts.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,18 +36,20 @@ std::string seconds(double s)
 
 std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-int fail(bool json, const std::string& message, int code = ExitProblems)
+int fail(const ArgParser& parser, const std::string& message, int code = ExitProblems)
 {
-    if (json)
+    if (parser.isSet("json"))
         std::cout << dump(nlohmann::json { { "error", message } }) << "\n";
-    std::cerr << "tessera merge: " << message << "\n";
+    std::cerr << "tessera " << parser.command() << ": " << message << "\n";
     return code;
 }
 
-int runStatus(const std::string& target, bool json)
+int runStatus(const ArgParser& parser)
 {
+    const std::string target = parser.value("status");
+    const bool json = parser.isSet("json");
     if (target.empty())
-        return fail(json, "--status: needs the target folder of the split merge", ExitUsage);
+        return fail(parser, "--status: needs the target folder of the split " + parser.command(), ExitUsage);
     const auto sets = partsStatus(target);
     bool pending = false;
     nlohmann::json j { { "target", target }, { "sets", nlohmann::json::array() } };
@@ -60,7 +63,7 @@ int runStatus(const std::string& target, bool json)
         j["sets"].push_back({ { "folder", s.folder }, { "id", s.id }, { "parts", s.parts },
                               { "total_bytes", s.totalBytes }, { "done", done }, { "missing", s.missing },
                               { "finisher", s.finisher ? *s.finisher : "" }, { "finisher_alive", s.finisherAlive } });
-        text << "Split merge " << s.id << " into " << target << " (" << s.folder << "):\n";
+        text << "Parts " << s.id << " into " << target << " (" << s.folder << "):\n";
         if (s.parts == 0) {
             text << "  its plan.json is missing or unreadable; run any part again to rewrite it\n";
             continue;
@@ -92,7 +95,7 @@ int runStatus(const std::string& target, bool json)
     }
     if (sets.empty()) {
         const bool model = std::filesystem::exists(std::filesystem::path(target) / "config.json");
-        text << "No split merge is under way for " << target
+        text << "No parts of a merge or split are under way for " << target
              << (model ? " (it holds a model)" : "") << "\n";
     }
     if (json)
@@ -137,20 +140,19 @@ bool isPartRun(const ArgParser& parser) { return parser.isSet("part") || parser.
 
 std::optional<int> checkPartFlags(const ArgParser& parser)
 {
-    const bool json = parser.isSet("json");
     if (parser.isSet("status"))
-        return runStatus(parser.value("status"), json);
+        return runStatus(parser);
     if (!isPartRun(parser))
         return std::nullopt;
     if (!parser.isSet("part"))
-        return fail(json, "--parts goes with --part auto", ExitUsage);
+        return fail(parser, "--parts goes with --part auto", ExitUsage);
     if (auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment()); !spec)
-        return fail(json, spec.error().message, ExitUsage);
+        return fail(parser, spec.error().message, ExitUsage);
     if (parser.isSet("peft_target_dir"))
-        return fail(json, "--part: --peft_target_dir is not supported for a split merge; the adapter is written into "
+        return fail(parser, "--part: --peft_target_dir is not supported for a split merge; the adapter is written into "
                           "TARGET/lora_adapter", ExitUsage);
     if (parser.isSet("save_intermediate"))
-        return fail(json, "--part: --save_intermediate is not supported for a split merge", ExitUsage);
+        return fail(parser, "--part: --save_intermediate is not supported for a split merge", ExitUsage);
     return std::nullopt;
 }
 
@@ -161,12 +163,12 @@ int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::v
     const bool quiet = parser.isSet("quiet") || json;
     auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment());
     if (!spec)
-        return fail(json, spec.error().message, ExitUsage);
+        return fail(parser, spec.error().message, ExitUsage);
     if (outputs.empty())
-        return fail(json, "--part: nothing to write into " + target);
+        return fail(parser, "--part: nothing to write into " + target);
     auto plan = planParts(outputs, spec->parts);
     if (!plan)
-        return fail(json, plan.error().message);
+        return fail(parser, plan.error().message);
     const PartShare& mine = plan->shares[spec->part];
     std::size_t tensors = 0;
     for (const auto& r : mine.ranges)
@@ -175,7 +177,7 @@ int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::v
 
     if (parser.isSet("dry_run")) {
         if (auto usable = checkMergeTargets(outputs, target); !usable)
-            return fail(json, usable.error().message);
+            return fail(parser, usable.error().message);
         if (json) {
             nlohmann::json shares = nlohmann::json::array();
             for (const auto& s : plan->shares)
@@ -215,7 +217,7 @@ int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::v
     setup.debug.stage("write part");
     if (!outcome) {
         const bool canceled = outcome.error().message == "canceled";
-        return fail(json, label + ": " + (canceled ? "canceled; the target was not touched, and running this part "
+        return fail(parser, label + ": " + (canceled ? "canceled; the target was not touched, and running this part "
                                                      "again completes it"
                                                    : outcome.error().message + " (the target was not touched; the "
                                                      "parts' shared folder is kept, so running this part again "
@@ -256,6 +258,95 @@ int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::v
                   << " of " << spec->parts << "; the last one to finish publishes " << absTarget
                   << " ('tessera merge --status " << target << "' shows where the merge is)\n";
     }
+    return ExitOk;
+}
+
+int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, const MergePlan& model,
+                        const SplitPlan& plan, const std::string& target)
+{
+    const bool json = parser.isSet("json");
+    const bool quiet = parser.isSet("quiet") || json;
+    auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment());
+    if (!spec)
+        return fail(parser, spec.error().message, ExitUsage);
+    auto parts = planSplitParts(info, model, plan, spec->parts);
+    if (!parts)
+        return fail(parser, parts.error().message);
+    std::size_t files = 0;
+    for (auto owner : parts->owner)
+        files += owner == spec->part ? 1 : 0;
+    const std::string label = "part " + std::to_string(spec->part) + "/" + std::to_string(spec->parts);
+    if (parser.isSet("dry_run")) {
+        if (auto usable = checkSplitTarget(plan, target); !usable)
+            return fail(parser, usable.error().message);
+        nlohmann::json shares = nlohmann::json::array();
+        for (unsigned k = 0; k < spec->parts; ++k) {
+            nlohmann::json names = nlohmann::json::array();
+            for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
+                if (parts->owner[fi] == k)
+                    names.push_back(plan.files[fi].name);
+            shares.push_back({ { "bytes", parts->shareBytes[k] }, { "files", names } });
+        }
+        if (json) {
+            std::cout << dump({ { "id", parts->id }, { "part", spec->part }, { "parts", spec->parts },
+                                { "source", spec->source }, { "total_bytes", parts->totalBytes }, { "shares", shares } })
+                      << "\n";
+            return ExitOk;
+        }
+        std::cout << "Split " << parts->id << ": " << plan.files.size() << " files, " << formatBytes(parts->totalBytes)
+                  << " in " << spec->parts << " parts (this process: " << label << ", from " << spec->source << ")\n";
+        for (unsigned k = 0; k < spec->parts; ++k) {
+            std::cout << (k == spec->part ? "* " : "  ") << "part " << k << ": " << formatBytes(parts->shareBytes[k])
+                      << "\n";
+            for (const auto& name : shares[k]["files"])
+                std::cout << "      " << name.get<std::string>() << "\n";
+        }
+        return ExitOk;
+    }
+    TerminalProgress progress("Splitting " + label, TerminalProgress::Unit::Bytes, quiet);
+    SplitRunOptions run;
+    run.progress = &progress;
+    run.onNote = [quiet](const std::string& note) {
+        if (!quiet)
+            std::cerr << "tessera split: note: " << note << "\n";
+    };
+    auto outcome = runSplitPart(info, model, plan, *parts, spec->part, target, run);
+    progress.finish();
+    if (!outcome) {
+        const bool canceled = outcome.error().message == "canceled";
+        return fail(parser, label + ": " + (canceled ? "canceled; the target was not touched, and running this part "
+                                                       "again completes it"
+                                                     : outcome.error().message + " (the target was not touched; "
+                                                       "running this part again completes the split)"));
+    }
+    if (json) {
+        std::cout << dump({ { "id", parts->id }, { "part", spec->part }, { "parts", spec->parts },
+                            { "source", spec->source }, { "files_written", outcome->filesWritten },
+                            { "bytes_written", outcome->bytesWritten }, { "already_done", outcome->alreadyDone },
+                            { "seconds", outcome->seconds }, { "missing", outcome->missing },
+                            { "published", outcome->published },
+                            { "publishing_elsewhere", outcome->finishingElsewhere },
+                            { "output_dir", outcome->outputDir }, { "files", outcome->files },
+                            { "set_folder", outcome->setFolder }, { "notes", outcome->notes } })
+                  << "\n";
+        return ExitOk;
+    }
+    if (parser.isSet("quiet"))
+        return ExitOk;
+    if (outcome->alreadyDone)
+        std::cout << "Part " << spec->part << "/" << spec->parts << ": already done (" << files
+                  << " files, checked against their CRC-32s)\n";
+    else
+        std::cout << "Part " << spec->part << "/" << spec->parts << " (" << spec->source << "): wrote "
+                  << outcome->filesWritten << " files (" << formatBytes(outcome->bytesWritten) << ") in "
+                  << seconds(outcome->seconds) << "\n";
+    if (outcome->published)
+        std::cout << "All " << spec->parts << " parts are done: published " << outcome->outputDir << "\n";
+    else if (outcome->finishingElsewhere)
+        std::cout << "All " << spec->parts << " parts are done; another process is publishing " << target << "\n";
+    else
+        std::cout << "Waiting for part" << (outcome->missing.size() > 1 ? "s " : " ") << joined(outcome->missing)
+                  << " of " << spec->parts << " ('tessera split --status " << target << "' shows where the split is)\n";
     return ExitOk;
 }
 

@@ -8,6 +8,7 @@
 #include "merge_common.h"
 
 #include "merge/merge_engine.h"
+#include "split/split_plan.h"
 
 #include <optional>
 #include <string>
@@ -15,7 +16,7 @@
 
 namespace tessera::cli {
 
-/// Adds --part, --parts and --status to `tessera merge`.
+/// Adds --part, --parts and --status to `tessera merge` and `tessera split`.
 void addPartOptions(ArgParser& parser);
 
 /// Checks the part flags before anything is read: an exit code when the command must stop (usage error printed),
@@ -28,5 +29,9 @@ bool isPartRun(const ArgParser& parser);
 /// Runs (or with --dry-run, shows) this process's part of the merge of `outputs` into `target`.
 int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::vector<MergeOutput>& outputs,
                         const std::string& target);
+
+/// Runs (or with --dry-run, shows) this process's part of a split: the output files assigned to it.
+int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, const MergePlan& model,
+                        const SplitPlan& plan, const std::string& target);
 
 } // namespace tessera::cli

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -421,11 +422,11 @@ void retireSet(const fs::path& set)
 /// The set's folder: found where a part made it, else made (whole, with its plan.json and out/, then renamed into
 /// place, so a set's folder is never seen half made) where a single merge would stage. A set folder without out/
 /// was published by a process that stopped before removing it: it is removed and a new set begins.
-Result<fs::path> openSet(const std::vector<MergeOutput>& outputs, const PartsPlan& plan, const std::string& targetDir,
-                         const fs::path& target, const std::function<void(const std::string&)>& note)
+Result<fs::path> openSet(const fs::path& target, const std::string& id, const std::string& planJson,
+                         const std::function<Status()>& checkNew, const std::function<void(const std::string&)>& note)
 {
     for (const auto& place : setPlaces(target)) {
-        const fs::path set = place.folder / setName(place.prefix, plan.id);
+        const fs::path set = place.folder / setName(place.prefix, id);
         if (!isFolder(set))
             continue;
         if (isFolder(set / kOutFolder))
@@ -433,13 +434,13 @@ Result<fs::path> openSet(const std::vector<MergeOutput>& outputs, const PartsPla
         retireSet(set);
         note("removed " + set.string() + ", left by a split merge that was published");
     }
-    TESSERA_TRY(checkMergeTargets(outputs, targetDir));
+    TESSERA_TRY(checkNew());
     const SetPlace place = setPlaces(target).front();
     std::error_code ec;
     fs::create_directories(place.folder, ec);
     if (ec)
         return makeError("cannot create folder " + place.folder.string() + ": " + ec.message());
-    const fs::path set = place.folder / setName(place.prefix, plan.id);
+    const fs::path set = place.folder / setName(place.prefix, id);
     std::random_device rd;
     const fs::path fresh = set.string() + ".new-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
     if (::mkdir(fresh.c_str(), 0777) != 0)
@@ -448,7 +449,7 @@ Result<fs::path> openSet(const std::vector<MergeOutput>& outputs, const PartsPla
     if (::mkdir((fresh / kOutFolder).c_str(), 0777) != 0)
         made = makeError("cannot create " + (fresh / kOutFolder).string() + ": " + errnoText());
     if (made)
-        made = writeFileSynced((fresh / kPlanFile).string(), planJsonText(plan, target.string()));
+        made = writeFileSynced((fresh / kPlanFile).string(), planJson);
     if (made)
         made = syncFolder(fresh.string());
     if (made && ::rename(fresh.c_str(), set.c_str()) == 0) {
@@ -619,7 +620,8 @@ Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const 
     for (const auto& n : OutputStaging::removeStale(targetDir))
         note(n);
 
-    auto opened = openSet(outputs, plan, targetDir, target, note);
+    auto opened = openSet(target, plan.id, planJsonText(plan, target.string()),
+                          [&] { return checkMergeTargets(outputs, targetDir); }, note);
     TESSERA_TRY(opened);
     const fs::path set = *opened;
     outcome.setFolder = set.string();
@@ -797,5 +799,135 @@ std::vector<PartsSetStatus> partsStatus(const std::string& targetDir)
     }
     return sets;
 }
+
+namespace parts {
+
+std::string planJson(const std::string& id, unsigned parts, const std::string& target, std::uint64_t totalBytes,
+                     const std::vector<std::uint64_t>& shareBytes)
+{
+    nlohmann::json j { { "format", kRecordFormat }, { "id", id }, { "parts", parts }, { "target", target },
+                       { "total_bytes", totalBytes } };
+    auto shares = nlohmann::json::array();
+    for (std::size_t k = 0; k < shareBytes.size(); ++k)
+        shares.push_back({ { "part", k }, { "bytes", shareBytes[k] } });
+    j["shares"] = shares;
+    return j.dump(1) + "\n";
+}
+
+Result<std::string> openSet(const std::string& targetDir, const std::string& id, const std::string& planJsonText,
+                            const std::function<Status()>& checkNew, const std::function<void(const std::string&)>& note)
+{
+    auto set = tessera::openSet(normalTarget(targetDir), id, planJsonText, checkNew, note);
+    TESSERA_TRY(set);
+    return set->string();
+}
+
+Result<std::optional<std::string>> readRecordExtra(const std::string& set, const std::string& id, unsigned part,
+                                                   unsigned parts, const std::vector<RecordedFile>& expected)
+{
+    const fs::path path = fs::path(set) / recordName(part, parts);
+    auto r = readRecord(path, id, part, parts);
+    if (!r || r->ranges.size() != expected.size())
+        return std::optional<std::string>();
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        if (r->ranges[i].path != expected[i].path || r->ranges[i].begin != 0 || r->ranges[i].end != expected[i].size
+            || r->crcs[i] != hex32(expected[i].crc))
+            return std::optional<std::string>();
+    auto text = readTextFile(path.string());
+    TESSERA_TRY(text);
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return std::optional<std::string>();
+    return std::optional<std::string>(j.value("extra", nlohmann::json::object()).dump());
+}
+
+Result<std::optional<std::vector<RecordedFile>>> readRecordFiles(const std::string& set, const std::string& id,
+                                                                 unsigned part, unsigned parts)
+{
+    auto r = readRecord(fs::path(set) / recordName(part, parts), id, part, parts);
+    if (!r)
+        return std::optional<std::vector<RecordedFile>>();
+    std::vector<RecordedFile> files;
+    for (std::size_t i = 0; i < r->ranges.size(); ++i) {
+        if (r->ranges[i].begin != 0)
+            return std::optional<std::vector<RecordedFile>>();
+        files.push_back({ r->ranges[i].path, r->ranges[i].end,
+                          static_cast<std::uint32_t>(std::strtoul(r->crcs[i].c_str(), nullptr, 16)) });
+    }
+    return std::optional<std::vector<RecordedFile>>(std::move(files));
+}
+
+Status writeRecord(const std::string& set, const std::string& id, unsigned part, unsigned parts,
+                   const std::vector<RecordedFile>& files, const std::string& extraJson, double seconds)
+{
+    std::uint64_t bytes = 0;
+    auto ranges = nlohmann::json::array();
+    for (const auto& f : files) {
+        ranges.push_back({ { "path", f.path }, { "begin", 0 }, { "end", f.size }, { "crc32", hex32(f.crc) } });
+        bytes += f.size;
+    }
+    nlohmann::json record { { "format", kRecordFormat }, { "id", id }, { "part", part }, { "parts", parts },
+                            { "host", hostName() }, { "pid", long(::getpid()) }, { "bytes", bytes },
+                            { "seconds", seconds }, { "ranges", ranges } };
+    auto extra = nlohmann::json::parse(extraJson.empty() ? std::string("{}") : extraJson, nullptr, false);
+    record["extra"] = extra.is_discarded() ? nlohmann::json::object() : extra;
+    if (!isFolder(set))
+        return makeError(set + " disappeared while part " + std::to_string(part) + " was written: another run "
+                         "published or removed the set; run this part again if the target is not complete");
+    return writeAtomically(fs::path(set) / recordName(part, parts), record.dump(1) + "\n");
+}
+
+void removeRecord(const std::string& set, unsigned part, unsigned parts)
+{
+    if (::unlink((fs::path(set) / recordName(part, parts)).c_str()) == 0)
+        (void)syncFolder(set);
+}
+
+std::vector<unsigned> missingParts(const std::string& set, unsigned parts)
+{
+    std::vector<unsigned> missing;
+    for (unsigned k = 0; k < parts; ++k)
+        if (!pathExists(fs::path(set) / recordName(k, parts)))
+            missing.push_back(k);
+    return missing;
+}
+
+struct PublishClaim::Held {
+    std::unique_ptr<Claim> claim;
+};
+
+PublishClaim::PublishClaim() = default;
+PublishClaim::PublishClaim(PublishClaim&&) noexcept = default;
+PublishClaim::~PublishClaim() = default;
+
+Result<PublishClaim> claimPublish(const std::string& set, std::vector<std::string>& notes)
+{
+    auto claim = claimFinishing(set, notes);
+    TESSERA_TRY(claim);
+    PublishClaim held;
+    if (*claim) {
+        held.m_held = std::make_unique<PublishClaim::Held>();
+        held.m_held->claim = std::move(*claim);
+    }
+    return held;
+}
+
+Status publishSet(const std::string& targetDir, const std::string& set, const std::vector<std::string>& keystones)
+{
+    auto staging = OutputStaging::adopt(normalTarget(targetDir).string(), (fs::path(set) / kOutFolder).string());
+    TESSERA_TRY(staging);
+    TESSERA_TRY(staging->publish(keystones));
+    retireSet(set);
+    return Status::success();
+}
+
+Result<std::uint32_t> crcOfFile(const std::string& path, std::uint64_t size, const std::function<bool()>& canceled)
+{
+    return crcOfRange(path, 0, size, canceled);
+}
+
+std::string outFolder(const std::string& set) { return (fs::path(set) / kOutFolder).string(); }
+
+} // namespace parts
 
 } // namespace tessera

@@ -20,6 +20,8 @@
 #include "result.h"
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -105,5 +107,61 @@ struct PartsSetStatus {
 
 /// Every shared folder of split merges into `targetDir` (inside it and beside it).
 std::vector<PartsSetStatus> partsStatus(const std::string& targetDir);
+
+/// The same mechanics for other jobs split into parts whose parts write whole files (`tessera split --part`):
+/// the shared folder, the records, the claim and the publish. `tessera merge --status` reports their sets too.
+namespace parts {
+
+/// A whole file a part wrote: its path in the output folder, its size and CRC-32.
+struct RecordedFile {
+    std::string path;
+    std::uint64_t size = 0;
+    std::uint32_t crc = 0;
+};
+
+/// plan.json for a set of `parts` parts with these shares.
+std::string planJson(const std::string& id, unsigned parts, const std::string& target, std::uint64_t totalBytes,
+                     const std::vector<std::uint64_t>& shareBytes);
+/// The set's folder, found or made (with out/ and plan.json); `checkNew` runs before a new set is made.
+Result<std::string> openSet(const std::string& targetDir, const std::string& id, const std::string& planJson,
+                            const std::function<Status()>& checkNew, const std::function<void(const std::string&)>& note);
+/// Where parts write: out/ of the set.
+std::string outFolder(const std::string& set);
+/// Part `part`'s record: the files it wrote and its own data (a JSON object as text).
+Status writeRecord(const std::string& set, const std::string& id, unsigned part, unsigned parts,
+                   const std::vector<RecordedFile>& files, const std::string& extraJson, double seconds);
+/// The files part `part` recorded; nullopt when it has no valid record.
+Result<std::optional<std::vector<RecordedFile>>> readRecordFiles(const std::string& set, const std::string& id,
+                                                                 unsigned part, unsigned parts);
+/// The record's own data, when it lists exactly `expected`; nullopt otherwise.
+Result<std::optional<std::string>> readRecordExtra(const std::string& set, const std::string& id, unsigned part,
+                                                   unsigned parts, const std::vector<RecordedFile>& expected);
+/// Removes a record before its part's files are written again.
+void removeRecord(const std::string& set, unsigned part, unsigned parts);
+/// Parts without a record.
+std::vector<unsigned> missingParts(const std::string& set, unsigned parts);
+
+/// The right to publish a complete set, held until destroyed; empty when another live process holds it.
+class PublishClaim {
+public:
+    PublishClaim();
+    PublishClaim(PublishClaim&&) noexcept;
+    ~PublishClaim();
+    explicit operator bool() const { return m_held != nullptr; }
+
+private:
+    struct Held;
+    std::unique_ptr<Held> m_held;
+    friend Result<PublishClaim> claimPublish(const std::string& set, std::vector<std::string>& notes);
+};
+Result<PublishClaim> claimPublish(const std::string& set, std::vector<std::string>& notes);
+
+/// Publishes out/ of the set into the target (keystones last) and removes the set.
+Status publishSet(const std::string& targetDir, const std::string& set, const std::vector<std::string>& keystones);
+
+/// CRC-32 of a file's first `size` bytes.
+Result<std::uint32_t> crcOfFile(const std::string& path, std::uint64_t size, const std::function<bool()>& canceled);
+
+} // namespace parts
 
 } // namespace tessera

@@ -306,7 +306,7 @@ private Q_SLOTS:
         expectedWithReadme["README.md"] = "kept\n";
         QVERIFY(tree(target) == expectedWithReadme);
         QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 0);
-        QVERIFY2(so.contains(QStringLiteral("No split merge is under way")), qPrintable(so));
+        QVERIFY2(so.contains(QStringLiteral("No parts of a merge or split are under way")), qPrintable(so));
     }
 
     /// Without one part nothing is published, whether the target is new or holds an older model, and --status
@@ -516,6 +516,65 @@ private Q_SLOTS:
                                 "--dry-run" }), {}, &so, &se), 0);
         QVERIFY2(so.contains(QStringLiteral("* part 1:")), qPrintable(so));
         QVERIFY(!fs::exists(target));
+    }
+
+    void splitInPartsMatchesTheSingleSplit_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        const std::string hf = test::fixture("fsdp2_llama_w4/reference");
+        QTest::newRow("fsdp world 4") << A({ "--hf_dir", hf, "--format", "fsdp", "--world_size", "4" });
+        QTest::newRow("dcp world 3") << A({ "--hf_dir", hf, "--format", "dcp", "--world_size", "3" });
+        QTest::newRow("megatron tp2 pp2") << A({ "--hf_dir", hf, "--format", "megatron", "--tp", "2", "--pp", "2" });
+        QTest::newRow("megatron-lm tp2") << A({ "--hf_dir", hf, "--format", "megatron", "--flavor", "megatron-lm", "--tp", "2" });
+        QTest::newRow("megatron-dist tp2 pp2") << A({ "--hf_dir", hf, "--format", "megatron-dist", "--tp", "2", "--pp", "2" });
+        QTest::newRow("megatron legacy -> fsdp world 8")
+            << A({ "--local_dir", actor("megatron_legacy_qwen2_tp2_pp2"), "--format", "fsdp", "--world_size", "8" });
+    }
+    /// `tessera split --part K/N` (N = 2, 3, parts in a shuffled order, one run twice): published with the last part
+    /// only, the same files and sizes as the single split, the same tensors bit for bit (`tessera diff`; torch.save
+    /// archives differ only in their serialization id, which names the folder they were written in), and its run
+    /// root's latest_checkpointed_iteration.txt when the single split writes one.
+    void splitInPartsMatchesTheSingleSplit()
+    {
+        QFETCH(QStringList, args);
+        QString so, se;
+        const std::string single = test::makeTempDir() + "/run/global_step_7/actor";
+        QVERIFY2(test::runTessera(A({ "split" }) + args + A({ "--target_dir", single, "--quiet" }), &so, &se) == 0,
+                 qPrintable(se));
+        std::map<std::string, std::uint64_t> sizes;
+        for (const auto& entry : fs::recursive_directory_iterator(single))
+            sizes[fs::relative(entry.path(), single).string()] = entry.is_regular_file() ? entry.file_size() : 0;
+        std::mt19937 gen(static_cast<unsigned>(qHash(QString::fromLatin1(QTest::currentDataTag()))));
+        for (unsigned n : { 2u, 3u }) {
+            const std::string root = test::makeTempDir() + "/run";
+            const std::string target = root + "/global_step_7/actor";
+            std::vector<unsigned> order(n);
+            for (unsigned k = 0; k < n; ++k)
+                order[k] = k;
+            std::shuffle(order.begin(), order.end(), gen);
+            for (std::size_t i = 0; i < n; ++i) {
+                const QStringList line = A({ "split" }) + args
+                    + A({ "--target_dir", target, "--quiet", "--part", std::to_string(order[i]) + "/" + std::to_string(n) });
+                QVERIFY2(test::runTessera(line, &so, &se) == 0, qPrintable(se));
+                if (i == 0)
+                    QVERIFY2(test::runTessera(line, &so, &se) == 0, qPrintable(se));
+                QCOMPARE(fs::exists(target), i + 1 == n);
+            }
+            std::map<std::string, std::uint64_t> now;
+            for (const auto& entry : fs::recursive_directory_iterator(target)) {
+                const std::string rel = fs::relative(entry.path(), target).string();
+                now[rel] = entry.is_regular_file() ? entry.file_size() : 0;
+                const std::string bytes = entry.is_regular_file() ? test::readFile(entry.path().string()) : "";
+                if (entry.is_regular_file() && bytes.rfind("PK", 0) != 0)
+                    QVERIFY2(bytes == test::readFile(single + "/" + rel), rel.c_str());
+            }
+            QVERIFY(now == sizes);
+            const std::string singleRoot = fs::path(single).parent_path().parent_path().string();
+            QCOMPARE(fs::exists(root + "/latest_checkpointed_iteration.txt"),
+                     fs::exists(singleRoot + "/latest_checkpointed_iteration.txt"));
+            QVERIFY(names(fs::path(target).parent_path().string()) == std::vector<std::string> { "actor" });
+            QVERIFY2(test::runTessera(A({ "diff", single, target }), &so, &se) == 0, qPrintable(so + se));
+        }
     }
 
     /// mpirun (Open MPI, as Debian's openmpi-bin installs it) starts the parts; skipped when it is not installed.
