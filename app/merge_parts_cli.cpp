@@ -129,11 +129,11 @@ nlohmann::json shareJson(const PartShare& s)
 
 void addPartOptions(ArgParser& parser)
 {
-    parser.addOption("part", "K/N", "write only part K (numbered from 0) of N of the merge, into a folder shared with "
-                                    "the other parts; the last part to finish publishes the model. 'auto' takes K "
-                                    "and N from Slurm, mpirun or a Kubernetes indexed Job");
+    parser.addOption("part", "K/N", "write only part K (numbered from 0) of N of the output, into a folder shared "
+                                    "with the other parts (on one machine or many); the last part to finish "
+                                    "publishes it. 'auto' takes K and N from Slurm, mpirun or a Kubernetes indexed Job");
     parser.addOption("parts", "N", "with --part auto: the number of parts (needed for a Kubernetes indexed Job)");
-    parser.addOption("status", "TARGET", "say which parts of a split merge into TARGET are done and which are missing");
+    parser.addOption("status", "TARGET", "say which parts of a --part run into TARGET are done and which are missing");
 }
 
 bool isPartRun(const ArgParser& parser) { return parser.isSet("part") || parser.isSet("parts"); }
