@@ -577,6 +577,49 @@ private Q_SLOTS:
         }
     }
 
+    /// A split part killed while it writes leaves the target as it was; --status names it; run again, it completes.
+    void killedSplitPartRerunCompletesTheSplit()
+    {
+        QString so, se;
+        const std::string merged = test::makeTempDir() + "/model";
+        QVERIFY2(test::runTessera(withTarget(A({ "--local_dir", m_big }), merged), &so, &se) == 0, qPrintable(se));
+        const QStringList args = A({ "split", "--hf_dir", merged, "--format", "fsdp", "--world_size", "4", "--quiet" });
+        const std::string single = test::makeTempDir() + "/single";
+        QCOMPARE(test::runTessera(args + A({ "--target_dir", single }), &so, &se), 0);
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/split";
+        QProcess p;
+        p.start(q(test::tesseraBinary()), args + A({ "--target_dir", target, "--part", "0/2" }));
+        QVERIFY(p.waitForStarted());
+        QElapsedTimer waited;
+        waited.start();
+        auto writing = [&] {
+            std::error_code ec;
+            for (const auto& entry : fs::directory_iterator(parent, ec))
+                for (const auto& f : fs::directory_iterator(entry.path() / "out", ec))
+                    if (f.path().extension() == ".pt")
+                        return true;
+            return false;
+        };
+        while (p.state() != QProcess::NotRunning && waited.elapsed() < 20000 && !writing())
+            QThread::usleep(200);
+        const bool killedWhileWriting = p.state() != QProcess::NotRunning;
+        if (!killedWhileWriting)
+            qInfo("part 0 finished before it could be killed");
+        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+        QVERIFY(p.waitForFinished(30000));
+        QCOMPARE(test::runTessera(args + A({ "--target_dir", target, "--part", "1/2" }), &so, &se), 0);
+        if (killedWhileWriting) {
+            QVERIFY(!fs::exists(target));
+            QCOMPARE(test::runTessera(A({ "split", "--status", target }), &so, &se), 1);
+            QVERIFY2(so.contains(QStringLiteral("part 0: missing")), qPrintable(so));
+        }
+        QCOMPARE(test::runTessera(args + A({ "--target_dir", target, "--part", "0/2" }), &so, &se), 0);
+        QVERIFY(fs::exists(target + "/fsdp_config.json"));
+        QVERIFY2(test::runTessera(A({ "diff", single, target }), &so, &se) == 0, qPrintable(so + se));
+        QVERIFY(names(parent) == std::vector<std::string> { "split" });
+    }
+
     /// mpirun (Open MPI, as Debian's openmpi-bin installs it) starts the parts; skipped when it is not installed.
     void mpirunStartsTheParts()
     {
