@@ -432,7 +432,7 @@ Result<fs::path> openSet(const fs::path& target, const std::string& id, const st
         if (isFolder(set / kOutFolder))
             return set;
         retireSet(set);
-        note("removed " + set.string() + ", left by a split merge that was published");
+        note("removed " + set.string() + ", left by parts whose output was published");
     }
     TESSERA_TRY(checkNew());
     const SetPlace place = setPlaces(target).front();
