@@ -63,7 +63,7 @@ int runStatus(const ArgParser& parser)
         j["sets"].push_back({ { "folder", s.folder }, { "id", s.id }, { "parts", s.parts },
                               { "total_bytes", s.totalBytes }, { "done", done }, { "missing", s.missing },
                               { "finisher", s.finisher ? *s.finisher : "" }, { "finisher_alive", s.finisherAlive } });
-        text << "Parts " << s.id << " into " << target << " (" << s.folder << "):\n";
+        text << "Parts of " << parser.command() << " " << s.id << " into " << target << " (" << s.folder << "):\n";
         if (s.parts == 0) {
             text << "  its plan.json is missing or unreadable; run any part again to rewrite it\n";
             continue;
