@@ -422,9 +422,39 @@ void retireSet(const fs::path& set)
 /// The set's folder: found where a part made it, else made (whole, with its plan.json and out/, then renamed into
 /// place, so a set's folder is never seen half made) where a single merge would stage. A set folder without out/
 /// was published by a process that stopped before removing it: it is removed and a new set begins.
+/// Removes what interrupted parts left beside their sets: folders renamed for removal (".done-…"), and folders
+/// begun more than ten minutes ago but never renamed into place (".new-…"; a live part renames its own at once).
+void removeLeftovers(const fs::path& target, const std::function<void(const std::string&)>& note)
+{
+    const auto now = fs::file_time_type::clock::now();
+    for (const auto& place : setPlaces(target)) {
+        const std::string prefix = place.prefix + kSetTag;
+        std::error_code ec;
+        std::vector<fs::path> leftovers;
+        for (const auto& entry : fs::directory_iterator(place.folder, ec)) {
+            const std::string name = entry.path().filename().string();
+            if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 17 || !isFolder(entry.path())
+                || entry.is_symlink())
+                continue;
+            const std::string tail = name.substr(prefix.size() + 16);
+            std::error_code timeError;
+            const auto modified = fs::last_write_time(entry.path(), timeError);
+            if (tail.rfind(".done-", 0) == 0
+                || (tail.rfind(".new-", 0) == 0 && !timeError && now - modified > std::chrono::minutes(10)))
+                leftovers.push_back(entry.path());
+        }
+        for (const auto& dir : leftovers) {
+            fs::remove_all(dir, ec);
+            if (!ec)
+                note("removed " + dir.string() + ", left by an interrupted part");
+        }
+    }
+}
+
 Result<fs::path> openSet(const fs::path& target, const std::string& id, const std::string& planJson,
                          const std::function<Status()>& checkNew, const std::function<void(const std::string&)>& note)
 {
+    removeLeftovers(target, note);
     for (const auto& place : setPlaces(target)) {
         const fs::path set = place.folder / setName(place.prefix, id);
         if (!isFolder(set))

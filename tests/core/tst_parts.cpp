@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <map>
@@ -436,6 +437,26 @@ private Q_SLOTS:
         QCOMPARE(test::readFile(target + "/extra.json"), std::string("new extra"));
         QCOMPARE(test::readFile(target + "/README.md"), std::string("kept\n"));
         QVERIFY(!fs::exists(folder));
+    }
+
+    /// What interrupted parts left (a set being removed, a set begun long ago and never put in place) goes; a set
+    /// being made right now stays.
+    void leftoversOfInterruptedPartsAreRemoved()
+    {
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        const std::string base = parent + "/.merged.tessera-parts-0123456789abcdef";
+        for (const char* tail : { ".done-12-34", ".new-56-78", ".new-90-12" }) {
+            fs::create_directories(base + tail + "/out");
+            test::writeFile(base + tail + "/out/model.safetensors", "leftover");
+        }
+        fs::last_write_time(base + ".new-56-78", fs::file_time_type::clock::now() - std::chrono::hours(1));
+        QString so, se;
+        QCOMPARE(test::runTessera(part(A({ "--local_dir", actor("fsdp2_qwen2_w2_fp32") }), target, 0, 2) + A({ "--json" }),
+                                  &so, &se), 0);
+        QVERIFY(!fs::exists(base + ".done-12-34") && !fs::exists(base + ".new-56-78"));
+        QVERIFY(fs::exists(base + ".new-90-12"));
+        QVERIFY2(so.contains(QStringLiteral("left by an interrupted part")), qPrintable(so));
     }
 
     /// A plain merge into the same target meanwhile removes only dead runs' folders, never a set's.
