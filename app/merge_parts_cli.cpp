@@ -27,6 +27,9 @@ std::string joined(const std::vector<unsigned>& parts)
     return text;
 }
 
+/// "1 tensor", "3 tensors".
+std::string count(std::size_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+
 std::string seconds(double s)
 {
     std::ostringstream out;
@@ -111,7 +114,7 @@ std::string rangeText(const PartRange& r, const std::vector<MergeOutput>& output
     if (r.tensors.size() == f.tensors.size())
         return r.path + " (" + formatBytes(r.end - r.begin) + " of tensors, the whole file)";
     return r.path + " bytes " + std::to_string(r.begin) + "–" + std::to_string(r.end) + " ("
-        + std::to_string(r.tensors.size()) + " tensors, " + formatBytes(r.end - r.begin) + ")";
+        + count(r.tensors.size(), "tensor") + ", " + formatBytes(r.end - r.begin) + ")";
 }
 
 nlohmann::json shareJson(const PartShare& s)
@@ -242,11 +245,12 @@ int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::v
     if (parser.isSet("quiet"))
         return ExitOk;
     if (outcome->alreadyDone)
-        std::cout << "Part " << spec->part << "/" << spec->parts << ": already done (" << tensors << " tensors, "
-                  << formatBytes(mine.bytes) << ", checked against its CRC-32s)\n";
+        std::cout << "Part " << spec->part << "/" << spec->parts << ": already done (" << count(tensors, "tensor")
+                  << ", " << formatBytes(mine.bytes) << ", checked against its CRC-32s)\n";
     else
-        std::cout << "Part " << spec->part << "/" << spec->parts << " (" << spec->source << "): wrote " << tensors
-                  << " tensors (" << formatBytes(outcome->bytesWritten) << ") in " << seconds(outcome->seconds) << "\n";
+        std::cout << "Part " << spec->part << "/" << spec->parts << " (" << spec->source << "): wrote "
+                  << count(tensors, "tensor") << " (" << formatBytes(outcome->bytesWritten) << ") in "
+                  << seconds(outcome->seconds) << "\n";
     if (outcome->published) {
         std::cout << "All " << spec->parts << " parts are done: published " << absTarget << "\n";
         for (const auto& f : outcome->files)
@@ -334,11 +338,11 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
     if (parser.isSet("quiet"))
         return ExitOk;
     if (outcome->alreadyDone)
-        std::cout << "Part " << spec->part << "/" << spec->parts << ": already done (" << files
-                  << " files, checked against their CRC-32s)\n";
+        std::cout << "Part " << spec->part << "/" << spec->parts << ": already done (" << count(files, "file")
+                  << ", checked against their CRC-32s)\n";
     else
         std::cout << "Part " << spec->part << "/" << spec->parts << " (" << spec->source << "): wrote "
-                  << outcome->filesWritten << " files (" << formatBytes(outcome->bytesWritten) << ") in "
+                  << count(outcome->filesWritten, "file") << " (" << formatBytes(outcome->bytesWritten) << ") in "
                   << seconds(outcome->seconds) << "\n";
     if (outcome->published)
         std::cout << "All " << spec->parts << " parts are done: published " << outcome->outputDir << "\n";
