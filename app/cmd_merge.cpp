@@ -4,6 +4,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "merge_common.h"
+#include "merge_parts_cli.h"
 #include "merge_report.h"
 #include "terminal_progress.h"
 
@@ -40,7 +41,10 @@ int runMerge(const std::vector<std::string>& args)
                                           "its source pieces, mapping rule, transform and CRC-32");
     parser.addOption("hf_upload_path", "REPO", "not supported: upload the folder with 'huggingface-cli upload'");
     parser.addSwitch("private", "accepted for compatibility with verl (upload is not supported)");
+    addPartOptions(parser);
     if (const auto exitCode = parseCommandLine(parser, args))
+        return *exitCode;
+    if (const auto exitCode = checkPartFlags(parser)) // --part K/N, --status TARGET
         return *exitCode;
     if (parser.isSet("hf_upload_path")) {
         std::cerr << "tessera merge: --hf_upload_path is not supported; merge, then run 'huggingface-cli upload "
@@ -92,6 +96,8 @@ int runMerge(const std::vector<std::string>& args)
                 break;
             }
     }
+    if (isPartRun(parser))
+        return runMergePartCommand(parser, setup, outputs, target);
     const std::string peftTarget = parser.value("peft_target_dir");
     // Each model's label in summaries: the sub-folder it goes into, or nothing for the target itself.
     auto label = [](const MergeOutput& o) { return o.subfolder.empty() ? std::string() : o.subfolder + "/"; };

@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "merge_common.h"
+#include "merge_parts_cli.h"
 #include "terminal_progress.h"
 
 #include "io/byte_size.h"
@@ -91,7 +92,10 @@ int runSplit(const std::vector<std::string>& args)
     parser.addOption("iteration", "N", "megatron-lm: write iter_NNNNNNN (default: release)");
     parser.addSwitch("dry_run", "print the split plan (files, tensors, boxes, memory, disk) and write nothing");
     parser.addSwitch("tensors", "with --dry-run: list the tensors of the first file and the box each holds");
+    addPartOptions(parser);
     if (const auto exitCode = parseCommandLine(parser, args))
+        return *exitCode;
+    if (const auto exitCode = checkPartFlags(parser)) // --part K/N, --status TARGET
         return *exitCode;
 
     const bool fromHf = parser.isSet("hf_dir");
@@ -179,6 +183,8 @@ int runSplit(const std::vector<std::string>& args)
     if (!plan)
         return fail(parser, ExitProblems, plan.error().message);
 
+    if (isPartRun(parser))
+        return runSplitPartCommand(parser, info, model, *plan, target);
     const bool json = parser.isSet("json");
     const bool quiet = parser.isSet("quiet") || json;
     if (parser.isSet("dry_run")) {

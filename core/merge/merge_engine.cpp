@@ -99,12 +99,24 @@ Status pwriteAll(int fd, const std::uint8_t* data, std::uint64_t length, std::ui
 struct OutputFile {
     std::string path;
     int fd = -1;
+    std::size_t index = 0;                                 ///< in MergePlan::files
+    const MergeRunOptions* options = nullptr;              ///< for onTensorBytes
     ~OutputFile()
     {
         if (fd >= 0)
             ::close(fd);
     }
 };
+
+/// Writes tensor bytes at `offset` of `out` and tells MergeRunOptions::onTensorBytes.
+Status writeTensorBytes(const OutputFile& out, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset,
+                        const std::string& what)
+{
+    TESSERA_TRY(pwriteAll(out.fd, data, length, offset, what));
+    if (out.options && out.options->onTensorBytes)
+        out.options->onTensorBytes(out.index, offset, data, length);
+    return Status::success();
+}
 
 /// Compares a Replica piece with the Primary piece of the same box, run by run, in the stored bytes.
 Status verifyReplica(SourceFiles& files, const TensorInfo& t, const Piece& replica, const Piece& primary,
@@ -159,8 +171,9 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
     if (p.storedDtype == planned.dtype) {
         const std::uint64_t length = count * outSize;
         std::uint64_t done = 0;
-        // In-kernel copy: no page of the source is mapped into this process at all.
-        const int sfd = files.descriptor(p.file);
+        // In-kernel copy: no page of the source is mapped into this process at all (unless the bytes are to be
+        // seen on their way, MergeRunOptions::onTensorBytes).
+        const int sfd = out.options && out.options->onTensorBytes ? -1 : files.descriptor(p.file);
         while (sfd >= 0 && done < length) {
             if (canceled && canceled())
                 return canceledError();
@@ -191,7 +204,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
                 return canceledError();
             const std::uint64_t n = std::min(length - done, kMergeChunkBytes);
             (*map)->adviseWillNeed(p.dataOffset + done, n);
-            TESSERA_TRY(pwriteAll(out.fd, base + done, n, outOffset + done, what));
+            TESSERA_TRY(writeTensorBytes(out, base + done, n, outOffset + done, what));
             (*map)->adviseDontNeed(p.dataOffset + done, n);
             done += n;
             addBytes(n);
@@ -212,7 +225,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
         auto converted = convertElements(base + first * inSize, p.storedDtype, staging.data(), planned.dtype, n);
         if (!converted)
             return converted.error().withContext(p.file + ": " + t.name);
-        TESSERA_TRY(pwriteAll(out.fd, staging.data(), n * outSize, outOffset + first * outSize, what));
+        TESSERA_TRY(writeTensorBytes(out, staging.data(), n * outSize, outOffset + first * outSize, what));
         (*map)->adviseDontNeed(p.dataOffset + first * inSize, n * inSize);
         addBytes(n * outSize);
     }
@@ -384,11 +397,28 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     outcome.files = plan.outputFileNames();
     auto canceled = [&] { return isCanceled(options); };
 
+    // A part of a split merge writes only its tensors, into the files they lie in; see MergeRunOptions.
+    const bool partial = options.onlyTensors != nullptr;
+    auto selected = [&](std::size_t tensor) { return !partial || (*options.onlyTensors)[tensor]; };
+    if (partial && options.onlyTensors->size() != plan.tensors.size())
+        return makeError("internal: the tensor selection does not match the plan");
+    std::vector<bool> fileUsed(plan.files.size(), options.writeFinish);
+    for (std::size_t i = 0; i < plan.tensors.size(); ++i)
+        if (selected(i) && plan.tensors[i].file < fileUsed.size())
+            fileUsed[plan.tensors[i].file] = true;
+
     std::vector<std::unique_ptr<OutputFile>> outputs;
-    for (const auto& f : plan.files) {
+    for (std::size_t fileIndex = 0; fileIndex < plan.files.size(); ++fileIndex) {
+        const auto& f = plan.files[fileIndex];
         auto out = std::make_unique<OutputFile>();
         out->path = (fs::path(dir) / f.name).string();
-        out->fd = ::open(out->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        out->index = fileIndex;
+        out->options = &options;
+        if (!fileUsed[fileIndex]) {
+            outputs.push_back(std::move(out));
+            continue;
+        }
+        out->fd = ::open(out->path.c_str(), O_WRONLY | O_CREAT | (partial ? 0 : O_TRUNC) | O_CLOEXEC, 0644);
         if (out->fd < 0)
             return makeError(out->path + ": cannot be created: " + std::strerror(errno));
         // The header is written last (below): a file cut short by a crash or a kill has none, so it can never
@@ -411,9 +441,17 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     std::vector<Item> items;
     std::unique_ptr<std::atomic<std::size_t>[]> remaining(new std::atomic<std::size_t>[plan.tensors.size()]);
     std::size_t emptyTensors = 0;
+    std::uint64_t selectedBytes = 0;
+    std::size_t selectedTensors = 0;
     for (std::size_t i = 0; i < plan.tensors.size(); ++i) {
         const auto& t = plan.tensors[i];
         std::size_t n = 0;
+        if (!selected(i)) {
+            remaining[i].store(0);
+            continue;
+        }
+        selectedBytes += t.bytes;
+        ++selectedTensors;
         if (t.mode == CopyMode::Direct && !t.delta) {
             for (auto p : t.pieces)
                 items.push_back({ i, p, kNone }), ++n;
@@ -430,8 +468,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
 
     std::mutex reportMutex;
     MergeProgress state;
-    state.bytesTotal = plan.totalBytes;
-    state.tensorsTotal = plan.tensors.size();
+    state.bytesTotal = selectedBytes;
+    state.tensorsTotal = selectedTensors;
     state.tensorsDone = emptyTensors;
     auto report = [&](std::uint64_t bytes, std::size_t tensor, bool finished) {
         std::lock_guard<std::mutex> lock(reportMutex);
@@ -473,7 +511,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
             if (!buffer)
                 status = buffer.error().withContext(tensor.name);
             else if ((status = materializeTensor(sources, tensor, planned, buffer->data(), stop)))
-                status = pwriteAll(out.fd, buffer->data(), planned.bytes, planned.fileOffset, out.path + ": " + tensor.name);
+                status = writeTensorBytes(out, buffer->data(), planned.bytes, planned.fileOffset, out.path + ": " + tensor.name);
             buffer = PageBuffer();
             budget.release(held);
             if (status)
@@ -494,7 +532,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     if (canceled() || failed)
         return canceledError();
 
-    for (const auto& tie : plan.tieChecks) {
+    for (const auto& tie : options.writeFinish ? plan.tieChecks : std::vector<TieCheck>()) {
         auto warning = checkTie(sources, info, tie, budget, stop);
         TESSERA_TRY(warning);
         if (!warning->empty() && tie.forced)
@@ -506,9 +544,12 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     }
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         auto& out = outputs[i];
+        if (out->fd < 0)
+            continue;
         const std::string& header = plan.files[i].header;
-        TESSERA_TRY(pwriteAll(out->fd, reinterpret_cast<const std::uint8_t*>(header.data()), header.size(), 0,
-                              out->path));
+        if (options.writeFinish)
+            TESSERA_TRY(pwriteAll(out->fd, reinterpret_cast<const std::uint8_t*>(header.data()), header.size(), 0,
+                                  out->path));
         if (options.sync && ::fdatasync(out->fd) != 0)
             return makeError(out->path + ": cannot be flushed to disk: " + std::strerror(errno));
         const int fd = out->fd;
@@ -516,15 +557,15 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         if (::close(fd) != 0)
             return makeError(out->path + ": cannot be closed: " + std::strerror(errno));
     }
-    if (!plan.indexJson.empty())
+    if (options.writeFinish && !plan.indexJson.empty())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / "model.safetensors.index.json").string(), plan.indexJson));
-    if (!plan.configDir.empty())
+    if (options.writeFinish && !plan.configDir.empty())
         TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configDtype, plan.configTied));
-    for (const auto& [name, content] : plan.generatedFiles)
+    for (const auto& [name, content] : options.writeFinish ? plan.generatedFiles : decltype(plan.generatedFiles)())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / name).string(), content));
     if (canceled())
         return canceledError();
-    outcome.bytesWritten = plan.totalBytes;
+    outcome.bytesWritten = selectedBytes;
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return outcome;
 }

@@ -42,6 +42,16 @@ struct MergeRunOptions {
     const std::atomic<bool>* cancel = nullptr;
     /// Told about things done besides the merge (a dead run's temporary folder removed), as they happen.
     std::function<void(const std::string&)> onNote;
+    /// One part of a merge split across processes (merge/merge_parts.h): when set (one flag per plan tensor),
+    /// only the marked tensors are written, into files the other parts write too (created when missing, never
+    /// truncated). The headers, index, side files and tie checks are written only with `writeFinish`, by the
+    /// part that completes the set.
+    const std::vector<bool>* onlyTensors = nullptr;
+    bool writeFinish = true;
+    /// Called (from worker threads, concurrently) with every block of tensor bytes written: the index of its file
+    /// in MergePlan::files, its offset there and the bytes. A split merge's parts checksum what they write with it.
+    std::function<void(std::size_t file, std::uint64_t offset, const std::uint8_t* data, std::uint64_t length)>
+        onTensorBytes;
 };
 
 /// What a finished merge did.

@@ -137,6 +137,37 @@ bool rollBackInterruptedPublish(const fs::path& temp, const fs::path& target)
     return true;
 }
 
+/// Undoes the moves of a publish of `temp` that was interrupted, keeping the new files: those already moved into
+/// the target go back into `temp`, the files they replaced back into the target. The folder can then be published
+/// again.
+Status rollBackKeepingNewFiles(const fs::path& temp, const fs::path& target)
+{
+    auto text = readTextFile((temp / kJournal).string());
+    if (!text)
+        return Status::success();
+    auto moveBack = [&](const std::string& name) -> Status {
+        if (pathExists(target / name) && !pathExists(temp / name)
+            && ::rename((target / name).c_str(), (temp / name).c_str()) != 0)
+            return makeError("cannot move " + (target / name).string() + " back into " + temp.string() + ": "
+                             + errnoText());
+        return Status::success();
+    };
+    for (const auto& line : parseJournal(*text)) {
+        const fs::path backup = temp / kReplaced / line.name;
+        if (pathExists(backup)) {
+            TESSERA_TRY(moveBack(line.name));
+            if (::rename(backup.c_str(), (target / line.name).c_str()) != 0)
+                return makeError("cannot restore " + (target / line.name).string() + ": " + errnoText());
+        } else if (!line.existed) {
+            TESSERA_TRY(moveBack(line.name));
+        }
+    }
+    TESSERA_TRY(syncFolder(target.string()));
+    ::rmdir((temp / kReplaced).c_str());
+    ::unlink((temp / kJournal).c_str());
+    return syncFolder(temp.string());
+}
+
 /// Where the temporary folders for `target` live, and the name prefix they carry there.
 struct StagingPlace {
     fs::path folder;
@@ -286,12 +317,34 @@ Result<OutputStaging> OutputStaging::create(const std::string& target)
     return makeError("cannot create a temporary folder in " + base.string() + ": " + reason);
 }
 
+Result<OutputStaging> OutputStaging::adopt(const std::string& target, const std::string& folder)
+{
+    OutputStaging staging;
+    const fs::path t = normalTarget(target);
+    const fs::path dir = normalTarget(folder);
+    const int lock = lockFolder(dir);
+    if (lock < 0)
+        return makeError(dir.string() + (isRealFolder(dir) ? " is being published by another process"
+                                                           : " is missing or not a folder"));
+    staging.m_lock = lock;
+    staging.m_target = t.string();
+    staging.m_temp = dir.string();
+    staging.m_keep = true;
+    staging.m_active = true;
+    TESSERA_TRY(rollBackKeepingNewFiles(dir, t));
+    if (pathExists(dir / kReplaced) || pathExists(dir / kJournal))
+        return makeError(dir.string() + " holds files of an interrupted publish that could not be put back ("
+                         + std::string(kReplaced) + ", " + kJournal + ")");
+    return staging;
+}
+
 OutputStaging::OutputStaging(OutputStaging&& other) noexcept
     : m_target(std::move(other.m_target)),
       m_temp(std::move(other.m_temp)),
       m_createdParents(std::move(other.m_createdParents)),
       m_lock(other.m_lock),
-      m_active(other.m_active)
+      m_active(other.m_active),
+      m_keep(other.m_keep)
 {
     other.m_active = false;
     other.m_lock = -1;
@@ -303,7 +356,7 @@ OutputStaging::~OutputStaging() { discard(); }
 void OutputStaging::discard()
 {
     std::error_code ec;
-    if (m_active && !m_temp.empty())
+    if (m_active && !m_keep && !m_temp.empty())
         fs::remove_all(m_temp, ec);
     m_active = false;
     if (m_lock >= 0)
@@ -339,6 +392,7 @@ Status OutputStaging::publish(const std::vector<std::string>& keystones)
     TESSERA_TRY(publishInto(keystones));
     // What is left in the temporary folder (the replaced files) goes; the created parents now hold the target.
     m_createdParents.clear();
+    m_keep = false;
     discard();
     return Status::success();
 }

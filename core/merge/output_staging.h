@@ -31,6 +31,11 @@ public:
     static std::vector<std::string> removeStale(const std::string& target);
     /// Creates and locks the temporary folder, creating missing parents of the target (removed again on failure).
     static Result<OutputStaging> create(const std::string& target);
+    /// Takes over `folder`, a folder other processes filled for `target` (on the target's file system, e.g. a
+    /// split merge's shared folder, see merge/merge_parts.h), to publish it: locks it (an error when another live
+    /// process holds it), undoes an interrupted publish of it (the files it had moved into the target go back into
+    /// it, the replaced ones back into the target), and keeps it when not published, so publishing can be retried.
+    static Result<OutputStaging> adopt(const std::string& target, const std::string& folder);
 
     OutputStaging(OutputStaging&& other) noexcept;
     OutputStaging& operator=(OutputStaging&&) = delete;
@@ -54,6 +59,7 @@ private:
     std::vector<std::string> m_createdParents; ///< innermost last
     int m_lock = -1;                           ///< the locked descriptor of the temporary folder
     bool m_active = false;
+    bool m_keep = false;                       ///< adopted: discard() unlocks but does not remove the folder
 };
 
 } // namespace tessera

@@ -225,7 +225,7 @@ Status finishFile(OpenFile& f, bool sync)
 }
 
 /// The DCP .metadata of the written items: every tensor with its chunks in rank order.
-std::string dcpMetadata(const SplitPlan& plan, const std::vector<std::unique_ptr<OpenFile>>& open)
+std::string dcpMetadata(const SplitPlan& plan, const SplitItems& items)
 {
     std::vector<DcpTensorRecord> records;
     std::map<std::string, std::size_t> index;
@@ -236,7 +236,7 @@ std::string dcpMetadata(const SplitPlan& plan, const std::vector<std::unique_ptr
             auto [it, inserted] = index.emplace(t.spec.name, records.size());
             if (inserted)
                 records.push_back({ t.spec.name, t.spec.dtype, t.globalShape, {} });
-            const auto [offset, length] = open[fi]->items[ti];
+            const auto [offset, length] = items[fi][ti];
             const std::string relative = plan.dcpFolder.empty() ? f.name : f.name.substr(plan.dcpFolder.size() + 1);
             records[it->second].chunks.push_back({ t.chunkOffsets, t.spec.shape, relative, offset, length });
         }
@@ -303,24 +303,27 @@ Status checkSplitTarget(const SplitPlan& plan, const std::string& targetDir)
     return Status::success();
 }
 
-Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
-                              const std::string& targetDir, const SplitRunOptions& options)
+Result<SplitItems> writeSplitFiles(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
+                                   const std::string& dirText, const SplitRunOptions& options,
+                                   const std::vector<bool>* onlyFiles)
 {
-    const auto start = std::chrono::steady_clock::now();
-    const auto stale = OutputStaging::removeStale(targetDir);
-    if (options.onNote)
-        for (const auto& note : stale)
-            options.onNote(note);
-    TESSERA_TRY(checkSplitTarget(plan, targetDir));
-    auto staging = OutputStaging::create(targetDir);
-    TESSERA_TRY(staging);
-    const fs::path dir(staging->path());
-
+    const fs::path dir(dirText);
+    auto selected = [&](std::size_t fi) { return !onlyFiles || (*onlyFiles)[fi]; };
     raiseOpenFileLimit(plan.files.size());
     std::vector<std::unique_ptr<OpenFile>> open;
-    for (const auto& f : plan.files) {
+    std::uint64_t selectedBytes = 0;
+    for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
+        const auto& f = plan.files[fi];
         auto o = std::make_unique<OpenFile>();
         o->path = (dir / f.name).string();
+        if (f.kind != SplitFile::Kind::StateDict)
+            o->items.resize(f.tensors.size());
+        if (!selected(fi)) {
+            open.push_back(std::move(o));
+            continue;
+        }
+        for (const auto& t : f.tensors)
+            selectedBytes += t.spec.storageBytes();
         fs::create_directories(fs::path(o->path).parent_path());
         o->file = std::fopen(o->path.c_str(), "wb");
         if (!o->file)
@@ -340,8 +343,6 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
                                                  f.chunkKeys, f.rootItems);
             TESSERA_TRY(writer);
             o->writer = std::move(*writer);
-        } else {
-            o->items.resize(f.tensors.size());
         }
         open.push_back(std::move(o));
     }
@@ -355,7 +356,7 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
     std::vector<std::size_t> lastUse(model.tensors.size(), 0);
     std::vector<bool> used(model.tensors.size(), false);
     for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
-        for (std::size_t ti = 0; ti < plan.files[fi].tensors.size(); ++ti) {
+        for (std::size_t ti = 0; selected(fi) && ti < plan.files[fi].tensors.size(); ++ti) {
             std::size_t last = 0;
             for (const auto& fr : plan.files[fi].tensors[ti].fragments)
                 last = std::max(last, fr.source);
@@ -368,7 +369,7 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
 
     SourceFiles sources;
     ModelTensors assembled;
-    Meter meter(options, plan.totalBytes);
+    Meter meter(options, onlyFiles ? selectedBytes : plan.totalBytes);
     const unsigned threads = resolveThreads(static_cast<int>(options.threads));
     auto canceled = [&] { return isCanceled(options); };
     for (std::size_t i = 0; i < model.tensors.size(); ++i) {
@@ -395,34 +396,42 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
         });
         for (const Status& status : results)
             if (!status)
-                return status.error().message == "canceled" ? status.error()
-                                                             : makeError(status.error().message + " (nothing was written to "
-                                                                         + staging->target() + ")");
+                return status.error();
         for (auto it = assembled.begin(); it != assembled.end();)
             it = lastUse[it->first] <= i ? assembled.erase(it) : std::next(it);
     }
-    for (auto& o : open)
-        TESSERA_TRY(finishFile(*o, options.sync));
+    SplitItems items;
+    for (std::size_t fi = 0; fi < open.size(); ++fi) {
+        if (selected(fi))
+            TESSERA_TRY(finishFile(*open[fi], options.sync));
+        items.push_back(std::move(open[fi]->items));
+    }
+    return items;
+}
 
-    SplitOutcome outcome;
+Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const SplitPlan& plan,
+                                                   const std::string& dirText, const SplitItems& items)
+{
+    const fs::path dir(dirText);
+    std::vector<std::string> files;
     for (const auto& f : plan.files)
-        outcome.files.push_back(f.name);
+        files.push_back(f.name);
     const bool dcp = std::any_of(plan.files.begin(), plan.files.end(),
                                  [](const SplitFile& f) { return f.kind == SplitFile::Kind::DcpItems; });
     if (dcp) {
         const fs::path folder = plan.dcpFolder.empty() ? dir : dir / plan.dcpFolder;
-        TESSERA_TRY(writeFileSynced((folder / ".metadata").string(), dcpMetadata(plan, open)));
-        outcome.files.push_back(plan.dcpFolder.empty() ? ".metadata" : plan.dcpFolder + "/.metadata");
+        TESSERA_TRY(writeFileSynced((folder / ".metadata").string(), dcpMetadata(plan, items)));
+        files.push_back(plan.dcpFolder.empty() ? ".metadata" : plan.dcpFolder + "/.metadata");
     }
     for (const auto& [name, content] : plan.generatedFiles) {
         fs::create_directories((dir / name).parent_path());
         TESSERA_TRY(writeFileSynced((dir / name).string(), content));
-        outcome.files.push_back(name);
+        files.push_back(name);
     }
     for (const auto& [name, pickle] : plan.generatedPickles) {
         fs::create_directories((dir / name).parent_path());
         TESSERA_TRY(writeTorchSavePickle((dir / name).string(), fs::path(name).stem().string(), pickle));
-        outcome.files.push_back(name);
+        files.push_back(name);
     }
     if (!plan.dcpFolder.empty())
         TESSERA_TRY(syncFolder((dir / plan.dcpFolder).string()));
@@ -430,23 +439,53 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
         const fs::path side = plan.sideFolder.empty() ? dir : dir / plan.sideFolder;
         fs::create_directories(side);
         TESSERA_TRY(copyHfSideFiles(plan.configDir, side.string(), model.configDtype, model.configTied));
-        for (const auto& s : plan.sideFiles)
-            outcome.files.push_back(plan.sideFolder.empty() ? s : plan.sideFolder + "/" + s);
+        for (const auto& sf : plan.sideFiles)
+            files.push_back(plan.sideFolder.empty() ? sf : plan.sideFolder + "/" + sf);
         TESSERA_TRY(syncFolder(side.string()));
     }
+    return files;
+}
+
+Status recordRunIteration(const SplitPlan& plan, const std::string& outputDir, const SplitRunOptions& options,
+                          std::vector<std::string>& notes)
+{
+    if (!plan.runIteration)
+        return Status::success();
+    std::string note;
+    auto written = writeRunIteration(outputDir, *plan.runIteration, note);
+    if (!written)
+        return written.error().withContext("the checkpoint is in " + outputDir + ", but");
+    notes.push_back(note);
+    if (options.onNote)
+        options.onNote(note);
+    return Status::success();
+}
+
+Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
+                              const std::string& targetDir, const SplitRunOptions& options)
+{
+    const auto start = std::chrono::steady_clock::now();
+    const auto stale = OutputStaging::removeStale(targetDir);
+    if (options.onNote)
+        for (const auto& note : stale)
+            options.onNote(note);
+    TESSERA_TRY(checkSplitTarget(plan, targetDir));
+    auto staging = OutputStaging::create(targetDir);
+    TESSERA_TRY(staging);
+    auto items = writeSplitFiles(info, model, plan, staging->path(), options, nullptr);
+    if (!items)
+        return items.error().message == "canceled"
+            ? items.error()
+            : makeError(items.error().message + " (nothing was written to " + staging->target() + ")");
+    auto files = finishSplitFolder(model, plan, staging->path(), *items);
+    TESSERA_TRY(files);
+    SplitOutcome outcome;
+    outcome.files = std::move(*files);
     // What makes the folder a checkpoint goes in last.
     TESSERA_TRY(staging->publish({ plan.keystone }));
     outcome.outputDir = staging->target();
     outcome.notes = stale;
-    if (plan.runIteration) {
-        std::string note;
-        auto written = writeRunIteration(outcome.outputDir, *plan.runIteration, note);
-        if (!written)
-            return written.error().withContext("the checkpoint is in " + outcome.outputDir + ", but");
-        outcome.notes.push_back(note);
-        if (options.onNote)
-            options.onNote(note);
-    }
+    TESSERA_TRY(recordRunIteration(plan, outcome.outputDir, options, outcome.notes));
     outcome.bytesWritten = plan.totalBytes;
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return outcome;

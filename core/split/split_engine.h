@@ -33,6 +33,25 @@ struct SplitOutcome {
     std::vector<std::string> notes;
 };
 
+/// The (offset, length) of every DCP item written, per output file (empty for state-dict files): what .metadata
+/// is written from.
+using SplitItems = std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>>;
+
+/// Writes the output files of `plan` (all, or with `onlyFiles` the flagged ones) into the existing folder `dir`,
+/// streaming each model tensor once; returns the DCP items written. Not atomic: runSplit() and runSplitPart() are.
+Result<SplitItems> writeSplitFiles(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
+                                   const std::string& dir, const SplitRunOptions& options,
+                                   const std::vector<bool>* onlyFiles);
+
+/// Writes what completes a split folder whose data files are written: the DCP .metadata, the generated files and
+/// pickles, the config and tokenizer files. Returns every file of the split, relative to `dir`.
+Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const SplitPlan& plan,
+                                                   const std::string& dir, const SplitItems& items);
+
+/// Sets verl's latest_checkpointed_iteration.txt above a published target, when the plan asks for it.
+Status recordRunIteration(const SplitPlan& plan, const std::string& outputDir, const SplitRunOptions& options,
+                          std::vector<std::string>& notes);
+
 /// Refuses, before anything is written, a target the split cannot complete: not a folder, not writable, a
 /// checkpoint (or any file the split would write) already there, too little free disk. --dry-run uses it too.
 Status checkSplitTarget(const SplitPlan& plan, const std::string& targetDir);

@@ -1,0 +1,666 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `tessera merge --part K/N`: one merge split across processes gives the folder a single merge gives, bit for bit,
+// whatever order the parts run in, when one runs twice or is killed and run again; the target is published only
+// when every part is done, and `--status` names the parts that are missing. Launchers: --part auto under Slurm,
+// a Kubernetes indexed Job, MPICH's and Open MPI's mpirun.
+
+#include "testutil.h"
+
+#include "../../bench/synthetic_checkpoint.h"
+#include "merge/merge_parts.h"
+#include "merge/output_staging.h"
+
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QRandomGenerator>
+#include <QStandardPaths>
+#include <QThread>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+namespace {
+
+using test::A;
+QString q(const std::string& s) { return QString::fromStdString(s); }
+std::string actor(const std::string& c) { return test::fixture(c + "/global_step_10/actor"); }
+
+/// Every entry below `dir` (hidden ones too) with its bytes; folders map to "<dir>".
+std::map<std::string, std::string> tree(const std::string& dir)
+{
+    std::map<std::string, std::string> files;
+    if (!fs::is_directory(dir))
+        return files;
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+        const std::string rel = fs::relative(entry.path(), dir).string();
+        files[rel] = entry.is_directory() ? std::string("<dir>") : test::readFile(entry.path().string());
+    }
+    return files;
+}
+
+/// Names in `dir` (not below).
+std::vector<std::string> names(const std::string& dir)
+{
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+        found.push_back(entry.path().filename().string());
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+QStringList withTarget(const QStringList& args, const std::string& target)
+{
+    return A({ "merge" }) + args + A({ "--target_dir", target, "--quiet" });
+}
+
+QStringList part(const QStringList& args, const std::string& target, unsigned k, unsigned n)
+{
+    return withTarget(args, target) + A({ "--part", std::to_string(k) + "/" + std::to_string(n) });
+}
+
+int runWithEnv(const QStringList& args, const std::map<QString, QString>& env, QString* out, QString* err)
+{
+    QProcess p;
+    auto environment = QProcessEnvironment::systemEnvironment();
+    for (const auto& [k, v] : env)
+        environment.insert(k, v);
+    p.setProcessEnvironment(environment);
+    p.start(q(test::tesseraBinary()), args);
+    if (!p.waitForFinished(120000))
+        return -1;
+    *out = QString::fromUtf8(p.readAllStandardOutput());
+    *err = QString::fromUtf8(p.readAllStandardError());
+    return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+}
+
+/// A plan of `sizes` (bytes per tensor) in files of `perFile` tensors, for planParts() alone.
+struct FakeMerge {
+    CheckpointInfo info;
+    MergePlan plan;
+    FakeMerge(const std::vector<std::uint64_t>& sizes, std::size_t perFile)
+    {
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            if (i % perFile == 0) {
+                plan.files.push_back({});
+                plan.files.back().name = "f" + std::to_string(plan.files.size());
+            }
+            PlannedTensor t;
+            t.name = "t" + std::to_string(i);
+            t.source = i;
+            t.bytes = sizes[i];
+            t.file = plan.files.size() - 1;
+            t.fileOffset = 8 + plan.files.back().size;
+            plan.files.back().size += sizes[i];
+            plan.files.back().tensors.push_back(i);
+            plan.tensors.push_back(t);
+            info.tensors.push_back({});
+        }
+    }
+};
+
+} // namespace
+
+class TestParts : public QObject {
+    Q_OBJECT
+
+    /// A synthetic FSDP2 checkpoint large enough to kill a part while it writes.
+    std::string m_big;
+    std::map<std::string, std::map<std::string, std::string>> m_bigReference; ///< by --max_shard_size
+
+    std::map<std::string, std::string> reference(const QStringList& args)
+    {
+        const std::string out = test::makeTempDir() + "/single";
+        QString so, se;
+        const int code = test::runTessera(withTarget(args, out), &so, &se);
+        if (code != 0)
+            qWarning("%s", qPrintable(se));
+        return code == 0 ? tree(out) : std::map<std::string, std::string>();
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_big = test::makeTempDir() + "/actor";
+        QVERIFY_RESULT(bench::writeCheckpoint(m_big, 0.03, 2, 64));
+    }
+
+    /// The assignment covers every tensor once, in contiguous runs, balanced within half the largest tensor
+    /// (single file) and in whole files when there are many.
+    void assignmentIsBalancedAndComplete()
+    {
+        std::mt19937 gen(7);
+        std::vector<std::uint64_t> sizes;
+        for (int i = 0; i < 200; ++i)
+            sizes.push_back(1000 + gen() % 100000);
+        for (std::size_t perFile : { std::size_t(200), std::size_t(10) }) {
+            FakeMerge m(sizes, perFile);
+            const std::vector<MergeOutput> outputs { { &m.info, &m.plan, "" } };
+            std::uint64_t total = 0, largest = 0;
+            for (auto s : sizes)
+                total += s, largest = std::max(largest, s);
+            for (unsigned n : { 1u, 2u, 3u, 5u, 7u, 64u }) {
+                auto plan = planParts(outputs, n);
+                QVERIFY_RESULT(plan);
+                auto again = planParts(outputs, n);
+                QCOMPARE(again->id, plan->id);
+                std::vector<int> seen(sizes.size(), 0);
+                std::uint64_t sum = 0;
+                for (const auto& s : plan->shares) {
+                    sum += s.bytes;
+                    std::uint64_t ranged = 0;
+                    for (const auto& r : s.ranges) {
+                        ranged += r.end - r.begin;
+                        for (auto t : r.tensors)
+                            ++seen[t];
+                    }
+                    QCOMPARE(ranged, s.bytes);
+                    const double ideal = double(total) / n;
+                    const double allowed = perFile == 200 ? double(largest) : ideal / 4 + double(largest);
+                    QVERIFY2(std::abs(double(s.bytes) - ideal) <= allowed + 1,
+                             qPrintable(QStringLiteral("n=%1 share %2 ideal %3").arg(n).arg(s.bytes).arg(ideal)));
+                }
+                QCOMPARE(sum, total);
+                QVERIFY(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+                if (perFile == 10 && n <= 3)
+                    for (const auto& s : plan->shares)
+                        QCOMPARE(s.wholeFiles, s.ranges.size()); // 20 files: every part writes whole files
+                if (n > 1)
+                    QVERIFY(planParts(outputs, n - 1)->id != plan->id);
+            }
+        }
+    }
+
+    void everyFixtureMergesBitExactInParts_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        const std::vector<std::string> fixtures { "fsdp2_llama_w4", "fsdp2_qwen2_w2_fp32", "fsdp1_llama_w2_dtensor",
+                                                  "hsdp_qwen2_2x2", "lora_llama_w2_fp32", "megatron_legacy_qwen2_tp2_pp2",
+                                                  "megatron_dist_llama_tp2_pp2", "megatron_dist_deepseekv3_tp2_pp1",
+                                                  "megatron_legacy_qwen25vl_tp2_pp1", "gguf_llama_w2_fp32" };
+        for (const auto& c : fixtures) {
+            QTest::newRow(c.c_str()) << A({ "--local_dir", actor(c) });
+            if (fs::exists(test::fixture(c + "/dcp")))
+                QTest::newRow((c + "/dcp").c_str())
+                    << A({ "--local_dir", test::fixture(c + "/dcp"), "--hf_model_path", actor(c) + "/huggingface" });
+        }
+        // Sharded outputs: several files and an index, cut between parts by file and by byte range.
+        QTest::newRow("fsdp2_llama_w4 sharded") << A({ "--local_dir", actor("fsdp2_llama_w4"), "--max_shard_size", "60KB" });
+        QTest::newRow("megatron_dist_deepseekv3_tp2_pp1 sharded")
+            << A({ "--local_dir", actor("megatron_dist_deepseekv3_tp2_pp1"), "--max_shard_size", "100KB" });
+    }
+
+    /// N = 1, 2, 3, 5, parts in a shuffled order; for N = 3 the first part runs twice, for N = 5 one part is
+    /// killed at a random moment and run again. The target appears only with the last part, bit-identical to the
+    /// single merge, and nothing is left beside or inside it.
+    void everyFixtureMergesBitExactInParts()
+    {
+        QFETCH(QStringList, args);
+        const auto expected = reference(args);
+        QVERIFY(!expected.empty());
+        std::mt19937 gen(static_cast<unsigned>(qHash(QString::fromLatin1(QTest::currentDataTag()))));
+        for (unsigned n : { 1u, 2u, 3u, 5u }) {
+            const std::string parent = test::makeTempDir();
+            const std::string target = parent + "/merged";
+            std::vector<unsigned> order(n);
+            for (unsigned k = 0; k < n; ++k)
+                order[k] = k;
+            std::shuffle(order.begin(), order.end(), gen);
+            for (std::size_t i = 0; i < order.size(); ++i) {
+                const unsigned k = order[i];
+                if (n == 5 && i == 1) {
+                    // Killed at a random moment (maybe before it wrote anything, maybe after it was done).
+                    QProcess p;
+                    p.start(q(test::tesseraBinary()), part(args, target, k, n));
+                    QVERIFY(p.waitForStarted());
+                    QThread::msleep(static_cast<unsigned long>(gen() % 120));
+                    if (p.state() != QProcess::NotRunning)
+                        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+                    QVERIFY(p.waitForFinished(30000));
+                    QVERIFY2(!fs::exists(target), "published with parts missing");
+                }
+                QString so, se;
+                QCOMPARE(test::runTessera(part(args, target, k, n), &so, &se), 0);
+                if (n == 3 && i == 0) {
+                    // Run twice: the second run finds its bytes recorded, checks them against their CRC-32s (read
+                    // back now, against the ones combined while they were written) and rewrites nothing.
+                    QCOMPARE(test::runTessera(part(args, target, k, n) + A({ "--json" }), &so, &se), 0);
+                    const auto again = QJsonDocument::fromJson(so.toUtf8()).object();
+                    QVERIFY2(again.value(QStringLiteral("already_done")).toBool(), qPrintable(so + se));
+                    QCOMPARE(again.value(QStringLiteral("bytes_written")).toInt(), 0);
+                }
+                if (i + 1 < order.size()) {
+                    QVERIFY2(!fs::exists(target), qPrintable(QStringLiteral("published after %1 of %2 parts").arg(i + 1).arg(n)));
+                } else {
+                    QVERIFY2(tree(target) == expected, qPrintable(QStringLiteral("N=%1 differs from the single merge").arg(n)));
+                    QCOMPARE(names(parent), std::vector<std::string> { "merged" });
+                }
+            }
+        }
+    }
+
+    /// A part killed while it writes (many files, and one file written as byte ranges): the target stays as it
+    /// was, --status names the part, and running it again publishes the same model as a single merge.
+    void killedPartRerunCompletesTheMerge_data()
+    {
+        QTest::addColumn<QString>("shardSize");
+        QTest::newRow("one file, byte ranges") << QStringLiteral("5GB");
+        QTest::newRow("many files") << QStringLiteral("300KB");
+    }
+    void killedPartRerunCompletesTheMerge()
+    {
+        QFETCH(QString, shardSize);
+        const QStringList args = A({ "--local_dir", m_big, "--max_shard_size", shardSize });
+        const auto expected = reference(args);
+        QVERIFY(!expected.empty());
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        fs::create_directories(target);
+        test::writeFile(target + "/README.md", "kept\n");
+        QString so, se;
+        // Part 1 is killed once its bytes are being written into the shared folder.
+        QProcess p;
+        p.start(q(test::tesseraBinary()), part(args, target, 1, 3));
+        QVERIFY(p.waitForStarted());
+        QElapsedTimer waited;
+        waited.start();
+        auto writing = [&] {
+            std::error_code ec;
+            for (const auto& entry : fs::directory_iterator(target, ec))
+                if (entry.path().filename().string().rfind(".tessera-parts-", 0) == 0)
+                    for (const auto& f : fs::directory_iterator(entry.path() / "out", ec))
+                        if (f.path().extension() == ".safetensors")
+                            return true;
+            return false;
+        };
+        while (p.state() != QProcess::NotRunning && waited.elapsed() < 20000 && !writing())
+            QThread::usleep(200);
+        QVERIFY(p.state() != QProcess::NotRunning);
+        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+        QVERIFY(p.waitForFinished(30000));
+        QVERIFY(!fs::exists(fs::path(target) / "model.safetensors"));
+        QCOMPARE(test::runTessera(part(args, target, 2, 3), &so, &se), 0);
+        QVERIFY2(so.isEmpty(), qPrintable(so)); // --quiet
+        QCOMPARE(test::runTessera(part(args, target, 0, 3), &so, &se), 0);
+        QCOMPARE(names(target).size(), std::size_t(2)); // README.md and the shared folder
+        QCOMPARE(test::readFile(target + "/README.md"), std::string("kept\n"));
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
+        QVERIFY2(so.contains(QStringLiteral("part 1: missing")) && so.contains(QStringLiteral("missing: part 1;")),
+                 qPrintable(so));
+        QCOMPARE(test::runTessera(part(args, target, 1, 3), &so, &se), 0);
+        auto expectedWithReadme = expected;
+        expectedWithReadme["README.md"] = "kept\n";
+        QVERIFY(tree(target) == expectedWithReadme);
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 0);
+        QVERIFY2(so.contains(QStringLiteral("No parts of a merge or split are under way")), qPrintable(so));
+    }
+
+    /// Without one part nothing is published, whether the target is new or holds an older model, and --status
+    /// names the missing part (also as JSON).
+    void missingPartLeavesTargetUntouched()
+    {
+        const QStringList args = A({ "--local_dir", actor("fsdp2_llama_w4") });
+        for (const bool existing : { false, true }) {
+            const std::string parent = test::makeTempDir();
+            const std::string target = parent + "/merged";
+            std::map<std::string, std::string> before;
+            if (existing) {
+                fs::create_directories(target);
+                test::writeFile(target + "/model.safetensors", "old weights");
+                test::writeFile(target + "/config.json", "{\"old\": true}\n");
+                before = tree(target);
+            }
+            QString so, se;
+            for (unsigned k : { 0u, 2u, 3u }) {
+                QCOMPARE(test::runTessera(part(args, target, k, 4), &so, &se), 0);
+                QCOMPARE(fs::exists(target), existing);
+            }
+            QCOMPARE(test::runTessera(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target,
+                                          "--part", "3/4" }), &so, &se), 0);
+            QVERIFY2(so.contains(QStringLiteral("Waiting for part 1 of 4")), qPrintable(so));
+            if (existing) {
+                auto now = tree(target);
+                for (auto it = now.begin(); it != now.end();)
+                    it = it->first.rfind(".tessera-parts-", 0) == 0 ? now.erase(it) : std::next(it);
+                QVERIFY(now == before);
+            }
+            QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
+            QVERIFY2(so.contains(QStringLiteral("part 1: missing")) && so.contains(QStringLiteral("3 done, 1 missing")),
+                     qPrintable(so));
+            QCOMPARE(test::runTessera(A({ "merge", "--status", target, "--json" }), &so, &se), 1);
+            const auto sets = QJsonDocument::fromJson(so.toUtf8()).object().value(QStringLiteral("sets")).toArray();
+            QCOMPARE(sets.size(), 1);
+            QCOMPARE(sets[0].toObject().value(QStringLiteral("missing")).toArray(), QJsonArray { 1 });
+            QCOMPARE(sets[0].toObject().value(QStringLiteral("done")).toArray().size(), 3);
+            // The part that completes the set publishes.
+            QCOMPARE(test::runTessera(part(args, target, 1, 4), &so, &se), 0);
+            QCOMPARE(test::readFile(target + "/model.safetensors"), test::readFile(test::fixture("fsdp2_llama_w4/reference/model.safetensors")));
+        }
+    }
+
+    /// All parts started at the same moment, several times: exactly one publishes (the claim is atomic), the
+    /// others say another process publishes or that they wait, and the model is the single merge's.
+    void partsFinishingTogetherPublishOnce()
+    {
+        const QStringList args = A({ "--local_dir", actor("hsdp_qwen2_2x2"), "--max_shard_size", "50KB" });
+        const auto expected = reference(args);
+        for (int round = 0; round < 6; ++round) {
+            const std::string parent = test::makeTempDir();
+            const std::string target = parent + "/merged";
+            const unsigned n = 4;
+            std::vector<std::unique_ptr<QProcess>> procs;
+            for (unsigned k = 0; k < n; ++k) {
+                procs.push_back(std::make_unique<QProcess>());
+                procs.back()->start(q(test::tesseraBinary()), part(args, target, k, n) + A({ "--json" }));
+            }
+            int published = 0;
+            for (auto& p : procs) {
+                QVERIFY(p->waitForFinished(60000));
+                QCOMPARE(p->exitCode(), 0);
+                const auto j = QJsonDocument::fromJson(p->readAllStandardOutput()).object();
+                published += j.value(QStringLiteral("published")).toBool() ? 1 : 0;
+            }
+            QCOMPARE(published, 1);
+            QVERIFY(tree(target) == expected);
+            QVERIFY(names(parent) == std::vector<std::string> { "merged" });
+        }
+    }
+
+    /// The claim of a finisher that died (its lock released) is taken over by the next part to finish.
+    void deadFinishersClaimIsTakenOver()
+    {
+        const QStringList args = A({ "--local_dir", actor("fsdp2_llama_w4") });
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        QString so, se;
+        QCOMPARE(test::runTessera(part(args, target, 0, 2), &so, &se), 0);
+        const auto shared = names(parent);
+        QCOMPARE(shared.size(), std::size_t(1));
+        test::writeFile(parent + "/" + shared.front() + "/finishing", "elsewhere 12345\n");
+        QCOMPARE(test::runTessera(part(args, target, 1, 2) + A({ "--json" }), &so, &se), 0);
+        const auto j = QJsonDocument::fromJson(so.toUtf8()).object();
+        QVERIFY2(j.value(QStringLiteral("published")).toBool(), qPrintable(so));
+        QVERIFY2(so.contains(QStringLiteral("took over publishing from elsewhere 12345")), qPrintable(so));
+        QVERIFY(tree(target) == reference(args));
+    }
+
+    /// A publish killed halfway (the journal OutputStaging keeps) is undone by the next claimant without losing the
+    /// new files: the replaced ones go back into the target, the moved ones back into the folder, which then
+    /// publishes.
+    void adoptUndoesAnInterruptedPublishKeepingTheNewFiles()
+    {
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/model";
+        const std::string folder = target + "/.tessera-parts-0123456789abcdef/out";
+        fs::create_directories(folder + "/.replaced");
+        test::writeFile(target + "/README.md", "kept\n");
+        // Killed after moving the old model aside and the new one in; config.json and extra.json not moved yet.
+        test::writeFile(folder + "/.replaced/model.safetensors", "old weights");
+        test::writeFile(target + "/model.safetensors", "new weights");
+        test::writeFile(target + "/config.json", "old config");
+        test::writeFile(folder + "/config.json", "new config");
+        test::writeFile(folder + "/extra.json", "new extra");
+        test::writeFile(folder + "/.publish-journal", "1 model.safetensors\n1 config.json\n0 extra.json\n");
+        {
+            auto staging = OutputStaging::adopt(target, folder);
+            QVERIFY_RESULT(staging);
+            QCOMPARE(test::readFile(target + "/model.safetensors"), std::string("old weights"));
+            QCOMPARE(test::readFile(target + "/config.json"), std::string("old config"));
+            QVERIFY(!fs::exists(target + "/extra.json"));
+            QCOMPARE(test::readFile(folder + "/model.safetensors"), std::string("new weights"));
+            QVERIFY(!fs::exists(folder + "/.publish-journal") && !fs::exists(folder + "/.replaced"));
+            // Held: nobody else can adopt it meanwhile.
+            QVERIFY(!OutputStaging::adopt(target, folder));
+        }
+        // Not published: kept for the next claimant, who publishes it.
+        QVERIFY(fs::exists(folder + "/extra.json"));
+        auto staging = OutputStaging::adopt(target, folder);
+        QVERIFY_RESULT(staging);
+        QVERIFY_RESULT(staging->publish({ "model.safetensors", "config.json" }));
+        QCOMPARE(test::readFile(target + "/model.safetensors"), std::string("new weights"));
+        QCOMPARE(test::readFile(target + "/config.json"), std::string("new config"));
+        QCOMPARE(test::readFile(target + "/extra.json"), std::string("new extra"));
+        QCOMPARE(test::readFile(target + "/README.md"), std::string("kept\n"));
+        QVERIFY(!fs::exists(folder));
+    }
+
+    /// What interrupted parts left (a set being removed, a set begun long ago and never put in place) goes; a set
+    /// being made right now stays.
+    void leftoversOfInterruptedPartsAreRemoved()
+    {
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        const std::string base = parent + "/.merged.tessera-parts-0123456789abcdef";
+        for (const char* tail : { ".done-12-34", ".new-56-78", ".new-90-12" }) {
+            fs::create_directories(base + tail + "/out");
+            test::writeFile(base + tail + "/out/model.safetensors", "leftover");
+        }
+        fs::last_write_time(base + ".new-56-78", fs::file_time_type::clock::now() - std::chrono::hours(1));
+        QString so, se;
+        QCOMPARE(test::runTessera(part(A({ "--local_dir", actor("fsdp2_qwen2_w2_fp32") }), target, 0, 2) + A({ "--json" }),
+                                  &so, &se), 0);
+        QVERIFY(!fs::exists(base + ".done-12-34") && !fs::exists(base + ".new-56-78"));
+        QVERIFY(fs::exists(base + ".new-90-12"));
+        QVERIFY2(so.contains(QStringLiteral("left by an interrupted part")), qPrintable(so));
+    }
+
+    /// A plain merge into the same target meanwhile removes only dead runs' folders, never a set's.
+    void plainMergeKeepsTheSharedFolder()
+    {
+        const QStringList args = A({ "--local_dir", actor("fsdp2_qwen2_w2_fp32") });
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        QString so, se;
+        QCOMPARE(test::runTessera(part(args, target, 0, 2), &so, &se), 0);
+        const auto shared = names(parent);
+        QCOMPARE(shared.size(), std::size_t(1));
+        const auto sharedBefore = tree(parent + "/" + shared.front());
+        QCOMPARE(test::runTessera(withTarget(args, target), &so, &se), 0);
+        QVERIFY(tree(parent + "/" + shared.front()) == sharedBefore);
+        // The set now lives beside a target that exists: the last part still finds it and publishes.
+        QCOMPARE(test::runTessera(part(args, target, 1, 2), &so, &se), 0);
+        QCOMPARE(names(parent), std::vector<std::string> { "merged" });
+        QVERIFY(tree(target) == reference(args));
+    }
+
+    /// --part auto from each launcher's environment, and the usage errors.
+    void launchersFromEnvironment()
+    {
+        const QStringList args = A({ "--local_dir", actor("fsdp2_llama_w4") });
+        const auto expected = reference(args);
+        const std::vector<std::function<std::map<QString, QString>(unsigned)>> launchers {
+            [](unsigned k) {
+                return std::map<QString, QString> { { QStringLiteral("SLURM_ARRAY_TASK_ID"), QString::number(k + 1) },
+                                                    { QStringLiteral("SLURM_ARRAY_TASK_MIN"), QStringLiteral("1") },
+                                                    { QStringLiteral("SLURM_ARRAY_TASK_COUNT"), QStringLiteral("3") } };
+            },
+            [](unsigned k) {
+                return std::map<QString, QString> { { QStringLiteral("SLURM_PROCID"), QString::number(k) },
+                                                    { QStringLiteral("SLURM_NTASKS"), QStringLiteral("3") } };
+            },
+            [](unsigned k) {
+                return std::map<QString, QString> { { QStringLiteral("JOB_COMPLETION_INDEX"), QString::number(k) } };
+            },
+            [](unsigned k) {
+                return std::map<QString, QString> { { QStringLiteral("PMI_RANK"), QString::number(k) },
+                                                    { QStringLiteral("PMI_SIZE"), QStringLiteral("3") } };
+            },
+            [](unsigned k) {
+                return std::map<QString, QString> { { QStringLiteral("OMPI_COMM_WORLD_RANK"), QString::number(k) },
+                                                    { QStringLiteral("OMPI_COMM_WORLD_SIZE"), QStringLiteral("3") } };
+            },
+        };
+        for (std::size_t l = 0; l < launchers.size(); ++l) {
+            const std::string target = test::makeTempDir() + "/merged";
+            for (unsigned k : { 2u, 0u, 1u }) {
+                QString so, se;
+                QStringList line = withTarget(args, target) + A({ "--part", "auto" });
+                if (l == 2)
+                    line += A({ "--parts", "3" });
+                QCOMPARE(runWithEnv(line, launchers[l](k), &so, &se), 0);
+                QCOMPARE(fs::exists(target), k == 1);
+            }
+            QVERIFY2(tree(target) == expected, qPrintable(QStringLiteral("launcher %1").arg(l)));
+        }
+        QString so, se;
+        const std::string target = test::makeTempDir() + "/merged";
+        const QStringList line = withTarget(args, target);
+        // Usage errors, before anything is read or written.
+        QCOMPARE(runWithEnv(line + A({ "--part", "3/3" }), {}, &so, &se), 2);
+        QVERIFY2(se.contains(QStringLiteral("numbered 0 to 2")), qPrintable(se));
+        QCOMPARE(runWithEnv(line + A({ "--part", "1-3" }), {}, &so, &se), 2);
+        QCOMPARE(runWithEnv(line + A({ "--part", "auto" }),
+                            { { QStringLiteral("JOB_COMPLETION_INDEX"), QStringLiteral("1") } }, &so, &se), 2);
+        QVERIFY2(se.contains(QStringLiteral("--parts N")), qPrintable(se));
+        QCOMPARE(runWithEnv(line + A({ "--part", "auto", "--parts", "4" }),
+                            { { QStringLiteral("SLURM_PROCID"), QStringLiteral("1") },
+                              { QStringLiteral("SLURM_NTASKS"), QStringLiteral("3") } }, &so, &se), 2);
+        QVERIFY2(se.contains(QStringLiteral("disagree")) || se.contains(QStringLiteral("says 3 parts")), qPrintable(se));
+        QVERIFY(!fs::exists(target));
+        // --dry-run shows the assignment and writes nothing.
+        QCOMPARE(runWithEnv(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target, "--part", "1/3",
+                                "--dry-run" }), {}, &so, &se), 0);
+        QVERIFY2(so.contains(QStringLiteral("* part 1:")), qPrintable(so));
+        QVERIFY(!fs::exists(target));
+    }
+
+    void splitInPartsMatchesTheSingleSplit_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        const std::string hf = test::fixture("fsdp2_llama_w4/reference");
+        QTest::newRow("fsdp world 4") << A({ "--hf_dir", hf, "--format", "fsdp", "--world_size", "4" });
+        QTest::newRow("dcp world 3") << A({ "--hf_dir", hf, "--format", "dcp", "--world_size", "3" });
+        QTest::newRow("megatron tp2 pp2") << A({ "--hf_dir", hf, "--format", "megatron", "--tp", "2", "--pp", "2" });
+        QTest::newRow("megatron-lm tp2") << A({ "--hf_dir", hf, "--format", "megatron", "--flavor", "megatron-lm", "--tp", "2" });
+        QTest::newRow("megatron-dist tp2 pp2") << A({ "--hf_dir", hf, "--format", "megatron-dist", "--tp", "2", "--pp", "2" });
+        QTest::newRow("megatron legacy -> fsdp world 8")
+            << A({ "--local_dir", actor("megatron_legacy_qwen2_tp2_pp2"), "--format", "fsdp", "--world_size", "8" });
+    }
+    /// `tessera split --part K/N` (N = 2, 3, parts in a shuffled order, one run twice): published with the last part
+    /// only, the same files and sizes as the single split, the same tensors bit for bit (`tessera diff`; torch.save
+    /// archives differ only in their serialization id, which names the folder they were written in), and its run
+    /// root's latest_checkpointed_iteration.txt when the single split writes one.
+    void splitInPartsMatchesTheSingleSplit()
+    {
+        QFETCH(QStringList, args);
+        QString so, se;
+        const std::string single = test::makeTempDir() + "/run/global_step_7/actor";
+        QVERIFY2(test::runTessera(A({ "split" }) + args + A({ "--target_dir", single, "--quiet" }), &so, &se) == 0,
+                 qPrintable(se));
+        std::map<std::string, std::uint64_t> sizes;
+        for (const auto& entry : fs::recursive_directory_iterator(single))
+            sizes[fs::relative(entry.path(), single).string()] = entry.is_regular_file() ? entry.file_size() : 0;
+        std::mt19937 gen(static_cast<unsigned>(qHash(QString::fromLatin1(QTest::currentDataTag()))));
+        for (unsigned n : { 2u, 3u }) {
+            const std::string root = test::makeTempDir() + "/run";
+            const std::string target = root + "/global_step_7/actor";
+            std::vector<unsigned> order(n);
+            for (unsigned k = 0; k < n; ++k)
+                order[k] = k;
+            std::shuffle(order.begin(), order.end(), gen);
+            for (std::size_t i = 0; i < n; ++i) {
+                const QStringList line = A({ "split" }) + args
+                    + A({ "--target_dir", target, "--quiet", "--part", std::to_string(order[i]) + "/" + std::to_string(n) });
+                QVERIFY2(test::runTessera(line, &so, &se) == 0, qPrintable(se));
+                if (i == 0)
+                    QVERIFY2(test::runTessera(line, &so, &se) == 0, qPrintable(se));
+                QCOMPARE(fs::exists(target), i + 1 == n);
+            }
+            std::map<std::string, std::uint64_t> now;
+            for (const auto& entry : fs::recursive_directory_iterator(target)) {
+                const std::string rel = fs::relative(entry.path(), target).string();
+                now[rel] = entry.is_regular_file() ? entry.file_size() : 0;
+                const std::string bytes = entry.is_regular_file() ? test::readFile(entry.path().string()) : "";
+                if (entry.is_regular_file() && bytes.rfind("PK", 0) != 0)
+                    QVERIFY2(bytes == test::readFile(single + "/" + rel), rel.c_str());
+            }
+            QVERIFY(now == sizes);
+            const std::string singleRoot = fs::path(single).parent_path().parent_path().string();
+            QCOMPARE(fs::exists(root + "/latest_checkpointed_iteration.txt"),
+                     fs::exists(singleRoot + "/latest_checkpointed_iteration.txt"));
+            QVERIFY(names(fs::path(target).parent_path().string()) == std::vector<std::string> { "actor" });
+            QVERIFY2(test::runTessera(A({ "diff", single, target }), &so, &se) == 0, qPrintable(so + se));
+        }
+    }
+
+    /// A split part killed while it writes leaves the target as it was; --status names it; run again, it completes.
+    void killedSplitPartRerunCompletesTheSplit()
+    {
+        QString so, se;
+        const std::string merged = test::makeTempDir() + "/model";
+        QVERIFY2(test::runTessera(withTarget(A({ "--local_dir", m_big }), merged), &so, &se) == 0, qPrintable(se));
+        const QStringList args = A({ "split", "--hf_dir", merged, "--format", "fsdp", "--world_size", "4", "--quiet" });
+        const std::string single = test::makeTempDir() + "/single";
+        QCOMPARE(test::runTessera(args + A({ "--target_dir", single }), &so, &se), 0);
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/split";
+        QProcess p;
+        p.start(q(test::tesseraBinary()), args + A({ "--target_dir", target, "--part", "0/2" }));
+        QVERIFY(p.waitForStarted());
+        QElapsedTimer waited;
+        waited.start();
+        auto writing = [&] {
+            std::error_code ec;
+            for (const auto& entry : fs::directory_iterator(parent, ec))
+                for (const auto& f : fs::directory_iterator(entry.path() / "out", ec))
+                    if (f.path().extension() == ".pt")
+                        return true;
+            return false;
+        };
+        while (p.state() != QProcess::NotRunning && waited.elapsed() < 20000 && !writing())
+            QThread::usleep(200);
+        const bool killedWhileWriting = p.state() != QProcess::NotRunning;
+        if (!killedWhileWriting)
+            qInfo("part 0 finished before it could be killed");
+        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+        QVERIFY(p.waitForFinished(30000));
+        QCOMPARE(test::runTessera(args + A({ "--target_dir", target, "--part", "1/2" }), &so, &se), 0);
+        if (killedWhileWriting) {
+            QVERIFY(!fs::exists(target));
+            QCOMPARE(test::runTessera(A({ "split", "--status", target }), &so, &se), 1);
+            QVERIFY2(so.contains(QStringLiteral("part 0: missing")), qPrintable(so));
+        }
+        QCOMPARE(test::runTessera(args + A({ "--target_dir", target, "--part", "0/2" }), &so, &se), 0);
+        QVERIFY(fs::exists(target + "/fsdp_config.json"));
+        QVERIFY2(test::runTessera(A({ "diff", single, target }), &so, &se) == 0, qPrintable(so + se));
+        QVERIFY(names(parent) == std::vector<std::string> { "split" });
+    }
+
+    /// mpirun (Open MPI, as Debian's openmpi-bin installs it) starts the parts; skipped when it is not installed.
+    void mpirunStartsTheParts()
+    {
+        const QString mpirun = QStandardPaths::findExecutable(QStringLiteral("mpirun"));
+        if (mpirun.isEmpty())
+            QSKIP("mpirun is not installed (Debian: apt-get install openmpi-bin)");
+        const QStringList args = A({ "--local_dir", actor("megatron_legacy_qwen2_tp2_pp2") });
+        const std::string target = test::makeTempDir() + "/merged";
+        QStringList line = A({ "-n", "3", "--oversubscribe" });
+        if (::geteuid() == 0)
+            line += A({ "--allow-run-as-root" });
+        line += A({ test::tesseraBinary() }) + withTarget(args, target) + A({ "--part", "auto" });
+        QProcess p;
+        p.start(mpirun, line);
+        QVERIFY(p.waitForFinished(120000));
+        QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
+                 qPrintable(QString::fromUtf8(p.readAllStandardError())));
+        QVERIFY(tree(target) == reference(args));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestParts)
+#include "tst_parts.moc"
