@@ -9,6 +9,7 @@ packages=(
   libtorch-dev
   libqcustomplot-dev
   nlohmann-json3-dev
+  openmpi-bin          # tests only: tst_parts starts merge parts with mpirun -n 3 (--part auto)
 )
 
 missing=()
