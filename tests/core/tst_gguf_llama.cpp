@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The real consumer: GGUF exports of the gguf_llama_w2_fp32 fixture loaded by llama.cpp (node-llama-cpp's
+// prebuilt binary), whose greedy continuation and log-probabilities must match the fixture's float64 reference
+// (../shared/tools/gguf_check.mjs). Needs node and an installed node-llama-cpp: set TESSERA_NODE_LLAMA to the
+// folder holding its node_modules (`npm install node-llama-cpp@3` there). Skips cleanly without them.
+
+#include "testutil.h"
+
+#include <QObject>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTest>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using namespace tessera;
+
+class TestGgufLlama : public QObject {
+    Q_OBJECT
+
+private:
+    QString m_node;
+    std::string m_checkDir; ///< a folder with gguf_check.mjs beside a node_modules link
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        const QByteArray modules = qgetenv("TESSERA_NODE_LLAMA");
+        if (modules.isEmpty())
+            QSKIP("TESSERA_NODE_LLAMA is not set (the folder where `npm install node-llama-cpp@3` was run)");
+        const fs::path nodeModules = fs::path(modules.toStdString()) / "node_modules";
+        if (!fs::exists(nodeModules / "node-llama-cpp"))
+            QSKIP("node-llama-cpp is not installed under TESSERA_NODE_LLAMA");
+        m_node = QStandardPaths::findExecutable(QStringLiteral("node"));
+        if (m_node.isEmpty())
+            QSKIP("node is not installed");
+        const std::string script = test::fixturesDir() + "/../tools/gguf_check.mjs";
+        if (!fs::exists(script))
+            QSKIP("../shared/tools/gguf_check.mjs is not there");
+        // Node resolves the script's imports from the script's own folder: put a copy beside node_modules.
+        m_checkDir = test::makeTempDir();
+        fs::copy_file(script, m_checkDir + "/gguf_check.mjs");
+        fs::create_directory_symlink(fs::absolute(nodeModules), m_checkDir + "/node_modules");
+    }
+
+    void llamaCppReproducesTheReference_data()
+    {
+        QTest::addColumn<QString>("outtype");
+        QTest::addColumn<QString>("tolerance");
+        QTest::newRow("f32") << QStringLiteral("f32") << QStringLiteral("1e-2");
+        QTest::newRow("f16") << QStringLiteral("f16") << QStringLiteral("5e-2");
+    }
+
+    void llamaCppReproducesTheReference()
+    {
+        QFETCH(QString, outtype);
+        QFETCH(QString, tolerance);
+        const std::string target = test::makeTempDir() + "/gguf";
+        QString err;
+        const int code = test::runTessera(test::A({ "merge", "--local_dir",
+                                                    test::fixture("gguf_llama_w2_fp32/global_step_10/actor"),
+                                                    "--target_dir", target, "--format", "gguf", "--outtype", outtype,
+                                                    "--quiet" }),
+                                          nullptr, &err);
+        QVERIFY2(code == 0, qPrintable(err));
+        const QString model = QString::fromStdString(target + "/gguf_llama_w2_fp32-") + outtype + QStringLiteral(".gguf");
+        QVERIFY(fs::exists(model.toStdString()));
+        QProcess node;
+        node.setProcessChannelMode(QProcess::MergedChannels);
+        node.start(m_node, { QString::fromStdString(m_checkDir + "/gguf_check.mjs"), model,
+                             QString::fromStdString(test::fixture("gguf_llama_w2_fp32/expected_generation.json")),
+                             tolerance });
+        QVERIFY(node.waitForFinished(300000));
+        const QString output = QString::fromUtf8(node.readAll());
+        qInfo("%s", qPrintable(output.trimmed()));
+        QVERIFY2(node.exitStatus() == QProcess::NormalExit && node.exitCode() == 0, qPrintable(output));
+        QVERIFY2(output.contains(QStringLiteral("greedy matches")), qPrintable(output));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGgufLlama)
+#include "tst_gguf_llama.moc"
