@@ -63,7 +63,7 @@ int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
     if (setup.lora)
         return fail(ExitProblems, "a LoRA checkpoint: merge it into a Hugging Face folder first (--lora fused) and "
                                   "export that folder with --format gguf");
-    options.name = parser.value("name");
+    options.name = parser.isSet("name") ? parser.value("name") : std::string();
     options.hfConfigDir = setup.options.hfConfigDir;
     options.forceTieWordEmbeddings = setup.options.forceTieWordEmbeddings;
     options.threads = setup.options.threads;
