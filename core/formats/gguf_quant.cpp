@@ -4,7 +4,9 @@
 #include "model/convert.h"
 #include "parallel.h"
 
+#include <atomic>
 #include <cmath>
+#include <mutex>
 #include <cstring>
 #include <vector>
 
@@ -48,6 +50,37 @@ Status quantizeQ8_0(const float* src, std::uint64_t count, std::uint8_t* dst, un
         const std::uint64_t n = std::min(kBlocksPerTask, blocks - first);
         quantizeBlocks(src + first * kQ8_0BlockElements, n, dst + first * kQ8_0BlockBytes);
     });
+    return Status::success();
+}
+
+Status quantizeQ8_0From(const void* src, DType dtype, std::uint64_t count, std::uint8_t* dst, unsigned threads)
+{
+    if (dtype == DType::Float32)
+        return quantizeQ8_0(static_cast<const float*>(src), count, dst, threads);
+    if (count % kQ8_0BlockElements != 0)
+        return makeError("Q8_0 needs a multiple of 32 values (got " + std::to_string(count) + ")");
+    const std::uint64_t perTask = kBlocksPerTask * kQ8_0BlockElements;
+    const std::uint64_t tasks = (count + perTask - 1) / perTask;
+    const std::size_t es = dtypeSize(dtype);
+    std::atomic<bool> failed { false };
+    std::string message;
+    std::mutex mutex;
+    parallelFor(static_cast<std::size_t>(tasks), threads, [&](std::size_t t) {
+        const std::uint64_t first = t * perTask;
+        const std::uint64_t n = std::min(perTask, count - first);
+        std::vector<float> values(static_cast<std::size_t>(n));
+        auto converted = convertElements(static_cast<const std::uint8_t*>(src) + first * es, dtype, values.data(),
+                                         DType::Float32, n);
+        if (!converted) {
+            std::lock_guard<std::mutex> lock(mutex);
+            message = converted.error().message;
+            failed = true;
+            return;
+        }
+        quantizeBlocks(values.data(), n / kQ8_0BlockElements, dst + first / kQ8_0BlockElements * kQ8_0BlockBytes);
+    });
+    if (failed)
+        return makeError(message);
     return Status::success();
 }
 

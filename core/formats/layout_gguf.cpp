@@ -78,10 +78,14 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             || kv.key.find("token_id") != std::string::npos)
             info.notes["gguf." + kv.key] = kv.value.summary(120);
     if (const GgufValue* tokens = header->find("tokenizer.ggml.tokens")) {
-        std::string summary = tokens->summary(0);
+        const auto* list = std::get_if<std::vector<std::string>>(&tokens->data);
         const GgufValue* model = header->find("tokenizer.ggml.model");
+        const GgufValue* merges = header->find("tokenizer.ggml.merges");
+        const auto* mergeList = merges ? std::get_if<std::vector<std::string>>(&merges->data) : nullptr;
         info.notes["tokenizer"] = (model && model->asString() ? *model->asString() + ", " : std::string())
-            + summary.substr(1, summary.find(':') - 1);
+            + std::to_string(list ? list->size() : 0) + " tokens"
+            + (mergeList ? ", " + std::to_string(mergeList->size()) + " merges" : std::string())
+            + (header->find("tokenizer.chat_template") ? ", chat template" : "");
     }
     info.notes["gguf.version"] = std::to_string(header->version);
     auto headsOf = [&](const char* key) -> std::int64_t {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Writing a planned GGUF file: the plain-float tensors through the merge engine (direct copies, gathers,
-// conversions on every thread, bounded memory), then the Q8_0 tensors one at a time (assembled in fp32 and
-// quantized on every thread) and the generated ones, then the file is published atomically.
+// conversions on every thread, bounded memory), then the Q8_0 tensors one at a time (assembled in their dtype and
+// quantized on every thread, a slab at a time) and the generated ones, then the file is published atomically.
 
 #include "formats/gguf_quant.h"
 #include "io/durable_file.h"
@@ -87,7 +87,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
         const std::uint64_t outBytes = count / kQ8_0BlockElements * kQ8_0BlockBytes;
         auto blocks = PageBuffer::allocate(outBytes);
         TESSERA_TRY(blocks);
-        TESSERA_TRY(quantizeQ8_0(reinterpret_cast<const float*>(values->data()), count, blocks->data(), threads));
+        TESSERA_TRY(quantizeQ8_0From(values->data(), q.dtype, count, blocks->data(), threads));
         *values = PageBuffer();
         TESSERA_TRY(pwriteAll(fd, blocks->data(), outBytes, q.fileOffset, path + ": " + tensor.name));
         progress.m_base += q.bytes;

@@ -527,13 +527,15 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
         out.viewIndex = plan.view.tensors.size();
         plan.view.tensors.push_back(std::move(p.view));
         const TensorInfo& view = plan.view.tensors.back();
-        auto planned = planTensorCopy(view, out.viewIndex, dtypeOf(types[k]));
+        // A Q8_0 tensor is assembled in its own dtype and quantized from there a slab at a time.
+        const bool quantize = types[k] == GgmlType::Q8_0;
+        auto planned = planTensorCopy(view, out.viewIndex, quantize ? std::nullopt : std::optional<DType>(dtypeOf(types[k])));
         if (!planned)
             return planned.error();
         planned->file = 0;
         planned->fileOffset = layout->fileOffsets[k];
         plan.largestTensorBytes = std::max(plan.largestTensorBytes, view.nbytes());
-        if (types[k] == GgmlType::Q8_0) {
+        if (quantize) {
             quantBuffer = std::max(quantBuffer, planned->bytes + out.info.bytes);
             plan.quantized.push_back(std::move(*planned));
         } else {
@@ -553,7 +555,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     plan.view.files = info.files;
     plan.view.parallel = info.parallel;
     // The engine's budget holds the largest gathered tensor; conversions stage 16 MiB per thread; a Q8_0 tensor
-    // is assembled in fp32 and quantized after the rest, alone.
+    // is assembled in its dtype and quantized into its blocks after the rest, alone.
     const std::uint64_t streaming = merge.bufferBytes + std::max(1u, options.threads) * kMergeChunkBytes + kMergeChunkBytes;
     merge.memoryBytes = streaming;
     plan.memoryBytes = std::max(streaming, quantBuffer + kMergeChunkBytes);

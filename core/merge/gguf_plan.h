@@ -61,7 +61,7 @@ struct GgufPlan {
     /// The file and the tensors written as plain floats, in the merge engine's terms (the file's header is the
     /// GGUF header; offsets are the GGUF data offsets).
     MergePlan merge;
-    std::vector<PlannedTensor> quantized;  ///< Q8_0 tensors: assembled in fp32, quantized, written at fileOffset
+    std::vector<PlannedTensor> quantized;  ///< Q8_0 tensors: assembled in their dtype, quantized, written at fileOffset
     std::vector<GgufGeneratedTensor> generated;
     std::vector<GgufPlannedTensor> tensors; ///< in file order
     std::vector<GgufKeyValue> metadata;

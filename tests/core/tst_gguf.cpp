@@ -228,8 +228,11 @@ private Q_SLOTS:
         QCOMPARE(header->tensors.size(), std::size_t(3));
         QCOMPARE(header->tensors[2].offset, tensors[2].offset);
         QCOMPARE(header->tensors[0].dims, (std::vector<std::uint64_t> { 64, 3 }));
-        // Cut short: the tensors' data no longer fits, and the header cut anywhere is an error, never a crash.
-        test::writeFile(path, file.substr(0, file.size() - 1));
+        // Cut short: the last tensor's data no longer fits (the padding after it may go), and the header cut
+        // anywhere is an error, never a crash.
+        test::writeFile(path, file.substr(0, layout->dataStart + tensors[2].offset + tensors[2].bytes));
+        QVERIFY_RESULT(readHeader(path));
+        test::writeFile(path, file.substr(0, layout->dataStart + tensors[2].offset + tensors[2].bytes - 1));
         QVERIFY(!readHeader(path));
         for (std::size_t cut : { std::size_t(3), std::size_t(10), std::size_t(30), layout->header.size() / 2 }) {
             test::writeFile(path, file.substr(0, cut));
