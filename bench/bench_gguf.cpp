@@ -11,6 +11,7 @@
 #include "formats/scan.h"
 #include "io/byte_size.h"
 #include "merge/gguf_plan.h"
+#include "parallel.h"
 #include "synthetic_checkpoint.h"
 
 #include <filesystem>
