@@ -17,6 +17,7 @@
 #include <QObject>
 #include <QTest>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -472,6 +473,56 @@ private Q_SLOTS:
         QCOMPARE(test::runTessera(test::A({ "merge", "--local_dir", dir, "--target_dir", target, "--format", "gguf",
                                             "--outtype", "q4_k" })),
                  2);
+    }
+
+    void cancelLeavesNothingAndDamageIsAnError()
+    {
+        // Canceled after the first progress report: an error "canceled", and the target exactly as it was.
+        auto info = scanCheckpoint(test::fixture("gguf_llama_w2_fp32/global_step_10/actor"));
+        QVERIFY_RESULT(info);
+        GgufOptions options;
+        options.outType = GgufOutType::Q8_0;
+        auto plan = planGgufMerge(*info, options);
+        QVERIFY_RESULT(plan);
+        const std::string target = test::makeTempDir() + "/target";
+        fs::create_directories(target);
+        test::writeFile(target + "/keep.txt", "mine");
+        struct CancelAfterFirst : Progress {
+            std::atomic<int> reports { 0 };
+            void report(std::uint64_t, std::uint64_t, const std::string&) override { ++reports; }
+            bool isCanceled() const override { return reports.load() > 0; }
+        } progress;
+        MergeRunOptions run;
+        run.threads = 1;
+        run.progress = &progress;
+        auto outcome = writeGgufFile(*plan, target, run);
+        QVERIFY(!outcome);
+        QCOMPARE(outcome.error().message, std::string("canceled"));
+        std::vector<std::string> left;
+        for (const auto& e : fs::directory_iterator(target))
+            left.push_back(e.path().filename().string());
+        QCOMPARE(left, std::vector<std::string> { "keep.txt" });
+        // Run to the end it publishes the file and keeps the rest.
+        MergeRunOptions plain;
+        QVERIFY_RESULT(writeGgufFile(*plan, target, plain));
+        QVERIFY(fs::exists(target + "/" + plan->fileName));
+        QCOMPARE(test::readFile(target + "/keep.txt"), std::string("mine"));
+
+        // A GGUF cut short or with a damaged header: inspect and diff say so and name the file.
+        const std::string whole = test::readFile(target + "/" + plan->fileName);
+        const std::string cut = test::makeTempDir() + "/cut.gguf";
+        for (std::size_t size : { whole.size() - 100, std::size_t(2000), std::size_t(20) }) {
+            test::writeFile(cut, whole.substr(0, size));
+            QString err;
+            QCOMPARE(test::runTessera(test::A({ "inspect", cut }), nullptr, &err), 1);
+            QVERIFY2(err.contains(QStringLiteral("cut.gguf")), qPrintable(err));
+        }
+        std::string damaged = whole;
+        damaged[20] = '\xff'; // the metadata count's high bytes
+        test::writeFile(cut, damaged);
+        QString err;
+        QCOMPARE(test::runTessera(test::A({ "diff", cut, test::fixture("gguf_llama_w2_fp32/reference") }), nullptr, &err), 1);
+        QVERIFY2(err.contains(QStringLiteral("cut.gguf")), qPrintable(err));
     }
 
 private:
