@@ -125,7 +125,9 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
         if (stacked) {
             for (std::int64_t e = 0; e < tensor.shape[0]; ++e) {
                 const std::string hf = hfTensorName(t.name, static_cast<int>(e), mixtral);
-                info.tensors.push_back(selectLeading(tensor, e, hf.empty() ? t.name + "." + std::to_string(e) : hf));
+                TensorInfo one = selectLeading(tensor, e, hf.empty() ? t.name + "." + std::to_string(e) : hf);
+                one.placement = "expert " + std::to_string(e) + " of " + t.name;
+                info.tensors.push_back(std::move(one));
             }
             continue;
         }
@@ -136,8 +138,10 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
         const bool isK = endsWith(t.name, "attn_k.weight") || endsWith(t.name, "attn_k.bias");
         const std::int64_t h = isQ ? heads : kvHeads;
         if (llama && (isQ || isK) && h > 0 && !tensor.shape.empty() && tensor.shape[0] % h == 0
-            && (tensor.shape[0] / h) % 2 == 0)
+            && (tensor.shape[0] / h) % 2 == 0) {
             tensor.pieces = unpermuteRows(tensor.pieces.front(), tensor.shape[0], h);
+            tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)";
+        }
         if (endsWith(t.name, "ffn_gate_inp_shexp.weight") && tensor.shape.size() == 1) {
             // Hugging Face holds the shared expert's gate as [1, hidden].
             tensor.shape.insert(tensor.shape.begin(), 1);

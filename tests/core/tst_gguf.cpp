@@ -187,6 +187,24 @@ private Q_SLOTS:
         QVERIFY_RESULT(quantizeQ8_0(big.data(), big.size(), many.data(), 4));
         QVERIFY(one == many);
         QVERIFY(!quantizeQ8_0(big.data(), 33, one.data(), 1));
+        // Against ggml's reference loop written out with roundf, on values that land on and near halves.
+        std::vector<float> tricky(32 * 64);
+        for (std::size_t i = 0; i < tricky.size(); ++i)
+            tricky[i] = (i % 32 == 0) ? 127.0f * 0.03125f : (static_cast<float>(i % 509) - 254.0f) * 0.015625f
+                    + ((i % 3) ? std::nextafter(0.0078125f, 1.0f) : -0.0078125f);
+        std::vector<std::uint8_t> got(64 * kQ8_0BlockBytes);
+        QVERIFY_RESULT(quantizeQ8_0(tricky.data(), tricky.size(), got.data(), 2));
+        for (std::size_t b = 0; b < 64; ++b) {
+            const float* xb = tricky.data() + b * 32;
+            float amax = 0;
+            for (int j = 0; j < 32; ++j)
+                amax = std::max(amax, std::fabs(xb[j]));
+            const float dd = amax / 127.0f;
+            const float id = dd != 0.0f ? 1.0f / dd : 0.0f;
+            for (int j = 0; j < 32; ++j)
+                QCOMPARE(static_cast<int>(static_cast<std::int8_t>(got[b * kQ8_0BlockBytes + 2 + static_cast<std::size_t>(j)])),
+                         static_cast<int>(std::roundf(xb[j] * id)));
+        }
     }
 
     void headerRoundTrips()
