@@ -12,11 +12,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 namespace fs = std::filesystem;
 
@@ -76,20 +78,42 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
     SourceFiles sources;
     const unsigned threads = resolveThreads(static_cast<int>(options.threads));
     auto canceled = [&] { return progress.isCanceled(); };
-    for (const PlannedTensor& q : plan.quantized) {
-        if (canceled())
-            return makeError("canceled");
+    // Tensors on every thread, as many at once as the memory budget of the largest one allows (a large tensor
+    // runs alone, and its quantization then uses every thread itself).
+    std::uint64_t largest = 0;
+    for (const PlannedTensor& q : plan.quantized)
+        largest = std::max(largest, q.bytes + q.bytes / dtypeSize(q.dtype) / kQ8_0BlockElements * kQ8_0BlockBytes);
+    MemoryBudget budget(largest);
+    std::mutex mutex;
+    std::optional<Error> firstError;
+    std::atomic<bool> failed { false };
+    auto stop = [&] { return failed.load() || canceled(); };
+    parallelFor(plan.quantized.size(), threads, [&](std::size_t k) {
+        if (stop())
+            return;
+        const PlannedTensor& q = plan.quantized[k];
         const TensorInfo& tensor = plan.view.tensors[q.source];
-        auto values = PageBuffer::allocate(q.bytes);
-        TESSERA_TRY(values);
-        TESSERA_TRY(materializeTensor(sources, tensor, q, values->data(), canceled));
         const std::uint64_t count = tensor.numel();
         const std::uint64_t outBytes = count / kQ8_0BlockElements * kQ8_0BlockBytes;
-        auto blocks = PageBuffer::allocate(outBytes);
-        TESSERA_TRY(blocks);
-        TESSERA_TRY(quantizeQ8_0From(values->data(), q.dtype, count, blocks->data(), threads));
-        *values = PageBuffer();
-        TESSERA_TRY(pwriteAll(fd, blocks->data(), outBytes, q.fileOffset, path + ": " + tensor.name));
+        const std::uint64_t held = budget.acquire(q.bytes + outBytes);
+        Status status = [&]() -> Status {
+            auto values = PageBuffer::allocate(q.bytes);
+            TESSERA_TRY(values);
+            TESSERA_TRY(materializeTensor(sources, tensor, q, values->data(), stop));
+            auto blocks = PageBuffer::allocate(outBytes);
+            TESSERA_TRY(blocks);
+            TESSERA_TRY(quantizeQ8_0From(values->data(), q.dtype, count, blocks->data(), threads));
+            *values = PageBuffer();
+            return pwriteAll(fd, blocks->data(), outBytes, q.fileOffset, path + ": " + tensor.name);
+        }();
+        budget.release(held);
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!status) {
+            if (!firstError && status.error().message != "canceled")
+                firstError = status.error();
+            failed = true;
+            return;
+        }
         progress.m_base += q.bytes;
         state.bytesDone = progress.m_base;
         ++state.tensorsDone;
@@ -98,7 +122,11 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
                                   + " tensors  " + tensor.name);
         if (options.onProgress)
             options.onProgress(state);
-    }
+    });
+    if (firstError)
+        return *firstError;
+    if (failed || canceled())
+        return makeError("canceled");
     for (const auto& g : plan.generated)
         TESSERA_TRY(pwriteAll(fd, reinterpret_cast<const std::uint8_t*>(g.bytes.data()), g.bytes.size(), g.fileOffset,
                               path));
