@@ -377,6 +377,26 @@ private Q_SLOTS:
         QVERIFY(!readGgufTokenizer(dir, 2, "")); // more tokens than embedding rows
     }
 
+    void sentencePieceFolderBecomesLlamaVocabulary()
+    {
+        const std::string dir = std::string(TESSERA_TEST_DATA_DIR) + "/gguf_families/sentencepiece_tokenizer";
+        auto tok = readGgufTokenizer(dir, 512, "");
+        QVERIFY_RESULT(tok);
+        QCOMPARE(tok->model, std::string("llama"));
+        std::map<std::string, const GgufValue*> md;
+        for (const auto& kv : tok->metadata)
+            md[kv.key] = &kv.value;
+        const auto& tokens = std::get<std::vector<std::string>>(md.at("tokenizer.ggml.tokens")->data);
+        QCOMPARE(tokens.size(), std::size_t(512));
+        QCOMPARE(tokens[3], std::string("<0x00>"));
+        QCOMPARE(std::get<std::vector<std::int64_t>>(md.at("tokenizer.ggml.token_type")->data)[3], std::int64_t(6));
+        QCOMPARE(std::get<std::vector<double>>(md.at("tokenizer.ggml.scores")->data)[260], -0.1f * 1.0);
+        QCOMPARE(*md.at("tokenizer.ggml.bos_token_id")->asInt(), std::int64_t(1));
+        QCOMPARE(*md.at("tokenizer.ggml.eos_token_id")->asInt(), std::int64_t(2));
+        QCOMPARE(std::get<bool>(md.at("tokenizer.ggml.add_bos_token")->data), true);
+        QVERIFY(md.at("tokenizer.chat_template")->asString()->find("m.role") != std::string::npos);
+    }
+
     void fixtureF32ExportReadsBackIdentical()
     {
         const std::string gguf = exportGguf(test::fixture("gguf_llama_w2_fp32/global_step_10/actor"), "f32");

@@ -3,7 +3,8 @@
 // continuation and log-probabilities must match a float64 reference (../shared/tools/gguf_check.mjs): the shared
 // gguf_llama_w2_fp32 fixture (verl FSDP2 from real PyTorch), and tests/fixtures/gguf_families (Qwen2 with biases and
 // tied embeddings, Qwen3 in bf16, Qwen2-MoE, Qwen3-MoE, Mixtral) split into FSDP2 rank files of several world
-// sizes by tessera split first, so every export starts from a distributed checkpoint. Needs node and an installed node-llama-cpp: set TESSERA_NODE_LLAMA to the
+// sizes by tessera split first, so every export starts from a distributed checkpoint; and a SentencePiece
+// tokenizer.model instead of tokenizer.json. Needs node and an installed node-llama-cpp: set TESSERA_NODE_LLAMA to the
 // folder holding its node_modules (`npm install node-llama-cpp@3` there). Skips cleanly without them.
 
 #include "testutil.h"
@@ -86,6 +87,28 @@ private Q_SLOTS:
                  qPrintable(err));
         check(QString::fromStdString(target + "/") + family + QStringLiteral("-") + outtype + QStringLiteral(".gguf"),
               QString::fromStdString(hf + "/expected_generation.json"), tolerance);
+    }
+
+    void sentencePieceTokenizerLoads()
+    {
+        // The fixture's weights with a SentencePiece tokenizer.model instead of its tokenizer.json: llama.cpp loads
+        // the `llama` vocabulary (scores, byte pieces, special ids) and the continuation is the same.
+        const std::string config = test::makeTempDir() + "/config";
+        fs::create_directories(config);
+        fs::copy_file(test::fixture("gguf_llama_w2_fp32/reference/config.json"), config + "/config.json");
+        for (const char* f : { "tokenizer.model", "tokenizer_config.json" })
+            fs::copy_file(std::string(TESSERA_TEST_DATA_DIR) + "/gguf_families/sentencepiece_tokenizer/" + f,
+                          config + "/" + f);
+        const std::string target = test::makeTempDir() + "/gguf";
+        QString err;
+        QVERIFY2(test::runTessera(test::A({ "merge", "--local_dir", test::fixture("gguf_llama_w2_fp32/global_step_10/actor"),
+                                            "--hf_model_path", config, "--target_dir", target, "--format", "gguf",
+                                            "--outtype", "f32", "--name", "spm", "--quiet" }),
+                                  nullptr, &err)
+                     == 0,
+                 qPrintable(err));
+        check(QString::fromStdString(target + "/spm-f32.gguf"),
+              QString::fromStdString(test::fixture("gguf_llama_w2_fp32/expected_generation.json")), QStringLiteral("1e-2"));
     }
 
     void llamaCppReproducesTheReference_data()
