@@ -4,6 +4,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "merge_common.h"
+#include "merge_gguf.h"
 #include "merge_parts_cli.h"
 #include "merge_report.h"
 #include "terminal_progress.h"
@@ -28,8 +29,10 @@ int runMerge(const std::vector<std::string>& args)
                      "legacy, Megatron-LM and torch_dist with their names mapped to Hugging Face's) into a\n"
                      "Hugging Face safetensors folder, bit for bit, streaming tensor by tensor. config.json,\n"
                      "generation_config.json, tokenizer files, chat templates and remote-code *.py are copied from\n"
-                     "the config folder. The output appears atomically: on error or Ctrl-C nothing is left behind.");
+                     "the config folder. The output appears atomically: on error or Ctrl-C nothing is left behind.\n"
+                     "With --format gguf it writes one GGUF file for llama.cpp instead.");
     addCommonMergeOptions(parser);
+    addGgufMergeOptions(parser);
     parser.addOption("target_dir", "DIR", "output folder (created; existing files of other names are kept)", "tmp");
     parser.addOption("max_shard_size", "SIZE", "largest output file before sharding (500MB, 2GiB, …)", "5GB");
     parser.addSwitch("dry_run", "print the merge plan (tensors, copy steps, files, memory, disk) and write nothing");
@@ -51,9 +54,19 @@ int runMerge(const std::vector<std::string>& args)
                   << parser.value("hf_upload_path") << " " << parser.value("target_dir") << "'\n";
         return ExitUsage;
     }
+    int formatExit = -1;
+    const bool gguf = wantsGguf(parser, formatExit);
+    if (formatExit >= 0)
+        return formatExit;
+    if (gguf && isPartRun(parser)) {
+        std::cerr << "tessera merge: --part does not split a GGUF export yet; run --format gguf as one process\n";
+        return ExitUsage;
+    }
     auto setup = prepareMerge(parser, "merge");
     if (setup.exitCode >= 0)
         return setup.exitCode;
+    if (gguf)
+        return runGgufMerge(parser, setup);
     auto maxShard = parseByteSize(parser.value("max_shard_size"));
     if (!maxShard || *maxShard == 0) {
         std::cerr << "tessera merge: --max_shard_size: "

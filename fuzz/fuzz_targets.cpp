@@ -16,6 +16,8 @@ const std::vector<FuzzTarget>& fuzzTargets()
         { "model_config", fuzzModelConfig },
         { "mapping_rules", fuzzMappingRules },
         { "byte_size", fuzzByteSize },
+        { "gguf", fuzzGguf },
+        { "sentencepiece", fuzzSentencePiece },
     };
     return targets;
 }

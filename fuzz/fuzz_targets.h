@@ -24,6 +24,8 @@ int fuzzMegatronDist(const std::uint8_t* data, std::size_t size);       ///< tor
 int fuzzModelConfig(const std::uint8_t* data, std::size_t size);        ///< transformer_config.json and config.json
 int fuzzMappingRules(const std::uint8_t* data, std::size_t size);       ///< a --param_mapping rules file
 int fuzzByteSize(const std::uint8_t* data, std::size_t size);           ///< parseByteSize (--max_shard_size)
+int fuzzGguf(const std::uint8_t* data, std::size_t size);               ///< parseGgufHeader (a .gguf file)
+int fuzzSentencePiece(const std::uint8_t* data, std::size_t size);      ///< parseSentencePieceModel (tokenizer.model)
 
 using FuzzBody = int (*)(const std::uint8_t*, std::size_t);
 

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 S="${TESSERA_FIXTURES:-$PWD/../shared/fixtures}"; T="$PWD/tests/fixtures"; C="$PWD/fuzz/corpus"; M="$PWD/resources/mapping"
 scratch="$(mktemp -d)"; trap 'rm -rf "$scratch"' EXIT
-rm -rf $C; mkdir -p $C/{unpickler,zip,torch_save,safetensors_header,safetensors_index,dcp_metadata,megatron_dist,model_config,mapping_rules,byte_size}
+rm -rf $C; mkdir -p $C/{unpickler,zip,torch_save,safetensors_header,safetensors_index,dcp_metadata,megatron_dist,model_config,mapping_rules,byte_size,gguf,sentencepiece}
 python3 fuzz/make_tiny_torch_save.py "$scratch"
 cp $scratch/tiny_state_dict.pkl $scratch/tiny_tensor.pkl $C/unpickler/
 pkl() { python3 -c "import zipfile,sys;z=zipfile.ZipFile(sys.argv[1]);n=[x for x in z.namelist() if x.endswith('/data.pkl')][0];open(sys.argv[2],'wb').write(z.read(n))" "$1" "$2"; }
@@ -79,4 +79,6 @@ echo '{"extends": "llama", "rules": [{"id": "final_norm", "megatron": "decoder.f
 # byte sizes
 cd $C/byte_size; i=0
 for s in 5GB 100KB 500MB 1TB 1KiB 2GiB 1.5GB "123" "4 MB" 0B 18446744073709551615 16777216TiB 5G; do i=$((i+1)); printf '%s' "$s" > seed_$i; done
+# gguf and sentencepiece: small files written the way llama.cpp and SentencePiece lay them out
+python3 fuzz/make_gguf_seeds.py $C/gguf $C/sentencepiece
 du -sh $C; du -s $C/*

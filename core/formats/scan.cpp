@@ -6,6 +6,7 @@
 #include "io/text_file.h"
 
 #include "formats/layouts.h"
+#include "formats/gguf_reader.h"
 #include "formats/safetensors_reader.h"
 
 #include <algorithm>
@@ -149,6 +150,8 @@ Result<CheckpointInfo> dispatch(const fs::path& path, const ScanOptions& options
         const std::string ext = path.extension().string();
         if (ext == ".safetensors")
             return scanSafetensorsFolder(path.string());
+        if (ext == ".gguf")
+            return scanGgufFile(path.string());
         if (path.filename() == ".metadata")
             return dispatch(path.parent_path(), options, progress, visited, hops + 1);
         return scanTorchSaveFile(path.string());

@@ -2,11 +2,16 @@
 #include "model/convert.h"
 
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <limits>
 #include <optional>
 #include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace tessera {
 
@@ -93,6 +98,29 @@ std::uint16_t f32ToBf16(float f)
 }
 
 float bf16ToF32(std::uint16_t b) { return bitsFloat(static_cast<std::uint32_t>(b) << 16); }
+
+#if defined(__x86_64__)
+/// Float32 → Float16 with the F16C instruction, eight at a time: vcvtps2ph with round-to-nearest-even gives
+/// exactly f32ToF16() for every one of the 2^32 float bit patterns, NaNs included (checked exhaustively), at
+/// several times the speed. Used only when the processor has it.
+__attribute__((target("avx,f16c"))) void floatsToF16Hardware(const float* in, unsigned char* out, std::uint64_t count)
+{
+    std::uint64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i * 2),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < count; ++i) {
+        const std::uint16_t h = f32ToF16(in[i]);
+        std::memcpy(out + i * 2, &h, 2);
+    }
+}
+
+bool hasF16c()
+{
+    static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    return yes;
+}
+#endif
 
 // Element access through memcpy: mapped checkpoint data need not be aligned to the element size.
 template <typename T>
@@ -186,6 +214,19 @@ Status convertElements(const void* src, DType srcType, void* dst, DType dstType,
             break;
         case DType::Float16:
             // c10::Half is built from a float, so Float64 is rounded twice (to Float32, then to Float16) like torch.
+#if defined(__x86_64__)
+            if (hasF16c()) {
+                constexpr std::uint64_t kBlock = 1024;
+                float floats[kBlock];
+                for (std::uint64_t first = 0; first < count; first += kBlock) {
+                    const std::uint64_t n = std::min(kBlock, count - first);
+                    for (std::uint64_t i = 0; i < n; ++i)
+                        floats[i] = loadFloat(in, first + i);
+                    floatsToF16Hardware(floats, out + first * 2, n);
+                }
+                break;
+            }
+#endif
             forEach(count, [&](std::uint64_t i) { store<std::uint16_t>(out, i, f32ToF16(loadFloat(in, i))); });
             break;
         case DType::BFloat16:

@@ -153,6 +153,46 @@ private Q_SLOTS:
         QVERIFY(page.logText().contains(QStringLiteral("OK: ")));
     }
 
+    void ggufExportThroughThePanel()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture("gguf_llama_w2_fp32/global_step_10/actor"));
+        QComboBox* format = nullptr;
+        QComboBox* outtype = nullptr;
+        for (auto* box : page.findChildren<QComboBox*>()) {
+            if (box->findData(QStringLiteral("gguf")) >= 0)
+                format = box;
+            if (box->findData(QStringLiteral("q8_0")) >= 0)
+                outtype = box;
+        }
+        QVERIFY(format && outtype);
+        QVERIFY(!outtype->isEnabled());
+        format->setCurrentIndex(format->findData(QStringLiteral("gguf")));
+        QVERIFY(outtype->isEnabled());
+        outtype->setCurrentIndex(outtype->findData(QStringLiteral("f32")));
+        QVERIFY2(page.planText().contains(QStringLiteral("gguf_llama_w2_fp32-f32.gguf")), qPrintable(page.planText()));
+        QVERIFY(page.planText().contains(QStringLiteral("blk.0.attn_q.weight")));
+        QVERIFY(page.commandLine().contains(QStringLiteral("--format gguf --outtype f32")));
+        const QString target = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/gguf");
+        page.setTargetDir(target);
+        QVERIFY(page.canRun());
+        QSignalSpy finished(page.job(), &MergeJob::finished);
+        page.run();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        const auto result = finished.first().first().value<MergeResult>();
+        QVERIFY2(result.ok, qPrintable(result.message));
+        const std::string file = target.toStdString() + "/gguf_llama_w2_fp32-f32.gguf";
+        QVERIFY(QFileInfo::exists(QString::fromStdString(file)));
+        QCOMPARE(QDir(target).entryList(QDir::Files | QDir::Hidden | QDir::AllDirs | QDir::NoDotAndDotDot).size(), 1);
+        // Read back under Hugging Face names, the export is the reference tensor for tensor.
+        QString out;
+        QCOMPARE(tessera::test::runTessera({ QStringLiteral("diff"), QString::fromStdString(file),
+                                             QString::fromStdString(tessera::test::fixture("gguf_llama_w2_fp32/reference")) },
+                                           &out),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("21 identical")), qPrintable(out));
+    }
+
     void loraMergeThroughThePanel()
     {
         MergePage page;

@@ -2,6 +2,7 @@
 #include "mergejob.h"
 
 #include "coreconvert.h"
+#include "merge/gguf_plan.h"
 #include "merge/merge_engine.h"
 
 #include <QElapsedTimer>
@@ -27,6 +28,18 @@ MergeJob::~MergeJob()
 void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
                      unsigned threads, bool verifyReplicas, std::shared_ptr<const LoraMerge> lora)
 {
+    launch(std::move(checkpoint), std::move(plan), targetDir, threads, verifyReplicas, std::move(lora), nullptr);
+}
+
+void MergeJob::startGguf(std::shared_ptr<const tessera::GgufPlan> plan, const QString& targetDir, unsigned threads)
+{
+    launch(nullptr, nullptr, targetDir, threads, false, nullptr, std::move(plan));
+}
+
+void MergeJob::launch(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
+                      unsigned threads, bool verifyReplicas, std::shared_ptr<const LoraMerge> lora,
+                      std::shared_ptr<const tessera::GgufPlan> gguf)
+{
     if (isRunning())
         return;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
@@ -40,7 +53,7 @@ void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::Me
     });
     const std::string target = targetDir.toStdString();
     // `this` outlives the worker (the destructor waits), so the queued progress calls may capture it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, target, threads, verifyReplicas, cancelFlag, lora]() {
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, target, threads, verifyReplicas, cancelFlag, lora, gguf]() {
         MergeResult result;
         tessera::MergeRunOptions options;
         options.threads = threads;
@@ -60,7 +73,8 @@ void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::Me
             QMetaObject::invokeMethod(this, [this, status] { Q_EMIT progress(status); }, Qt::QueuedConnection);
         };
         try {
-            auto outcome = lora ? tessera::mergeCheckpoints(lora->plans.outputs(lora->checkpoint), target, options)
+            auto outcome = gguf ? tessera::writeGgufFile(*gguf, target, options)
+                : lora          ? tessera::mergeCheckpoints(lora->plans.outputs(lora->checkpoint), target, options)
                                 : tessera::mergeCheckpoint(*checkpoint, *plan, target, options);
             if (outcome) {
                 result.ok = true;

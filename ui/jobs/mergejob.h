@@ -15,6 +15,7 @@
 
 namespace tessera {
 struct MergePlan;
+struct GgufPlan;
 }
 
 namespace tessera::ui {
@@ -55,6 +56,8 @@ public:
     /// outputs are written (the fused model and the adapter, published together) instead of `plan`.
     void start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
                unsigned threads, bool verifyReplicas = false, std::shared_ptr<const LoraMerge> lora = nullptr);
+    /// Writes the GGUF file `plan` describes into `targetDir` (tessera merge --format gguf).
+    void startGguf(std::shared_ptr<const tessera::GgufPlan> plan, const QString& targetDir, unsigned threads);
     void cancel();
     bool isRunning() const;
 
@@ -63,6 +66,9 @@ Q_SIGNALS:
     void finished(const tessera::ui::MergeResult& result);
 
 private:
+    void launch(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
+                unsigned threads, bool verifyReplicas, std::shared_ptr<const LoraMerge> lora,
+                std::shared_ptr<const tessera::GgufPlan> gguf);
     QThreadPool m_pool;
     QFutureWatcher<MergeResult>* m_watcher = nullptr;
     std::shared_ptr<std::atomic<bool>> m_cancel;

@@ -12,6 +12,7 @@
 #include "jobs/mappingjob.h"
 #include "jobs/mergejob.h"
 #include "mapping/megatron_mapping.h"
+#include "merge/gguf_plan.h"
 #include "merge/merge_plan.h"
 #include "models/mergeplanmodel.h"
 #include "models/roles.h"
@@ -82,6 +83,8 @@ MergePage::MergePage(QWidget* parent)
     , m_backend(new QComboBox(this))
     , m_hfModelPath(new QLineEdit(this))
     , m_dtype(new QComboBox(this))
+    , m_format(new QComboBox(this))
+    , m_outtype(new QComboBox(this))
     , m_maxShardSize(new QLineEdit(QStringLiteral("5GB"), this))
     , m_threads(new QSpinBox(this))
     , m_paramMapping(new QLineEdit(this))
@@ -115,6 +118,14 @@ MergePage::MergePage(QWidget* parent)
     m_dtype->addItem(tr("keep"), QString());
     for (const auto* name : { "bf16", "fp16", "fp32" })
         m_dtype->addItem(QLatin1String(name), QLatin1String(name));
+    m_format->addItem(tr("Hugging Face safetensors"), QStringLiteral("safetensors"));
+    m_format->addItem(tr("GGUF for llama.cpp / Ollama"), QStringLiteral("gguf"));
+    m_format->setToolTip(tr("safetensors: a Hugging Face folder. GGUF: one <name>-<type>.gguf file that llama.cpp, "
+                            "Ollama and LM Studio load, with the tokenizer and chat template inside"));
+    for (const auto* name : { "f16", "f32", "bf16", "q8_0" })
+        m_outtype->addItem(QLatin1String(name), QLatin1String(name));
+    m_outtype->setToolTip(tr("GGUF tensor type; norms and 1-D tensors stay f32, as llama.cpp's converter writes them"));
+    m_outtype->setEnabled(false);
     m_lora->addItem(tr("fused model and adapter"), QStringLiteral("both"));
     m_lora->addItem(tr("fused model (W + B·A·α/r)"), QStringLiteral("fused"));
     m_lora->addItem(tr("adapter only (PEFT folder)"), QStringLiteral("adapter"));
@@ -192,6 +203,7 @@ MergePage::MergePage(QWidget* parent)
          }));
     wide(tr("Config (--hf_model_path)"), withBrowse(m_hfModelPath, options));
     pair(tr("Backend (--backend)"), m_backend, tr("DType (--dtype)"), m_dtype);
+    pair(tr("Format (--format)"), m_format, tr("GGUF type (--outtype)"), m_outtype);
     pair(tr("Shard size (--max_shard_size)"), m_maxShardSize, tr("Threads (--threads)"), m_threads);
     pair(tr("Rules (--param_mapping)"), withButton(m_paramMapping, m_loadRules, options), tr("--ignore_missing_params"),
          m_ignoreMissing);
@@ -285,6 +297,12 @@ MergePage::MergePage(QWidget* parent)
     connect(m_verifyReplicas, &QCheckBox::toggled, this, &MergePage::updatePlan);
     connect(m_loadRules, &QPushButton::clicked, this, &MergePage::loadRules);
     connect(m_dtype, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
+    connect(m_format, &QComboBox::currentIndexChanged, this, [this] {
+        m_outtype->setEnabled(isGguf());
+        m_dtype->setEnabled(!isGguf());
+        updatePlan();
+    });
+    connect(m_outtype, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
     connect(m_lora, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
     connect(m_loraAlpha, &QLineEdit::textChanged, this, &MergePage::updatePlan);
     m_baseDebounce.setSingleShot(true);
@@ -346,7 +364,11 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
     const bool another = m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root;
     if (another && !m_job->isRunning() && !m_compare->isRunning()) {
         const QSignalBlocker b1(m_targetDir), b2(m_reference), b3(m_dtype), b4(m_lora), b5(m_loraAlpha), b6(m_baseModel),
-            b7(m_hfModelPath);
+            b7(m_hfModelPath), b8(m_format), b9(m_outtype);
+        m_format->setCurrentIndex(0);
+        m_outtype->setCurrentIndex(0);
+        m_outtype->setEnabled(false);
+        m_dtype->setEnabled(true);
         m_targetDir->clear();
         m_reference->clear();
         m_hfModelPath->clear();
@@ -379,6 +401,29 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
     updatePlan();
 }
 
+bool MergePage::isGguf() const { return m_format->currentData().toString() == QLatin1String("gguf"); }
+
+bool MergePage::planGguf(const CheckpointPtr& input, const tessera::MergeOptions& options)
+{
+    if (m_loraMerge) {
+        showPlanError(tr("GGUF export of a LoRA checkpoint: merge its fused model as safetensors first, then open that "
+                         "folder and export it as GGUF."));
+        return false;
+    }
+    tessera::GgufOptions gguf;
+    gguf.outType = tessera::ggufOutTypeFromName(m_outtype->currentData().toString().toStdString());
+    gguf.hfConfigDir = options.hfConfigDir;
+    gguf.forceTieWordEmbeddings = options.forceTieWordEmbeddings;
+    gguf.threads = options.threads;
+    auto plan = tessera::planGgufMerge(*input, gguf);
+    if (!plan) {
+        showPlanError(tr("This checkpoint cannot be written as GGUF:\n\n%1").arg(qs(plan.error().message)));
+        return false;
+    }
+    m_ggufPlan = std::make_shared<const tessera::GgufPlan>(std::move(plan).value());
+    return true;
+}
+
 bool MergePage::isMegatron() const { return m_checkpoint && tessera::isMegatronLayout(m_checkpoint->layout); }
 
 void MergePage::setReferenceDir(const QString& dir) { m_reference->setText(dir); }
@@ -404,6 +449,8 @@ MergePanelOptions MergePage::options() const
     o.lora = m_lora->currentData().toString();
     o.loraAlpha = m_loraAlpha->text().trimmed();
     o.baseModel = m_baseModel->text().trimmed();
+    o.format = m_format->currentData().toString();
+    o.outtype = m_outtype->currentData().toString();
     return o;
 }
 
@@ -420,8 +467,11 @@ QString MergePage::commandLine() const
     // The scan's root may be a subfolder (actor/model) where the CLI would not find config.json on its own.
     add(QStringLiteral("--hf_model_path"),
         !o.hfModelPath.isEmpty() || !m_checkpoint ? o.hfModelPath : qs(m_checkpoint->hfConfigDir));
-    add(QStringLiteral("--dtype"), o.dtype);
-    if (o.maxShardSize != QLatin1String("5GB"))
+    if (isGguf())
+        args << QStringLiteral("--format") << QStringLiteral("gguf") << QStringLiteral("--outtype") << o.outtype;
+    else
+        add(QStringLiteral("--dtype"), o.dtype);
+    if (!isGguf() && o.maxShardSize != QLatin1String("5GB"))
         add(QStringLiteral("--max_shard_size"), o.maxShardSize);
     if (o.threads > 0)
         add(QStringLiteral("--threads"), QString::number(o.threads));
@@ -443,7 +493,7 @@ QString MergePage::commandLine() const
     }
     if (o.tieWordEmbedding)
         args << QStringLiteral("--tie_word_embedding");
-    if (o.verifyReplicas)
+    if (o.verifyReplicas && !isGguf())
         args << QStringLiteral("--verify_replicas");
     return args.join(QLatin1Char(' '));
 }
@@ -561,6 +611,7 @@ void MergePage::updatePlan()
     m_mergePlan.reset();
     m_mergeInput.reset();
     m_loraMerge.reset();
+    m_ggufPlan.reset();
     if (!m_checkpoint) {
         showPlanError(tr("Open a checkpoint to see what a merge would write."));
         m_planSummary->setText(m_planText);
@@ -609,7 +660,10 @@ void MergePage::updatePlan()
         m_mergePlan = std::make_shared<const tessera::MergePlan>(std::move(plan).value());
         m_mergeInput = input;
     }
-    m_planText = qs(tessera::mergePlanSummary(*m_mergePlan, *m_mergeInput, true));
+    if (isGguf() && !planGguf(input, options))
+        return;
+    m_planText = m_ggufPlan ? qs(tessera::ggufPlanSummary(*m_ggufPlan, true))
+                            : qs(tessera::mergePlanSummary(*m_mergePlan, *m_mergeInput, true));
     m_planModel->setPlan(m_mergePlan);
     m_planView->show();
 
@@ -618,6 +672,22 @@ void MergePage::updatePlan()
     const auto freeBytes = freeBytesFor(target.isEmpty() ? qs(m_checkpoint->root) : target);
     const QString muted = palette().color(QPalette::PlaceholderText).name();
     QStringList lines;
+    if (m_ggufPlan) {
+        const auto& g = *m_ggufPlan;
+        lines << tr("<b>Writes %1</b> as GGUF (%2, %3): %4")
+                     .arg(countText(qint64(g.tensors.size()), tr("tensor"), tr("tensors")), qs(g.architecture),
+                          QLatin1String(tessera::ggufOutTypeName(g.outType)), qs(g.fileName).toHtmlEscaped())
+              << tr("<b>Tokenizer</b> %1").arg(qs(g.tokenizerSummary).toHtmlEscaped())
+              << tr("<b>Disk</b> %1 · <b>Memory</b> about %2 at peak (largest tensor %3)")
+                     .arg(bytesText(g.fileSize), bytesText(g.memoryBytes), bytesText(g.largestTensorBytes));
+        for (const auto& d : g.dropped)
+            lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("not written: %1").arg(qs(d).toHtmlEscaped()));
+        for (const auto& w : g.warnings)
+            lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("warning: %1").arg(qs(w).toHtmlEscaped()));
+        m_planSummary->setText(lines.join(QStringLiteral("<br>")));
+        updateButtons();
+        return;
+    }
     lines << tr("<b>Writes %1</b> in %2: %3 of tensors")
                  .arg(countText(qint64(p.tensors.size()), tr("tensor"), tr("tensors")),
                       countText(qint64(p.files.size()), tr("safetensors file"), tr("safetensors files")),
@@ -717,7 +787,8 @@ void MergePage::run()
     // The command line refuses to mix models; here the user may replace one, but is asked first.
     const QDir target(m_targetDir->text().trimmed());
     QStringList existing;
-    for (const auto& name : m_mergePlan->outputFileNames())
+    const auto names = m_ggufPlan ? std::vector<std::string> { m_ggufPlan->fileName } : m_mergePlan->outputFileNames();
+    for (const auto& name : names)
         if (target.exists(qs(name)))
             existing << qs(name);
     if (!existing.isEmpty()
@@ -728,6 +799,17 @@ void MergePage::run()
                                                  : existing.join(QStringLiteral(", ")),
                              qs(m_checkpoint->root)))) {
         m_log->appendPlainText(tr("Not merged: %1 was left as it is.").arg(target.absolutePath()));
+        return;
+    }
+    if (m_ggufPlan) {
+        m_log->appendPlainText(tr("Exporting %1 → %2 as GGUF").arg(qs(m_checkpoint->root), target.filePath(qs(m_ggufPlan->fileName))));
+        std::uint64_t total = m_ggufPlan->merge.totalBytes;
+        for (const auto& q : m_ggufPlan->quantized)
+            total += q.bytes;
+        m_meter.start(total);
+        m_job->startGguf(m_ggufPlan, m_targetDir->text().trimmed(), unsigned(m_threads->value()));
+        showProgress(0, int(m_ggufPlan->merge.tensors.size() + m_ggufPlan->quantized.size()), 0, total, {});
+        updateButtons();
         return;
     }
     m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), m_targetDir->text()));

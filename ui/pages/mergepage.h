@@ -28,6 +28,7 @@ struct MergePlan;
 
 namespace tessera {
 struct MergeOptions;
+struct GgufPlan;
 }
 
 namespace tessera::ui {
@@ -59,6 +60,8 @@ struct MergePanelOptions {
     QString lora = QStringLiteral("both"); ///< LoRA checkpoints: fused, adapter or both
     QString loraAlpha;      ///< empty: from the checkpoint's files
     QString baseModel;      ///< an adapter-only checkpoint's base model
+    QString format = QStringLiteral("safetensors"); ///< safetensors or gguf
+    QString outtype = QStringLiteral("f16");        ///< gguf: f16, f32, bf16 or q8_0
 };
 
 /// The merge panel: the options of `tessera merge` (with the Megatron mapping flags, shared with the Mapping
@@ -99,6 +102,8 @@ public:
     /// The model the plan writes and what it is planned from (the checkpoint, or its Hugging Face-named mapping):
     /// what the Split page writes in another layout. Null while there is no plan.
     std::shared_ptr<const tessera::MergePlan> plannedModel() const { return m_mergePlan; }
+    /// With the GGUF format chosen: the GGUF file the merge writes instead of the safetensors folder.
+    std::shared_ptr<const tessera::GgufPlan> ggufPlan() const { return m_ggufPlan; }
     CheckpointPtr plannedInput() const { return m_mergeInput; }
 Q_SIGNALS:
     /// The plan was redone (plannedModel() may be another or none; planText() says why not).
@@ -114,6 +119,9 @@ private:
     void onFinished(const MergeResult& result);
     void onCompareFinished(const CompareResult& result);
     void showPlanError(const QString& message);
+    /// Plans the GGUF export of `input` and shows it; false (and the plan box says why) when it cannot be written.
+    bool planGguf(const CheckpointPtr& input, const tessera::MergeOptions& options);
+    bool isGguf() const;
     void updateButtons();
     void loadRules();
     bool isMegatron() const;
@@ -125,7 +133,8 @@ private:
     ThroughputMeter m_meter;
     std::shared_ptr<const tessera::MergePlan> m_mergePlan;
     CheckpointPtr m_mergeInput; ///< what the plan merges: the checkpoint, or its Hugging Face-named mapping
-    std::shared_ptr<const LoraMerge> m_loraMerge; ///< a LoRA checkpoint's plans (m_mergePlan is the primary one)
+    std::shared_ptr<const LoraMerge> m_loraMerge;
+    std::shared_ptr<const tessera::GgufPlan> m_ggufPlan; ///< set when the GGUF format is chosen and plans ///< a LoRA checkpoint's plans (m_mergePlan is the primary one)
     /// --base_model as last scanned: the plan is redone on every option change, the base is read once per path.
     QString m_basePath;
     std::optional<tessera::Result<tessera::CheckpointInfo>> m_baseScan;
@@ -143,6 +152,8 @@ private:
     QComboBox* m_backend;
     QLineEdit* m_hfModelPath;
     QComboBox* m_dtype;
+    QComboBox* m_format;
+    QComboBox* m_outtype;
     QLineEdit* m_maxShardSize;
     QSpinBox* m_threads;
     QLineEdit* m_paramMapping;

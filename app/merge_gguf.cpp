@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "merge_gguf.h"
+
+#include "terminal_progress.h"
+
+#include "io/byte_size.h"
+#include "merge/gguf_plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iomanip>
+#include <iostream>
+
+namespace tessera::cli {
+
+void addGgufMergeOptions(ArgParser& parser)
+{
+    parser.addOption("format", "FORMAT", "safetensors (a Hugging Face folder) or gguf (one file for llama.cpp, "
+                                         "Ollama, LM Studio: TARGET/<name>-<outtype>.gguf)", "safetensors");
+    parser.addOption("outtype", "TYPE", "with --format gguf: f32, f16, bf16 or q8_0 (norms and 1-D tensors stay "
+                                        "f32, as llama.cpp's converter writes them)", "f16");
+    parser.addOption("name", "NAME", "with --format gguf: general.name and the file name's stem",
+                     "config.json's _name_or_path or the checkpoint's folder");
+}
+
+bool wantsGguf(const ArgParser& parser, int& exitCode)
+{
+    const std::string format = parser.value("format");
+    if (format == "gguf")
+        return true;
+    if (format != "safetensors") {
+        std::cerr << "tessera merge: --format must be safetensors or gguf (got '" << format << "')\n";
+        exitCode = ExitUsage;
+    } else if (parser.isSet("outtype") || parser.isSet("name")) {
+        std::cerr << "tessera merge: --" << (parser.isSet("outtype") ? "outtype" : "name")
+                  << " is for --format gguf (a safetensors merge takes --dtype)\n";
+        exitCode = ExitUsage;
+    }
+    return false;
+}
+
+int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
+{
+    const bool json = parser.isSet("json");
+    auto fail = [&](int code, const std::string& message) {
+        if (json)
+            std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                      << "\n";
+        std::cerr << "tessera merge: " << message << "\n";
+        return code;
+    };
+    GgufOptions options;
+    if (parser.isSet("outtype")) {
+        options.outType = ggufOutTypeFromName(parser.value("outtype"));
+        if (!options.outType)
+            return fail(ExitUsage, "--outtype must be f32, f16, bf16 or q8_0 (got '" + parser.value("outtype") + "')");
+    }
+    if (parser.isSet("dtype"))
+        return fail(ExitUsage, "--dtype is for safetensors output; with --format gguf use --outtype");
+    for (const char* flag : { "max_shard_size", "peft_target_dir", "save_intermediate", "verify_replicas" })
+        if (parser.isSet(flag))
+            return fail(ExitUsage, std::string("--") + flag + " is not used with --format gguf");
+    if (setup.lora)
+        return fail(ExitProblems, "a LoRA checkpoint: merge it into a Hugging Face folder first (--lora fused) and "
+                                  "export that folder with --format gguf");
+    options.name = parser.isSet("name") ? parser.value("name") : std::string();
+    options.hfConfigDir = setup.options.hfConfigDir;
+    options.forceTieWordEmbeddings = setup.options.forceTieWordEmbeddings;
+    options.threads = setup.options.threads;
+    const std::string target = parser.value("target_dir");
+    if (target.empty())
+        return fail(ExitUsage, "--target_dir: needs a folder name (it is empty)");
+
+    auto plan = planGgufMerge(*setup.info, options);
+    if (!plan)
+        return fail(ExitProblems, plan.error().message);
+    setup.debug.stage("plan");
+    if (parser.isSet("dry_run")) {
+        if (auto usable = checkGgufTarget(*plan, target); !usable)
+            return fail(ExitProblems, usable.error().message);
+        if (json)
+            std::cout << ggufPlanToJson(*plan).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        else
+            std::cout << ggufPlanSummary(*plan, parser.isSet("tensors"));
+        return ExitOk;
+    }
+    const bool quiet = parser.isSet("quiet") || json;
+    if (!quiet)
+        for (const auto& w : plan->warnings)
+            std::cerr << "tessera merge: warning: " << w << "\n";
+    MergeRunOptions run;
+    run.threads = setup.threads;
+    TerminalProgress progress("Exporting", TerminalProgress::Unit::Bytes, quiet);
+    run.progress = &progress;
+    run.onNote = [quiet](const std::string& note) {
+        if (!quiet)
+            std::cerr << "tessera merge: note: " << note << "\n";
+    };
+    auto outcome = writeGgufFile(*plan, target, run);
+    progress.finish();
+    setup.debug.stage("write");
+    if (!outcome)
+        return fail(ExitProblems, outcome.error().message == "canceled" ? "canceled; nothing was written"
+                                                                        : outcome.error().message);
+    for (const auto& w : outcome->warnings)
+        std::cerr << "tessera merge: warning: " << w << "\n";
+    if (json) {
+        std::cout << nlohmann::json { { "output_dir", outcome->outputDir }, { "files", outcome->files },
+                                      { "format", "gguf" }, { "architecture", plan->architecture },
+                                      { "outtype", ggufOutTypeName(plan->outType) },
+                                      { "total_size", outcome->bytesWritten }, { "seconds", outcome->seconds },
+                                      { "tensors", plan->tensors.size() }, { "dropped", plan->dropped },
+                                      { "warnings", outcome->warnings }, { "notes", outcome->notes } }
+                         .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << "\n";
+    } else if (!parser.isSet("quiet")) {
+        std::cout << "Exported " << plan->tensors.size() << " tensors as GGUF (" << plan->architecture << ", "
+                  << ggufOutTypeName(plan->outType) << ", " << formatBytes(outcome->bytesWritten) << ") into "
+                  << outcome->outputDir << " in " << std::fixed << std::setprecision(outcome->seconds < 10 ? 2 : 1)
+                  << outcome->seconds << " s\n  " << plan->fileName << "\n";
+    }
+    return ExitOk;
+}
+
+} // namespace tessera::cli

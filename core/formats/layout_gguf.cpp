@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "formats/gguf_file.h"
+#include "formats/gguf_names.h"
+#include "formats/gguf_reader.h"
+#include "io/mapped_file.h"
+#include "model/tensor_reindex.h"
+
+#include <filesystem>
+#include <map>
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+std::optional<DType> dtypeOfGgml(std::uint32_t type)
+{
+    switch (static_cast<GgmlType>(type)) {
+    case GgmlType::F32:
+        return DType::Float32;
+    case GgmlType::F16:
+        return DType::Float16;
+    case GgmlType::BF16:
+        return DType::BFloat16;
+    default:
+        return std::nullopt;
+    }
+}
+
+bool endsWith(const std::string& s, const std::string& p)
+{
+    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+/// Rows of a llama q/k tensor from llama.cpp's interleaved order back to Hugging Face's: HF rows
+/// h·d + j·d/2 + i (i = 0…d/2-1) are GGUF rows h·d + 2i + j, one box per (head, j) with a row stride of 2.
+std::vector<Piece> unpermuteRows(const Piece& whole, std::int64_t rows, std::int64_t heads)
+{
+    const std::int64_t hd = rows / heads, half = hd / 2;
+    const std::uint64_t es = dtypeSize(whole.storedDtype);
+    std::vector<Piece> out;
+    for (std::int64_t h = 0; h < heads; ++h)
+        for (std::int64_t j = 0; j < 2; ++j) {
+            Piece q = whole;
+            q.offsets[0] = h * hd + j * half;
+            q.shape[0] = half;
+            q.strides[0] = 2 * whole.strides[0];
+            q.dataOffset = whole.dataOffset + static_cast<std::uint64_t>((h * hd + j) * whole.strides[0]) * es;
+            out.push_back(std::move(q));
+        }
+    return out;
+}
+
+} // namespace
+
+Result<CheckpointInfo> scanGgufFile(const std::string& path)
+{
+    const std::string absolute = fs::absolute(fs::path(path)).lexically_normal().string();
+    auto file = MappedFile::open(absolute);
+    TESSERA_TRY(file);
+    auto header = parseGgufHeader((*file)->view());
+    if (!header)
+        return header.error().withContext(absolute);
+    CheckpointInfo info;
+    info.layout = "gguf";
+    info.root = absolute;
+    info.files = { absolute };
+    std::error_code ec;
+    const fs::path folder = fs::path(absolute).parent_path();
+    if (fs::exists(folder / "config.json", ec))
+        info.hfConfigDir = folder.string();
+    std::string arch;
+    if (const GgufValue* a = header->find("general.architecture"); a && a->asString())
+        arch = *a->asString();
+    for (const auto& kv : header->metadata)
+        if (kv.key.rfind("tokenizer.ggml.", 0) != 0 || kv.key == "tokenizer.ggml.model" || kv.key == "tokenizer.ggml.pre"
+            || kv.key.find("token_id") != std::string::npos)
+            info.notes["gguf." + kv.key] = kv.value.summary(120);
+    if (const GgufValue* tokens = header->find("tokenizer.ggml.tokens")) {
+        const auto* list = std::get_if<std::vector<std::string>>(&tokens->data);
+        const GgufValue* model = header->find("tokenizer.ggml.model");
+        const GgufValue* merges = header->find("tokenizer.ggml.merges");
+        const auto* mergeList = merges ? std::get_if<std::vector<std::string>>(&merges->data) : nullptr;
+        info.notes["tokenizer"] = (model && model->asString() ? *model->asString() + ", " : std::string())
+            + std::to_string(list ? list->size() : 0) + " tokens"
+            + (mergeList ? ", " + std::to_string(mergeList->size()) + " merges" : std::string())
+            + (header->find("tokenizer.chat_template") ? ", chat template" : "");
+    }
+    info.notes["gguf.version"] = std::to_string(header->version);
+    auto headsOf = [&](const char* key) -> std::int64_t {
+        const GgufValue* v = header->find(arch + key);
+        return v && v->asInt() ? *v->asInt() : 0;
+    };
+    const std::int64_t heads = headsOf(".attention.head_count");
+    const std::int64_t kvHeads = headsOf(".attention.head_count_kv") > 0 ? headsOf(".attention.head_count_kv") : heads;
+    const bool llama = arch == "llama";
+    const bool mixtral = llama && headsOf(".expert_count") > 0;
+    std::size_t quantized = 0;
+    for (const auto& t : header->tensors) {
+        const auto dtype = dtypeOfGgml(t.type);
+        if (!dtype) {
+            ++quantized;
+            continue;
+        }
+        TensorInfo tensor;
+        tensor.name = t.name;
+        tensor.dtype = *dtype;
+        for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it)
+            tensor.shape.push_back(static_cast<std::int64_t>(*it));
+        Piece p;
+        p.file = absolute;
+        p.offsets.assign(tensor.shape.size(), 0);
+        p.shape = tensor.shape;
+        p.strides.assign(tensor.shape.size(), 1);
+        for (std::size_t d = tensor.shape.size(); d-- > 1;)
+            p.strides[d - 1] = p.strides[d] * tensor.shape[d];
+        p.storedDtype = *dtype;
+        p.dataOffset = header->dataStart + t.offset;
+        p.storageBegin = p.dataOffset;
+        p.storageBytes = t.bytes;
+        tensor.pieces.push_back(std::move(p));
+
+        const bool stacked = endsWith(t.name, "_exps.weight") && tensor.shape.size() == 3;
+        if (stacked) {
+            for (std::int64_t e = 0; e < tensor.shape[0]; ++e) {
+                const std::string hf = hfTensorName(t.name, static_cast<int>(e), mixtral);
+                TensorInfo one = selectLeading(tensor, e, hf.empty() ? t.name + "." + std::to_string(e) : hf);
+                one.placement = "expert " + std::to_string(e) + " of " + t.name;
+                info.tensors.push_back(std::move(one));
+            }
+            continue;
+        }
+        const std::string hf = hfTensorName(t.name, -1, mixtral);
+        if (!hf.empty())
+            tensor.name = hf;
+        const bool isQ = endsWith(t.name, "attn_q.weight") || endsWith(t.name, "attn_q.bias");
+        const bool isK = endsWith(t.name, "attn_k.weight") || endsWith(t.name, "attn_k.bias");
+        const std::int64_t h = isQ ? heads : kvHeads;
+        if (llama && (isQ || isK) && h > 0 && !tensor.shape.empty() && tensor.shape[0] % h == 0
+            && (tensor.shape[0] / h) % 2 == 0) {
+            tensor.pieces = unpermuteRows(tensor.pieces.front(), tensor.shape[0], h);
+            tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)";
+        }
+        if (endsWith(t.name, "ffn_gate_inp_shexp.weight") && tensor.shape.size() == 1) {
+            // Hugging Face holds the shared expert's gate as [1, hidden].
+            tensor.shape.insert(tensor.shape.begin(), 1);
+            Piece& q = tensor.pieces.front();
+            q.offsets.insert(q.offsets.begin(), 0);
+            q.shape.insert(q.shape.begin(), 1);
+            q.strides.insert(q.strides.begin(), tensor.shape[1]);
+        }
+        info.tensors.push_back(std::move(tensor));
+    }
+    if (quantized)
+        info.notes["gguf.quantized_tensors"] = std::to_string(quantized)
+            + " quantized tensors (Q8_0) are not read as tensors; compare an f32, f16 or bf16 export instead";
+    return info;
+}
+
+} // namespace tessera

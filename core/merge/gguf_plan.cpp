@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "merge/gguf_plan.h"
+
+#include "formats/gguf_names.h"
+#include "formats/gguf_tokenizer.h"
+#include "io/byte_size.h"
+#include "io/text_file.h"
+#include "merge/hf_output.h"
+#include "merge/output_staging.h"
+#include "model/rope_permute.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace tessera {
+
+const char* ggufOutTypeName(GgufOutType type)
+{
+    switch (type) {
+    case GgufOutType::F32:
+        return "f32";
+    case GgufOutType::F16:
+        return "f16";
+    case GgufOutType::BF16:
+        return "bf16";
+    case GgufOutType::Q8_0:
+        return "q8_0";
+    }
+    return "?";
+}
+
+std::optional<GgufOutType> ggufOutTypeFromName(std::string_view name)
+{
+    std::string n(name);
+    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (n == "f32" || n == "fp32" || n == "float32")
+        return GgufOutType::F32;
+    if (n == "f16" || n == "fp16" || n == "float16")
+        return GgufOutType::F16;
+    if (n == "bf16" || n == "bfloat16")
+        return GgufOutType::BF16;
+    if (n == "q8_0" || n == "q8")
+        return GgufOutType::Q8_0;
+    return std::nullopt;
+}
+
+namespace {
+
+std::string joinLines(const std::vector<std::string>& items, std::size_t max = 20)
+{
+    std::string s;
+    for (std::size_t i = 0; i < items.size() && i < max; ++i)
+        s += "\n  " + items[i];
+    if (items.size() > max)
+        s += "\n  … and " + std::to_string(items.size() - max) + " more";
+    return s;
+}
+
+/// general.file_type (llama_ftype).
+std::uint32_t fileTypeOf(GgufOutType t)
+{
+    switch (t) {
+    case GgufOutType::F32:
+        return 0;
+    case GgufOutType::F16:
+        return 1;
+    case GgufOutType::Q8_0:
+        return 7;
+    case GgufOutType::BF16:
+        return 32;
+    }
+    return 1;
+}
+
+bool endsWith(const std::string& s, const std::string& p)
+{
+    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+/// The model's name: config.json's _name_or_path, else the checkpoint's folder above verl's and Megatron's own
+/// folder names (actor, global_step_N, iter_N, huggingface…).
+std::string defaultModelName(const json& config, const std::string& root)
+{
+    if (config.contains("_name_or_path") && config["_name_or_path"].is_string()) {
+        const std::string n = fs::path(config["_name_or_path"].get<std::string>()).filename().string();
+        if (!n.empty() && n != "." && n != "..")
+            return n;
+    }
+    fs::path p = fs::absolute(fs::path(root)).lexically_normal();
+    while (!p.empty() && p != p.parent_path()) {
+        const std::string n = p.filename().string();
+        const bool generic = n.empty() || n == "actor" || n == "critic" || n == "huggingface" || n == "model"
+            || n == "dist_ckpt" || n == "release" || n.rfind("global_step_", 0) == 0 || n.rfind("iter_", 0) == 0
+            || n.rfind("checkpoint-", 0) == 0;
+        if (!generic)
+            return n;
+        p = p.parent_path();
+    }
+    return "model";
+}
+
+std::string safeFileStem(std::string s)
+{
+    for (char& c : s)
+        if (c == '/' || c == '\\' || c == ' ' || c == ':' || static_cast<unsigned char>(c) < 32)
+            c = '_';
+    return s.empty() ? "model" : s;
+}
+
+/// llama 3's rope_freqs: per rotary frequency the factor its wavelength gets (convert_hf_to_gguf's
+/// generate_extra_tensors), in float32 like torch computes the frequencies.
+std::string llama3RopeFactors(double theta, std::int64_t headDim, const json& scaling)
+{
+    const double factor = scaling.value("factor", 8.0);
+    const double low = scaling.value("low_freq_factor", 1.0);
+    const double high = scaling.value("high_freq_factor", 4.0);
+    const double oldContext = scaling.value("original_max_position_embeddings", 8192.0);
+    const double lowWavelen = oldContext / low, highWavelen = oldContext / high;
+    std::string bytes;
+    for (std::int64_t i = 0; i < headDim; i += 2) {
+        const float exponent = static_cast<float>(i) / static_cast<float>(headDim);
+        const float freq = 1.0f / std::pow(static_cast<float>(theta), exponent);
+        const double wavelen = 2 * M_PI / static_cast<double>(freq);
+        double f;
+        if (wavelen < highWavelen)
+            f = 1;
+        else if (wavelen > lowWavelen)
+            f = factor;
+        else {
+            const double smooth = (oldContext / wavelen - low) / (high - low);
+            f = 1 / ((1 - smooth) / factor + smooth);
+        }
+        const float v = static_cast<float>(f);
+        bytes.append(reinterpret_cast<const char*>(&v), 4);
+    }
+    return bytes;
+}
+
+struct Hparams {
+    std::int64_t hidden = 0, layers = 0, heads = 0, kvHeads = 0, ffn = 0, context = 0, headDim = 0, vocab = 0;
+    double eps = 1e-6, theta = 10000;
+    std::int64_t experts = 0, expertsUsed = 0, expertFfn = 0, sharedFfn = 0;
+};
+
+Result<Hparams> readHparams(const json& c, const GgufArchitecture& arch, const std::string& file)
+{
+    Hparams h;
+    std::vector<std::string> missing;
+    auto integer = [&](const char* key, std::int64_t& out, bool required) {
+        if (c.contains(key) && c[key].is_number_integer() && c[key].get<std::int64_t>() >= 0
+            && c[key].get<std::int64_t>() < (1ll << 32))
+            out = c[key].get<std::int64_t>();
+        else if (required)
+            missing.push_back(key);
+    };
+    integer("hidden_size", h.hidden, true);
+    integer("num_hidden_layers", h.layers, true);
+    integer("num_attention_heads", h.heads, true);
+    integer("intermediate_size", h.ffn, !arch.moe);
+    integer("max_position_embeddings", h.context, true);
+    integer("vocab_size", h.vocab, false);
+    h.kvHeads = h.heads;
+    integer("num_key_value_heads", h.kvHeads, false);
+    if (c.contains("head_dim") && c["head_dim"].is_number_integer())
+        integer("head_dim", h.headDim, false);
+    else if (h.heads > 0)
+        h.headDim = h.hidden / h.heads;
+    if (c.contains("rms_norm_eps") && c["rms_norm_eps"].is_number())
+        h.eps = c["rms_norm_eps"].get<double>();
+    else
+        missing.push_back("rms_norm_eps");
+    if (c.contains("rope_theta") && c["rope_theta"].is_number())
+        h.theta = c["rope_theta"].get<double>();
+    if (arch.moe) {
+        integer(c.contains("num_local_experts") ? "num_local_experts" : "num_experts", h.experts, true);
+        integer("num_experts_per_tok", h.expertsUsed, true);
+        if (arch.name != "llama")
+            integer("moe_intermediate_size", h.expertFfn, true);
+        if (arch.name == "qwen2moe")
+            integer("shared_expert_intermediate_size", h.sharedFfn, false);
+    }
+    if (!missing.empty()) {
+        std::string keys;
+        for (const auto& k : missing)
+            keys += (keys.empty() ? "" : ", ") + k;
+        return makeError(file + ": " + keys + " missing or not a number; a GGUF " + arch.name + " model needs "
+                         + (missing.size() == 1 ? "it" : "them"));
+    }
+    if (h.heads == 0 || h.kvHeads == 0 || h.heads % h.kvHeads != 0)
+        return makeError(file + ": " + std::to_string(h.heads) + " attention heads and " + std::to_string(h.kvHeads)
+                         + " key/value heads do not make grouped-query attention");
+    return h;
+}
+
+/// The element type a tensor is written in, as convert_hf_to_gguf chooses it: 1-D tensors, norms and the MoE
+/// router stay F32; Q8_0 needs rows that are whole 32-value blocks (else F16).
+GgmlType tensorType(const std::string& name, const Shape& shape, GgufOutType outType, bool& fellBack)
+{
+    fellBack = false;
+    if (shape.size() <= 1 || endsWith(name, "_norm.weight") || endsWith(name, "ffn_gate_inp.weight")
+        || endsWith(name, "ffn_gate_inp_shexp.weight"))
+        return GgmlType::F32;
+    switch (outType) {
+    case GgufOutType::F32:
+        return GgmlType::F32;
+    case GgufOutType::F16:
+        return GgmlType::F16;
+    case GgufOutType::BF16:
+        return GgmlType::BF16;
+    case GgufOutType::Q8_0:
+        if (shape.back() % 32 == 0)
+            return GgmlType::Q8_0;
+        fellBack = true;
+        return GgmlType::F16;
+    }
+    return GgmlType::F16;
+}
+
+DType dtypeOf(GgmlType t)
+{
+    switch (t) {
+    case GgmlType::F16:
+        return DType::Float16;
+    case GgmlType::BF16:
+        return DType::BFloat16;
+    default:
+        return DType::Float32;
+    }
+}
+
+/// One output tensor before layout.
+struct Pending {
+    std::string name;
+    TensorInfo view;        ///< under the GGUF name, pieces re-indexed
+    Shape shape;            ///< the GGUF tensor's shape in PyTorch order (ggml dims reversed)
+    std::vector<std::string> sources;
+    std::string transform;
+    std::optional<std::string> generatedBytes;
+};
+
+} // namespace
+
+Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& options)
+{
+    if (!info.problems.empty()) {
+        std::vector<std::string> lines;
+        for (const auto& p : info.problems)
+            lines.push_back(p.text());
+        return makeError("the checkpoint has " + std::to_string(info.problems.size())
+                         + " problem(s) and is not exported (run 'tessera inspect' for details):" + joinLines(lines));
+    }
+    if (!info.loraDeltas.empty())
+        return makeError(info.root + ": a LoRA checkpoint; merge it into a Hugging Face folder first (tessera merge "
+                                     "--lora fused) and export that folder as GGUF");
+    if (info.tensors.empty())
+        return makeError(info.root + ": the checkpoint holds no tensors");
+    GgufPlan plan;
+    plan.configDir = options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir;
+    if (plan.configDir.empty())
+        return makeError("no config.json was found next to the checkpoint; GGUF needs the model's config and tokenizer "
+                         "(give their folder with --hf_model_path)");
+    const std::string configFile = (fs::path(plan.configDir) / "config.json").string();
+    auto configText = readTextFile(configFile);
+    TESSERA_TRY(configText);
+    const json config = json::parse(*configText, nullptr, false);
+    if (config.is_discarded() || !config.is_object())
+        return makeError(configFile + ": not a valid JSON object");
+    std::string hfArch;
+    if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()
+        && config["architectures"][0].is_string())
+        hfArch = config["architectures"][0].get<std::string>();
+    const auto arch = ggufArchitectureFor(hfArch);
+    if (!arch) {
+        std::string known;
+        for (const auto& a : ggufSupportedHfArchitectures())
+            known += (known.empty() ? "" : ", ") + a;
+        return makeError(configFile + ": architecture " + (hfArch.empty() ? std::string("(none given)") : hfArch)
+                         + " cannot be written as GGUF by Tessera (it writes " + known + ")");
+    }
+    plan.architecture = arch->name;
+    auto hp = readHparams(config, *arch, configFile);
+    TESSERA_TRY(hp);
+    auto facts = readHfConfig(plan.configDir);
+    TESSERA_TRY(facts);
+    plan.outType = options.outType.value_or(GgufOutType::F16);
+    plan.modelName = options.name.empty() ? defaultModelName(config, info.root) : options.name;
+    plan.fileName = safeFileStem(plan.modelName) + "-" + ggufOutTypeName(plan.outType) + ".gguf";
+
+    // --- Tensors under llama.cpp's names --------------------------------------------------------------------
+    const bool tied = options.forceTieWordEmbeddings || facts->tieWordEmbeddings;
+    std::vector<std::string> errors;
+    std::vector<Pending> pending;
+    std::map<std::string, std::size_t> stackIndex; // stacked GGUF name → index into pending
+    std::map<std::string, std::map<int, std::size_t>> experts; // stacked GGUF name → expert → source tensor
+    const TensorInfo* embedding = nullptr;
+    for (std::size_t i = 0; i < info.tensors.size(); ++i) {
+        const TensorInfo& t = info.tensors[i];
+        const auto mapped = ggufTensorName(t.name);
+        if (!mapped) {
+            errors.push_back(t.name + ": llama.cpp's " + arch->name + " architecture has no tensor for it");
+            continue;
+        }
+        if (mapped->skip)
+            continue;
+        if (t.name == "model.embed_tokens.weight")
+            embedding = &t;
+        if (t.name == "lm_head.weight" && tied) {
+            plan.dropped.push_back("lm_head.weight (tied to model.embed_tokens.weight; llama.cpp uses token_embd)");
+            continue;
+        }
+        if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2) {
+            errors.push_back(t.name + ": a " + std::string(torchName(t.dtype)) + " tensor; GGUF export writes "
+                             "floating-point weights only");
+            continue;
+        }
+        if (mapped->expert >= 0) {
+            if (!arch->moe) {
+                errors.push_back(t.name + ": an expert weight, but " + hfArch + " is not a mixture-of-experts model");
+                continue;
+            }
+            if (!experts[mapped->name].emplace(mapped->expert, i).second)
+                errors.push_back(t.name + ": expert " + std::to_string(mapped->expert) + " appears twice");
+            if (!stackIndex.count(mapped->name)) {
+                stackIndex[mapped->name] = pending.size();
+                pending.push_back(Pending { mapped->name, {}, {}, {}, {}, std::nullopt });
+            }
+            continue;
+        }
+        Pending p { mapped->name, t, t.shape, { t.name }, "", std::nullopt };
+        p.view.name = mapped->name;
+        const bool isQ = endsWith(mapped->name, "attn_q.weight") || endsWith(mapped->name, "attn_q.bias");
+        const bool isK = endsWith(mapped->name, "attn_k.weight") || endsWith(mapped->name, "attn_k.bias");
+        if (arch->permuteQK && (isQ || isK)) {
+            const std::int64_t heads = isQ ? hp->heads : hp->kvHeads;
+            auto permuted = permuteRotaryRows(t, heads, mapped->name);
+            if (!permuted) {
+                errors.push_back(permuted.error().message);
+                continue;
+            }
+            p.view = std::move(*permuted);
+            p.transform = "rotary permutation (" + std::to_string(heads) + " heads)";
+        }
+        if (endsWith(mapped->name, "ffn_gate_inp_shexp.weight") && t.shape.size() == 2 && t.shape[0] == 1) {
+            // [1, hidden] → [hidden]: llama.cpp holds the shared expert's gate as a vector.
+            TensorInfo squeezed = t;
+            squeezed.name = mapped->name;
+            squeezed.shape = { t.shape[1] };
+            squeezed.pieces.clear();
+            for (Piece q : t.pieces) {
+                if (q.shape.size() != 2)
+                    continue;
+                q.offsets.erase(q.offsets.begin());
+                q.shape.erase(q.shape.begin());
+                q.strides.erase(q.strides.begin());
+                squeezed.pieces.push_back(std::move(q));
+            }
+            p.view = std::move(squeezed);
+            p.shape = { t.shape[1] };
+        }
+        pending.push_back(std::move(p));
+    }
+    // Experts: one stacked tensor [experts, rows, cols] per projection, each expert's boxes moved to its slice.
+    for (auto& [name, byExpert] : experts) {
+        Pending& p = pending[stackIndex[name]];
+        const std::int64_t count = static_cast<std::int64_t>(byExpert.size());
+        if (hp->experts > 0 && count != hp->experts) {
+            errors.push_back(name + ": " + std::to_string(count) + " experts found, config.json says "
+                             + std::to_string(hp->experts));
+            continue;
+        }
+        const TensorInfo& first = info.tensors[byExpert.begin()->second];
+        p.view.name = name;
+        p.view.dtype = first.dtype;
+        p.view.shape = { count };
+        p.view.shape.insert(p.view.shape.end(), first.shape.begin(), first.shape.end());
+        p.shape = p.view.shape;
+        p.transform = std::to_string(count) + " experts stacked";
+        bool ok = true;
+        std::int64_t expected = 0;
+        for (const auto& [e, index] : byExpert) {
+            const TensorInfo& t = info.tensors[index];
+            if (e != expected) {
+                errors.push_back(name + ": expert " + std::to_string(expected) + " is missing");
+                ok = false;
+                break;
+            }
+            ++expected;
+            if (t.shape != first.shape || t.dtype != first.dtype) {
+                errors.push_back(t.name + ": " + shapeToString(t.shape) + " " + std::string(torchName(t.dtype))
+                                 + " differs from expert 0's " + shapeToString(first.shape) + " "
+                                 + std::string(torchName(first.dtype)));
+                ok = false;
+                break;
+            }
+            p.sources.push_back(t.name);
+            for (Piece q : t.pieces) {
+                std::int64_t span = 1;
+                for (auto s : q.shape)
+                    span *= s;
+                q.offsets.insert(q.offsets.begin(), e);
+                q.shape.insert(q.shape.begin(), 1);
+                q.strides.insert(q.strides.begin(), span); // a dim of size 1: its stride is never used
+                p.view.pieces.push_back(std::move(q));
+            }
+        }
+        if (!ok)
+            continue;
+    }
+    if (!errors.empty())
+        return makeError("cannot write " + hfArch + " as GGUF (" + arch->name + "): " + std::to_string(errors.size())
+                         + " tensor(s) llama.cpp cannot take:" + joinLines(errors));
+    if (!embedding)
+        return makeError(info.root + ": model.embed_tokens.weight is missing; llama.cpp needs the token embedding");
+    const std::uint64_t vocabRows = static_cast<std::uint64_t>(embedding->shape.empty() ? 0 : embedding->shape[0]);
+
+    // --- Metadata ---------------------------------------------------------------------------------------------
+    const std::string a = arch->name;
+    auto& md = plan.metadata;
+    auto u32 = [](std::int64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
+    md.push_back({ "general.architecture", GgufValue::string(a) });
+    md.push_back({ "general.type", GgufValue::string("model") });
+    md.push_back({ "general.name", GgufValue::string(plan.modelName) });
+    md.push_back({ a + ".block_count", u32(hp->layers) });
+    md.push_back({ a + ".context_length", u32(hp->context) });
+    md.push_back({ a + ".embedding_length", u32(hp->hidden) });
+    if (hp->ffn > 0)
+        md.push_back({ a + ".feed_forward_length", u32(hp->ffn) });
+    md.push_back({ a + ".attention.head_count", u32(hp->heads) });
+    md.push_back({ a + ".attention.head_count_kv", u32(hp->kvHeads) });
+    md.push_back({ a + ".rope.freq_base", GgufValue::f32(static_cast<float>(hp->theta)) });
+    md.push_back({ a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(hp->eps)) });
+    if (arch->moe) {
+        md.push_back({ a + ".expert_count", u32(hp->experts) });
+        md.push_back({ a + ".expert_used_count", u32(hp->expertsUsed) });
+        if (hp->expertFfn > 0)
+            md.push_back({ a + ".expert_feed_forward_length", u32(hp->expertFfn) });
+        if (hp->sharedFfn > 0)
+            md.push_back({ a + ".expert_shared_feed_forward_length", u32(hp->sharedFfn) });
+    }
+    md.push_back({ "general.file_type", GgufValue::u32(fileTypeOf(plan.outType)) });
+    md.push_back({ a + ".vocab_size", u32(static_cast<std::int64_t>(vocabRows)) });
+    md.push_back({ a + ".rope.dimension_count", u32(hp->headDim) });
+    md.push_back({ a + ".attention.key_length", u32(hp->headDim) });
+    md.push_back({ a + ".attention.value_length", u32(hp->headDim) });
+    if (config.contains("rope_scaling") && config["rope_scaling"].is_object()) {
+        const json& rs = config["rope_scaling"];
+        const std::string type = rs.contains("rope_type") && rs["rope_type"].is_string() ? rs["rope_type"].get<std::string>()
+            : rs.contains("type") && rs["type"].is_string()                            ? rs["type"].get<std::string>()
+                                                                                        : "";
+        const double factor = rs.contains("factor") && rs["factor"].is_number() ? rs["factor"].get<double>() : 1.0;
+        if (type == "linear" || type == "yarn") {
+            md.push_back({ a + ".rope.scaling.type", GgufValue::string(type) });
+            md.push_back({ a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(factor)) });
+            if (type == "yarn" && rs.contains("original_max_position_embeddings")
+                && rs["original_max_position_embeddings"].is_number_integer())
+                md.push_back({ a + ".rope.scaling.original_context_length",
+                               u32(rs["original_max_position_embeddings"].get<std::int64_t>()) });
+        } else if (type == "llama3" && a == "llama") {
+            pending.push_back(Pending { "rope_freqs.weight", {}, { hp->headDim / 2 }, {}, "generated (llama 3 rope scaling)",
+                                        llama3RopeFactors(hp->theta, hp->headDim, rs) });
+        } else if (!type.empty() && type != "default") {
+            return makeError(configFile + ": rope_scaling type '" + type + "' cannot be written for llama.cpp's " + a
+                             + " architecture (linear, yarn" + (a == "llama" ? ", llama3" : "") + " can)");
+        }
+    }
+    md.push_back({ "general.quantization_version", GgufValue::u32(2) });
+    auto tokenizer = readGgufTokenizer(plan.configDir, vocabRows, *configText);
+    TESSERA_TRY(tokenizer);
+    for (auto& kv : tokenizer->metadata)
+        md.push_back(std::move(kv));
+    plan.tokenizerSummary = tokenizer->summary;
+    for (const auto& w : tokenizer->warnings)
+        plan.warnings.push_back(w);
+
+    // --- Layout and the merge engine's plan -----------------------------------------------------------------
+    std::vector<GgufTensorInfo> infos;
+    std::vector<GgmlType> types;
+    std::size_t fallbacks = 0;
+    for (const auto& p : pending) {
+        GgufTensorInfo ti;
+        ti.name = p.name;
+        for (auto it = p.shape.rbegin(); it != p.shape.rend(); ++it)
+            ti.dims.push_back(static_cast<std::uint64_t>(*it));
+        bool fellBack = false;
+        const GgmlType type = p.generatedBytes ? GgmlType::F32 : tensorType(p.name, p.shape, plan.outType, fellBack);
+        fallbacks += fellBack ? 1 : 0;
+        ti.type = static_cast<std::uint32_t>(type);
+        types.push_back(type);
+        infos.push_back(std::move(ti));
+    }
+    if (fallbacks)
+        plan.warnings.push_back(std::to_string(fallbacks) + " tensor(s) have rows that are not whole Q8_0 blocks of 32 "
+                                "and are written as F16, as llama.cpp's converter does");
+    auto layout = layoutGgufFile(plan.metadata, infos);
+    TESSERA_TRY(layout);
+    plan.fileSize = layout->fileSize;
+
+    MergePlan& merge = plan.merge;
+    merge.checkpoint = info.root;
+    merge.layout = info.layout;
+    PlannedFile file;
+    file.name = plan.fileName;
+    file.size = layout->fileSize;
+    file.header = layout->header;
+    std::uint64_t quantBuffer = 0;
+    for (std::size_t k = 0; k < pending.size(); ++k) {
+        Pending& p = pending[k];
+        GgufPlannedTensor out;
+        out.info = infos[k];
+        out.sources = p.sources;
+        out.transform = p.transform;
+        if (p.generatedBytes) {
+            plan.generated.push_back({ layout->fileOffsets[k], *p.generatedBytes });
+            plan.tensors.push_back(std::move(out));
+            continue;
+        }
+        out.viewIndex = plan.view.tensors.size();
+        plan.view.tensors.push_back(std::move(p.view));
+        const TensorInfo& view = plan.view.tensors.back();
+        // A Q8_0 tensor is assembled in its own dtype and quantized from there a slab at a time.
+        const bool quantize = types[k] == GgmlType::Q8_0;
+        auto planned = planTensorCopy(view, out.viewIndex, quantize ? std::nullopt : std::optional<DType>(dtypeOf(types[k])));
+        if (!planned)
+            return planned.error();
+        planned->file = 0;
+        planned->fileOffset = layout->fileOffsets[k];
+        plan.largestTensorBytes = std::max(plan.largestTensorBytes, view.nbytes());
+        if (quantize) {
+            quantBuffer = std::max(quantBuffer, planned->bytes + out.info.bytes);
+            plan.quantized.push_back(std::move(*planned));
+        } else {
+            merge.bufferBytes = std::max(merge.bufferBytes, planned->bufferBytes);
+            merge.largestTensorBytes = std::max(merge.largestTensorBytes, planned->bytes);
+            merge.totalBytes += planned->bytes;
+            file.tensors.push_back(merge.tensors.size());
+            merge.tensors.push_back(std::move(*planned));
+        }
+        plan.tensors.push_back(std::move(out));
+    }
+    merge.files.push_back(std::move(file));
+    merge.diskBytes = plan.fileSize;
+    plan.view.layout = info.layout;
+    plan.view.root = info.root;
+    plan.view.hfConfigDir = plan.configDir;
+    plan.view.files = info.files;
+    plan.view.parallel = info.parallel;
+    // The engine's budget holds the largest gathered tensor; conversions stage 16 MiB per thread; a Q8_0 tensor
+    // is assembled in its dtype and quantized into its blocks after the rest, alone.
+    const std::uint64_t streaming = merge.bufferBytes + std::max(1u, options.threads) * kMergeChunkBytes + kMergeChunkBytes;
+    merge.memoryBytes = streaming;
+    plan.memoryBytes = std::max(streaming, quantBuffer + kMergeChunkBytes);
+    return plan;
+}
+
+std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
+{
+    std::ostringstream out;
+    out << "Checkpoint  " << plan.merge.checkpoint << " (" << plan.merge.layout << ")\n";
+    out << "GGUF        " << plan.architecture << ", " << ggufOutTypeName(plan.outType) << ", " << plan.tensors.size()
+        << " tensors, " << plan.metadata.size() << " metadata keys\n";
+    std::map<std::string, int> types;
+    std::size_t permuted = 0, stacked = 0;
+    for (const auto& t : plan.tensors) {
+        types[ggmlTypeName(t.info.type)]++;
+        permuted += t.transform.rfind("rotary", 0) == 0 ? 1 : 0;
+        stacked += t.transform.find("experts stacked") != std::string::npos ? 1 : 0;
+    }
+    std::string typeList;
+    for (const auto& [name, n] : types)
+        typeList += (typeList.empty() ? "" : ", ") + name + " ×" + std::to_string(n);
+    out << "Types       " << typeList << "\n";
+    if (permuted)
+        out << "Rotary      " << permuted << " q/k tensors with rows permuted for llama.cpp's rotary layout\n";
+    if (stacked)
+        out << "Experts     " << stacked << " stacked expert tensors\n";
+    out << "Tokenizer   " << plan.tokenizerSummary << "\n";
+    out << "Output      " << plan.fileName << "  " << formatBytes(plan.fileSize) << "\n";
+    out << "Config      " << plan.configDir << "\n";
+    for (const auto& d : plan.dropped)
+        out << "Not written " << d << "\n";
+    out << "Disk        " << formatBytes(plan.fileSize) << "\n";
+    out << "Memory      about " << formatBytes(plan.memoryBytes) << " (largest tensor "
+        << formatBytes(plan.largestTensorBytes) << ")\n";
+    for (const auto& w : plan.warnings)
+        out << "Warning     " << w << "\n";
+    if (listTensors)
+        for (const auto& t : plan.tensors) {
+            std::string dims;
+            for (auto d : t.info.dims)
+                dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+            std::string sources;
+            if (!t.sources.empty())
+                sources = t.sources.front() + (t.sources.size() > 1 ? " … (" + std::to_string(t.sources.size()) + ")" : "");
+            out << "  " << t.info.name << "  " << ggmlTypeName(t.info.type) << " [" << dims << "]  ← "
+                << (sources.empty() ? "(generated)" : sources) << (t.transform.empty() ? "" : ", " + t.transform)
+                << "  @" << t.info.offset << "\n";
+        }
+    return out.str();
+}
+
+json ggufPlanToJson(const GgufPlan& plan)
+{
+    json tensors = json::array();
+    for (const auto& t : plan.tensors)
+        tensors.push_back({ { "name", t.info.name }, { "type", ggmlTypeName(t.info.type) }, { "dims", t.info.dims },
+                            { "offset", t.info.offset }, { "bytes", t.info.bytes }, { "sources", t.sources },
+                            { "transform", t.transform } });
+    json metadata = json::object();
+    for (const auto& kv : plan.metadata)
+        metadata[kv.key] = kv.value.summary(200);
+    return { { "format", "gguf" },
+             { "architecture", plan.architecture },
+             { "outtype", ggufOutTypeName(plan.outType) },
+             { "file", plan.fileName },
+             { "file_size", plan.fileSize },
+             { "memory_bytes", plan.memoryBytes },
+             { "largest_tensor_bytes", plan.largestTensorBytes },
+             { "tokenizer", plan.tokenizerSummary },
+             { "metadata", metadata },
+             { "tensors", tensors },
+             { "dropped", plan.dropped },
+             { "warnings", plan.warnings } };
+}
+
+Status checkGgufTarget(const GgufPlan& plan, const std::string& targetDir)
+{
+    TESSERA_TRY(OutputStaging::checkTarget(targetDir, { plan.fileName }));
+    if (auto free = freeDiskBytes(targetDir); free && *free < plan.fileSize)
+        return makeError("the export writes " + std::to_string(plan.fileSize) + " bytes but only "
+                         + std::to_string(*free) + " are free on the disk holding "
+                         + fs::absolute(targetDir).lexically_normal().string());
+    return Status::success();
+}
+
+} // namespace tessera

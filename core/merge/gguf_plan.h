@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// `tessera merge --format gguf`: the model as one GGUF file for llama.cpp. The checkpoint's tensors (under their
+// Hugging Face names) are described again under llama.cpp's names, with q/k rows permuted for the `llama`
+// architecture and experts stacked, by re-indexing their stored boxes; the ordinary merge engine then streams
+// them into the file at the offsets of the GGUF layout.
+
+#include "formats/gguf_file.h"
+#include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
+#include "model/checkpoint.h"
+#include "result.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+/// --outtype.
+enum class GgufOutType { F32, F16, BF16, Q8_0 };
+
+/// "f32", "f16", "bf16", "q8_0".
+const char* ggufOutTypeName(GgufOutType type);
+/// Parses --outtype (f32, f16, bf16, q8_0; also fp32/float32, fp16/float16, bfloat16).
+std::optional<GgufOutType> ggufOutTypeFromName(std::string_view name);
+
+struct GgufOptions {
+    std::optional<GgufOutType> outType;  ///< nullopt: f16, as llama.cpp's converter does for floating checkpoints
+    std::string name;                    ///< general.name and the file name's stem; default: from the folders
+    std::string hfConfigDir;             ///< overrides CheckpointInfo::hfConfigDir
+    bool forceTieWordEmbeddings = false; ///< --tie-word-embedding
+    unsigned threads = 1;                ///< for the memory estimate
+};
+
+/// One tensor of the GGUF file.
+struct GgufPlannedTensor {
+    GgufTensorInfo info;                 ///< name, ggml dims, type, offset in the data section, bytes
+    std::vector<std::string> sources;    ///< the Hugging Face tensors it is made of
+    std::string transform;               ///< "", "rotary permutation (4 heads)", "8 experts stacked", "generated"
+    std::size_t viewIndex = 0;           ///< index into GgufPlan::view.tensors (not for generated tensors)
+};
+
+/// A tensor computed by the export itself (llama 3's rope_freqs), written from memory.
+struct GgufGeneratedTensor {
+    std::uint64_t fileOffset = 0;
+    std::string bytes;
+};
+
+struct GgufPlan {
+    std::string architecture;            ///< "llama", "qwen2", …
+    GgufOutType outType = GgufOutType::F16;
+    std::string fileName;                ///< "<name>-<outtype>.gguf"
+    std::string modelName;               ///< general.name
+    std::string configDir;
+    CheckpointInfo view;                 ///< the tensors under GGUF names, pieces re-indexed into the source files
+    /// The file and the tensors written as plain floats, in the merge engine's terms (the file's header is the
+    /// GGUF header; offsets are the GGUF data offsets).
+    MergePlan merge;
+    std::vector<PlannedTensor> quantized;  ///< Q8_0 tensors: assembled in their dtype, quantized, written at fileOffset
+    std::vector<GgufGeneratedTensor> generated;
+    std::vector<GgufPlannedTensor> tensors; ///< in file order
+    std::vector<GgufKeyValue> metadata;
+    std::string tokenizerSummary;
+    std::vector<std::string> dropped;    ///< "lm_head.weight (tied to model.embed_tokens.weight)"
+    std::vector<std::string> warnings;
+    std::uint64_t fileSize = 0;
+    std::uint64_t memoryBytes = 0;       ///< estimated peak memory of the tensor buffers
+    std::uint64_t largestTensorBytes = 0;
+};
+
+/// Plans the GGUF export of `info` (Hugging Face names: a safetensors folder, an FSDP/DCP checkpoint, or a
+/// Megatron checkpoint after mapping). Refuses, with every reason, what llama.cpp's architectures cannot express
+/// (an unknown architecture, tensors with no llama.cpp name, missing experts, heads that do not divide the rows)
+/// and a folder without a tokenizer it can convert. Nothing is read but headers, config and tokenizer files.
+Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& options);
+
+/// A readable summary for --dry-run; `listTensors` adds one line per tensor.
+std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors);
+
+/// The plan as JSON for --dry-run --json.
+nlohmann::json ggufPlanToJson(const GgufPlan& plan);
+
+/// Refuses a target the export cannot complete (not a folder, not writable, its file name taken by a folder,
+/// too little free disk), before anything is written.
+Status checkGgufTarget(const GgufPlan& plan, const std::string& targetDir);
+
+/// Writes the GGUF file into `targetDir` atomically (a hidden temporary folder, published when complete; dead
+/// runs' folders removed first), streaming tensor by tensor with the merge engine: progress, cancel, bounded
+/// memory. Q8_0 tensors are quantized on `options.threads` threads.
+Result<MergeOutcome> writeGgufFile(const GgufPlan& plan, const std::string& targetDir, const MergeRunOptions& options);
+
+} // namespace tessera
