@@ -10,6 +10,7 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QDropEvent>
 #include <QImage>
@@ -62,6 +63,9 @@ private Q_SLOTS:
         QVERIFY(findDemoCheckpoint().has_value());
         QVERIFY(welcome->demoButton()->isEnabled());
         QVERIFY(welcome->recentButtons().isEmpty());
+        // The icon it shows (and the window's) is linked in.
+        QVERIFY(QFile::exists(QStringLiteral(":/tessera/icons/tessera.svg")));
+        QVERIFY(!window.windowIcon().isNull());
         // Choosing a view leaves the welcome page for the (empty) workbench.
         window.showView(MainWindow::View::Merge);
         QVERIFY(!window.isWelcomeShown());

@@ -14,7 +14,7 @@
 namespace tessera::ui {
 
 namespace {
-/// Where tessera.qrc puts README.md and the screenshots it shows (under their paths in the repository).
+/// Where ui/CMakeLists.txt puts README.md and the screenshots it shows (under their paths in the repository).
 const QLatin1String kReadmeRoot(":/tessera/readme/");
 constexpr int kMaxImageWidth = 960;
 
