@@ -94,7 +94,7 @@ for command in gui inspect merge test diff split; do
 done
 ok "the man page has its sections and every command"
 if command -v groff >/dev/null; then
-  warnings="$(groff -man -Tutf8 -ww -z <<<"$manual" 2>&1 || true)"
+  warnings="$(groff -k -man -Tutf8 -ww -z <<<"$manual" 2>&1 || true)"
   if [ -n "$warnings" ]; then bad "groff warns about the man page: $warnings"; else ok "groff formats the man page without a warning"; fi
 fi
 check "the completion is valid bash" bash -n "$root/usr/share/bash-completion/completions/tessera"
