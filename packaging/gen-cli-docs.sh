@@ -184,7 +184,7 @@ _tessera() {
   [ -n "\${_tessera_flags[*]+set}" ] || _tessera_tables
 
   if [ "\$cword" -eq 1 ]; then
-    COMPREPLY=(\$(compgen -W "${commands[*]} --help --version" -- "\$cur"))
+    mapfile -t COMPREPLY < <(compgen -W "${commands[*]} --help --version" -- "\$cur")
     return
   fi
   local command="\${words[1]}"
@@ -194,25 +194,25 @@ _tessera() {
   option="--\${option#__}"
   if [[ " \${_tessera_dirs[\$command]} " == *" \$option "* ]]; then
     compopt -o filenames 2>/dev/null
-    COMPREPLY=(\$(compgen -d -- "\$cur"))
+    mapfile -t COMPREPLY < <(compgen -d -- "\$cur")
     return
   fi
   if [[ " \${_tessera_files[\$command]} " == *" \$option "* ]]; then
     compopt -o filenames 2>/dev/null
-    COMPREPLY=(\$(compgen -f -- "\$cur"))
+    mapfile -t COMPREPLY < <(compgen -f -- "\$cur")
     return
   fi
   if [[ " \${_tessera_values[\$command]} " == *" \$option "* ]]; then
-    COMPREPLY=(\$(compgen -W "\$(_tessera_choices "\$command" "\$option")" -- "\$cur"))
+    mapfile -t COMPREPLY < <(compgen -W "\$(_tessera_choices "\$command" "\$option")" -- "\$cur")
     return
   fi
   if [[ "\$cur" == -* ]]; then
-    COMPREPLY=(\$(compgen -W "\${_tessera_flags[\$command]} --help" -- "\$cur"))
+    mapfile -t COMPREPLY < <(compgen -W "\${_tessera_flags[\$command]} --help" -- "\$cur")
     return
   fi
   # Positional arguments are checkpoints: folders or files.
   compopt -o filenames 2>/dev/null
-  COMPREPLY=(\$(compgen -f -- "\$cur"))
+  mapfile -t COMPREPLY < <(compgen -f -- "\$cur")
 }
 complete -F _tessera tessera
 EOF
