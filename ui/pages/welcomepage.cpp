@@ -13,6 +13,8 @@
 #include <QStyle>
 #include <QVBoxLayout>
 
+#include <utility>
+
 namespace tessera::ui {
 
 namespace {
@@ -132,7 +134,12 @@ WelcomePage::~WelcomePage() = default;
 
 void WelcomePage::setRecent(const QStringList& folders)
 {
-    qDeleteAll(m_recentButtons);
+    // Later, not now: the list may change while one of these buttons is delivering its click.
+    for (QPushButton* button : std::as_const(m_recentButtons)) {
+        button->hide();
+        m_recentLayout->removeWidget(button);
+        button->deleteLater();
+    }
     m_recentButtons.clear();
     for (const QString& folder : folders.mid(0, kShownRecent)) {
         const QFileInfo info(folder);
