@@ -49,7 +49,7 @@ install(DIRECTORY resources/demo/ DESTINATION ${CMAKE_INSTALL_DATADIR}/tessera/d
 install(FILES ${TESSERA_GENERATED}/tessera.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${TESSERA_GENERATED}/tessera.bash-completion DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         RENAME tessera)
-install(FILES packaging/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES packaging/debian/copyright DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/tessera)
 
 # The Debian package. Run-time dependencies come from dpkg-shlibdeps over the installed executable (Qt 6 Widgets,
 # Gui with its xcb and offscreen platform plugins, Svg with its icon engine, PrintSupport, Concurrent,
@@ -59,9 +59,9 @@ set(CPACK_PACKAGE_NAME tessera)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "Tessera developers <tessera@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "distributed training checkpoints to Hugging Face models, and back")
+# The long description; CPack puts the summary above it as the first line.
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}
-Tessera turns the shards of a distributed LLM training run (verl FSDP/FSDP2,
+    "Tessera turns the shards of a distributed LLM training run (verl FSDP/FSDP2,
 PyTorch DCP, Megatron legacy and torch_dist) into a complete, bit-exact
 Hugging Face safetensors model, streaming with bounded memory, and shows why
 when it can't. It also splits a model back into those layouts.

@@ -41,10 +41,11 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 while IFS= read -r file; do
   required+=("/usr/share/tessera/demo/${file#resources/demo/}")
 done < <(cd "$repo" && find resources/demo -type f | sort)
+missing=0
 for file in "${required[@]}"; do
-  has "$file" || bad "missing $file"
+  has "$file" || { bad "missing $file"; missing=$((missing + 1)); }
 done
-ok "${#required[@]} required files present (executable, desktop entry, metainfo, icons, man page, completion, demo)"
+[ "$missing" -gt 0 ] || ok "all ${#required[@]} files present (executable, desktop entry, metainfo, icons, man page, completion, demo)"
 extra="$(grep -vE '/$' <<<"$contents" | grep -vxF -f <(printf '%s\n' "${required[@]}") || true)"
 if [ -n "$extra" ]; then bad "files nobody asked for:"$'\n'"$extra"; else ok "no other files"; fi
 
@@ -78,8 +79,11 @@ else
   echo "check-deb: skip  desktop-file-validate (install desktop-file-utils)"
 fi
 if command -v appstreamcli >/dev/null; then
-  check "AppStream metainfo validates" appstreamcli validate --no-net --no-color \
-    "$root/usr/share/metainfo/org.tessera.Tessera.metainfo.xml"
+  if report="$(appstreamcli validate --no-net --no-color "$root/usr/share/metainfo/org.tessera.Tessera.metainfo.xml" 2>&1)"; then
+    ok "AppStream metainfo validates"
+  else
+    bad "AppStream metainfo does not validate: $report"
+  fi
 else
   echo "check-deb: skip  appstreamcli validate (install appstream)"
 fi
