@@ -72,9 +72,10 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# Reading the man page and completing on Tab need these, which a minimal system lacks; Wayland sessions get a
-# native window with qt6-wayland (without it Qt uses XWayland).
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "man-db, bash-completion, qt6-wayland")
+# Reading the man page and completing on Tab need these, which a minimal system lacks. Wayland sessions get a
+# native window with qt6-wayland, but it brings Qt Quick and a compositor along; without it Qt uses XWayland.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "man-db, bash-completion")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "qt6-wayland")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

@@ -100,7 +100,8 @@ before="$(in_root "dpkg-query -W -f='\${Package}\n'" | sort)"
 step "apt-get install ./$(basename "$deb") on a bare Debian 12" \
   "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/package/$(basename "$deb")"
 added="$(comm -13 <(printf '%s\n' "$before") <(in_root "dpkg-query -W -f='\${Package}\n'" | sort))"
-say "      apt added $(wc -l <<<"$added") packages"
+say "      apt added $(wc -l <<<"$added") packages (list: $scratch/deb-install-packages.txt)"
+printf '%s\n' "$added" >"$scratch/deb-install-packages.txt"
 building="$(grep -E -- '-dev$|^(g\+\+|gcc|cpp|cmake|ninja-build|make)(-[0-9]+)?$|torch|^libqt5' <<<"$added" || true)"
 [ -z "$building" ] || fail "apt installed packages for building, libtorch or Qt 5: $(tr '\n' ' ' <<<"$building")"
 say "ok    nothing for building, no libtorch, no Qt 5 among them"
@@ -148,7 +149,7 @@ complete_line() { # complete_line LINE: the words bash completes LINE's last wor
 expect_completion() { # expect_completion LINE WORD
   local got
   got="$(complete_line "$1")"
-  if grep -qxF "$2" <<<"$got"; then say "ok    Tab after '$1' offers $2"; else
+  if grep -qxF -- "$2" <<<"$got"; then say "ok    Tab after '$1' offers $2"; else
     fail "Tab after '$1' does not offer $2 (got: $(tr '\n' ' ' <<<"$got"))"; fi
 }
 expect_completion "tessera me" merge
