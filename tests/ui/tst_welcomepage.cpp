@@ -18,6 +18,7 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -182,6 +183,21 @@ private Q_SLOTS:
                                  .value<QImage>();
         QVERIFY(!image.isNull());
         QVERIFY(image.width() <= 960);
+    }
+
+    void theCommandLineRendersTheWelcomePageAndSaysItsVersion()
+    {
+        const QString png = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/welcome.png");
+        QString out, err;
+        QCOMPARE(tessera::test::runTessera({ QStringLiteral("gui"), QStringLiteral("--screenshot"), png }, &out, &err), 0);
+        const QImage image(png);
+        QVERIFY2(!image.isNull(), qPrintable(err));
+        QCOMPARE(image.size(), QSize(1440, 880));
+        QCOMPARE(tessera::test::runTessera({ QStringLiteral("--version") }, &out), 0);
+        QVERIFY2(QRegularExpression(QStringLiteral("^tessera \\d+\\.\\d+\\.\\d+$")).match(out.trimmed()).hasMatch(),
+                 qPrintable(out));
+        QCOMPARE(tessera::test::runTessera({ QStringLiteral("--help") }, &out), 0);
+        QVERIFY(out.contains(QStringLiteral("--version")));
     }
 };
 
