@@ -24,7 +24,8 @@ const char* kGuiUsage = R"(usage: tessera gui [PATH] [--screenshot FILE.png] [--
 Open the workbench, optionally with the checkpoint at PATH loaded.
 
 options:
-  --screenshot FILE.png   render the window with PATH loaded, write the PNG and exit
+  --screenshot FILE.png   render the window with PATH loaded (without PATH: the welcome page), write the PNG
+                          and exit
   --view VIEW             view to show: tree, placement, mapping, merge, split or diff
   --reference DIR         a Hugging Face folder to compare with (merge test, diff)
   --size WxH              with --screenshot: the window size (default 1440x880), e.g. 1280x720
@@ -85,8 +86,6 @@ GuiOptions parseGuiArgs(const QStringList& args)
         if (!w || !h || options.width < 320 || options.height < 240 || options.width > 8192 || options.height > 8192)
             options.error = QStringLiteral("--size must be WIDTHxHEIGHT, e.g. 1280x720 (got '%1')").arg(options.size);
     }
-    if (options.error.isEmpty() && !options.screenshot.isEmpty() && options.path.isEmpty())
-        options.error = QStringLiteral("--screenshot needs a PATH to load");
     return options;
 }
 
@@ -210,7 +209,18 @@ int runGui(int argc, char** argv)
         std::fprintf(stderr, "tessera gui: %s\n", qPrintable(message));
         capture(false);
     });
-    window.openPath(options.path);
+    if (options.path.isEmpty()) {
+        // The welcome page: nothing to load, only the layout to settle.
+        QTimer::singleShot(100, &window, [&] {
+            const bool saved = window.grab().save(options.screenshot);
+            if (!saved)
+                std::fprintf(stderr, "tessera gui: could not write %s\n", qPrintable(options.screenshot));
+            exitCode = saved ? 0 : 1;
+            app.quit();
+        });
+    } else {
+        window.openPath(options.path);
+    }
     app.exec();
     return exitCode;
 }

@@ -24,9 +24,14 @@ commands:
   merge           merge a checkpoint into a Hugging Face safetensors folder
   test            merge in memory and compare with a reference model
   diff A B        compare two checkpoints tensor by tensor
-  split           write a Hugging Face model (or reshard any checkpoint) as FSDP2 rank files or DCP
+  split           write a Hugging Face model (or reshard any checkpoint) as FSDP2, DCP or Megatron
+
+options:
+  -h, --help      show this help and exit
+  --version       print the version and exit
 
 Run 'tessera COMMAND --help' for the options of a command.
+Exit codes: 0 success, 1 problems found or the operation failed, 2 bad usage.
 )";
 
 } // namespace
@@ -56,7 +61,7 @@ int main(int argc, char** argv)
         std::cout << kUsage;
         return 0;
     }
-    if (command == "--version" || command == "version") {
+    if (command == "--version" || command == "-V" || command == "version") {
         std::cout << "tessera " << TESSERA_VERSION << "\n";
         return 0;
     }

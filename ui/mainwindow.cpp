@@ -2,6 +2,7 @@
 #include "mainwindow.h"
 
 #include "confirm.h"
+#include "democheckpoint.h"
 
 #include "coreconvert.h"
 #include <QScrollArea>
@@ -16,6 +17,8 @@
 #include "pages/placementpage.h"
 #include "pages/summarypage.h"
 #include "pages/treepage.h"
+#include "pages/welcomepage.h"
+#include "widgets/readmewindow.h"
 #include "widgets/statisticswindow.h"
 #include "theme.h"
 
@@ -36,6 +39,7 @@
 #include <QSettings>
 #include <QScreen>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolButton>
@@ -72,6 +76,8 @@ const QLatin1String kRecentKey("recentFolders");
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent)
     , m_scan(new ScanJob(this))
+    , m_pages(new QStackedWidget(this))
+    , m_welcome(new WelcomePage(this))
     , m_splitter(new QSplitter(Qt::Horizontal, this))
     , m_tree(new TreePage(this))
     , m_tabs(new QTabWidget(this))
@@ -103,7 +109,17 @@ MainWindow::MainWindow(QWidget* parent)
     m_splitter->setStretchFactor(0, 3);
     m_splitter->setStretchFactor(1, 2);
     m_splitter->setChildrenCollapsible(false);
-    setCentralWidget(m_splitter);
+    // The welcome page until a checkpoint is opened, then the workbench.
+    m_pages->addWidget(m_welcome);
+    m_pages->addWidget(m_splitter);
+    setCentralWidget(m_pages);
+    const auto demo = findDemoCheckpoint();
+    m_welcome->setDemoPath(demo ? demo->checkpoint : QString());
+    connect(m_welcome, &WelcomePage::openFolderRequested, this, &MainWindow::openFolderDialog);
+    connect(m_welcome, &WelcomePage::openDemoRequested, this, &MainWindow::openDemo);
+    connect(m_welcome, &WelcomePage::openPathRequested, this, &MainWindow::openPath);
+    connect(m_welcome, &WelcomePage::guideRequested, this, &MainWindow::showGuide);
+    connect(m_welcome, &WelcomePage::readmeRequested, this, [this] { showReadme(0); });
 
     m_progress->setRange(0, 1000);
     m_progress->setMaximumWidth(220);
@@ -145,6 +161,7 @@ MainWindow::MainWindow(QWidget* parent)
 
     createActions();
     restoreSettings();
+    m_pages->setCurrentWidget(m_welcome); // restoring the last view picks its tab, not the workbench
 }
 
 MainWindow::~MainWindow() = default;
@@ -155,6 +172,8 @@ void MainWindow::createActions()
     auto* open = file->addAction(tr("&Open Folder…"), this, &MainWindow::openFolderDialog);
     open->setShortcut(QKeySequence::Open);
     m_recentMenu = file->addMenu(tr("Open &Recent"));
+    auto* demo = file->addAction(tr("Open the &Demo Checkpoint"), this, &MainWindow::openDemo);
+    demo->setEnabled(findDemoCheckpoint().has_value());
     m_reloadAction = file->addAction(tr("&Reload"), this, &MainWindow::reload);
     m_reloadAction->setShortcuts({ QKeySequence(Qt::Key_F5), QKeySequence(Qt::CTRL | Qt::Key_R) });
     m_reloadAction->setEnabled(false);
@@ -197,8 +216,14 @@ void MainWindow::createActions()
     auto* guide = help->addAction(tr("Quick &Guide"), this, &MainWindow::showGuide);
     guide->setShortcut(QKeySequence::HelpContents);
     help->addAction(tr("Keyboard &Shortcuts"), this, &MainWindow::showShortcuts);
+    auto* readme = help->addMenu(tr("&Read Me"));
+    const QStringList sections = ReadmeWindow::sectionTitles();
+    for (int i = 0; i < sections.size(); ++i)
+        readme->addAction(sections[i], this, [this, i] { showReadme(i); });
+    readme->setEnabled(!sections.isEmpty());
     help->addSeparator();
     help->addAction(tr("&About Tessera"), this, &MainWindow::showAbout);
+    help->addAction(tr("Version %1").arg(QApplication::applicationVersion()))->setEnabled(false);
     help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
     updateRecentMenu();
 }
@@ -210,6 +235,37 @@ void MainWindow::openFolderDialog()
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Checkpoint Folder"), start);
     if (!dir.isEmpty())
         openPath(dir);
+}
+
+bool MainWindow::openDemo()
+{
+    const auto demo = findDemoCheckpoint();
+    if (!demo)
+        return false;
+    // The reference is set once the demo is loaded: loading another checkpoint clears the Merge page's options.
+    const QString checkpoint = QFileInfo(demo->checkpoint).absoluteFilePath();
+    connect(
+        this, &MainWindow::checkpointLoaded, this,
+        [this, checkpoint, reference = demo->reference] {
+            if (m_loadedPath == checkpoint)
+                setReferenceDir(reference);
+        },
+        Qt::SingleShotConnection);
+    openPath(checkpoint);
+    return true;
+}
+
+bool MainWindow::isWelcomeShown() const { return m_pages->currentWidget() == m_welcome; }
+
+void MainWindow::showWorkbench() { m_pages->setCurrentWidget(m_splitter); }
+
+void MainWindow::showReadme(int section)
+{
+    if (!m_readme)
+        m_readme = new ReadmeWindow(this);
+    m_readme->showSection(section);
+    m_readme->show();
+    m_readme->raise();
 }
 
 void MainWindow::openPath(const QString& path)
@@ -261,6 +317,7 @@ void MainWindow::onScanFinished(const CheckpointPtr& checkpoint)
     m_checkpoint = checkpoint;
     m_loadedPath = m_scan->path();
     m_reloadAction->setEnabled(true);
+    showWorkbench();
     addRecent(m_loadedPath);
     m_summary->setCheckpoint(checkpoint);
     m_placement->setCheckpoint(checkpoint);
@@ -293,6 +350,7 @@ void MainWindow::onScanFailed(const QString& message)
     if (!m_checkpoint) {
         m_summary->showError(m_scan->path(), message);
         m_tabs->setCurrentWidget(m_summary);
+        showWorkbench();
     }
     Q_EMIT scanFailed(message);
 }
@@ -354,6 +412,7 @@ void MainWindow::selectInterestingTensor()
 
 void MainWindow::showView(View view)
 {
+    showWorkbench();
     switch (view) {
     case View::Tree:
         m_tabs->setCurrentWidget(m_summary);
@@ -460,6 +519,7 @@ void MainWindow::updateRecentMenu()
         });
     }
     m_recentMenu->setEnabled(!recent.isEmpty());
+    m_welcome->setRecent(recent);
 }
 
 QString MainWindow::guideHtml() const

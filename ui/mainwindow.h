@@ -12,6 +12,7 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QSplitter;
+class QStackedWidget;
 class QTabWidget;
 class QToolButton;
 
@@ -23,9 +24,11 @@ class MappingPage;
 class MergePage;
 class SplitPage;
 class PlacementPage;
+class ReadmeWindow;
 class ScanJob;
 class SummaryPage;
 class TreePage;
+class WelcomePage;
 
 /// The workbench: the shard tree on the left, the views of the selected checkpoint on the right (summary,
 /// placement, mapping, merge, diff), scanning on a worker with progress and Cancel in the status bar.
@@ -40,6 +43,9 @@ public:
     /// Scans `path` on a worker; the window stays responsive and shows progress. Replaces the loaded checkpoint
     /// when the scan succeeds.
     void openPath(const QString& path);
+    /// Opens the bundled demo checkpoint (installed, or in the source tree) with its reference model set for the
+    /// merge test and the diff; false when there is no demo.
+    bool openDemo();
     void showView(View view);
     /// The Help menu's short guide and the list of every menu shortcut, as shown.
     QString guideHtml() const;
@@ -55,6 +61,12 @@ public:
     static std::optional<View> viewFromName(const QString& name);
     static QString viewName(View view);
 
+    /// The first page, shown until a checkpoint is opened.
+    WelcomePage* welcomePage() const { return m_welcome; }
+    bool isWelcomeShown() const;
+    /// The Help menu's Read Me, at section `index` of ReadmeWindow::sectionTitles().
+    void showReadme(int section);
+    ReadmeWindow* readmeWindow() const { return m_readme; }
     TreePage* treePage() const { return m_tree; }
     PlacementPage* placementPage() const { return m_placement; }
     DiffPage* diffPage() const { return m_diff; }
@@ -93,9 +105,13 @@ private:
     void restoreSettings();
     void saveSettings() const;
 
+    void showWorkbench();
+
     ScanJob* m_scan;
     CheckpointPtr m_checkpoint;
     QString m_loadedPath;
+    QStackedWidget* m_pages;
+    WelcomePage* m_welcome;
     QSplitter* m_splitter;
     TreePage* m_tree;
     QTabWidget* m_tabs;
@@ -106,6 +122,7 @@ private:
     SplitPage* m_split;
     DiffPage* m_diff;
     StatisticsWindow* m_statistics = nullptr; ///< created when first asked for
+    ReadmeWindow* m_readme = nullptr;         ///< created when first asked for
     QLabel* m_statusText;
     QProgressBar* m_progress;
     QToolButton* m_cancel;

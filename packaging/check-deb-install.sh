@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Installs a Tessera package on a bare Debian 12 with apt, the way a user would, and uses it: the version, a merge
+# and a test of the installed demo, an offscreen screenshot of the workbench and of the welcome page, the desktop
+# entry, the man page and tab completion. Also checks that apt brought nothing for building and no libtorch.
+#
+# Usage: packaging/check-deb-install.sh DEB [SCREENSHOTS_DIR]        (as root)
+#
+# The bare system is the one packaging/fresh-check.sh keeps (debootstrap --variant=minbase bookworm, bootstrapped
+# here if missing); each run starts from a fresh copy of it. The screenshots are copied to SCREENSHOTS_DIR
+# (default: the current folder). Takes a minute or two once the .debs apt downloads are cached.
+#
+# Environment:
+#   TESSERA_FRESH_DIR      scratch folder (default /var/tmp/tessera-fresh): base/ is the kept bootstrap,
+#                          deb-run/ the copy of this run, apt-archives/ the downloaded .debs kept between runs
+#   TESSERA_DEBIAN_MIRROR  Debian mirror for debootstrap (default: the host's bookworm source, else deb.debian.org)
+#   TESSERA_FRESH_KEEP=1   keep deb-run/ afterwards, to look inside
+set -euo pipefail
+
+say() { printf 'check-deb-install: %s\n' "$*"; }
+fail() { printf 'check-deb-install: %s\n' "$*" >&2; exit 1; }
+
+[ $# -ge 1 ] && [ -f "$1" ] || { echo "usage: $0 DEB [SCREENSHOTS_DIR]" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || fail "must run as root (debootstrap and chroot need it)"
+deb="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+shots="${2:-.}"
+mkdir -p "$shots"
+shots="$(cd "$shots" && pwd)"
+scratch="${TESSERA_FRESH_DIR:-/var/tmp/tessera-fresh}"
+base="$scratch/base"
+run="$scratch/deb-run"
+archives="$scratch/apt-archives"
+version="$(dpkg-deb -f "$deb" Version)"
+
+mirror="${TESSERA_DEBIAN_MIRROR:-}"
+if [ -z "$mirror" ]; then
+  mirror="$(grep -rhsE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list \
+    | grep -v security | grep -oE 'https?://[^ ]*debian/?' | head -n1 || true)"
+  mirror="${mirror:-http://deb.debian.org/debian}"
+fi
+
+mounted=()
+cleanup() {
+  local i
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+    if mountpoint -q "${mounted[i]}"; then say "left $run in place: ${mounted[i]} is still mounted"; return; fi
+  done
+  if [ "${TESSERA_FRESH_KEEP:-0}" != 1 ] && [ -d "$run" ]; then rm -rf --one-file-system "$run"; fi
+}
+trap cleanup EXIT
+mount_into() { # mount_into TARGET MOUNT-ARGS…
+  local target="$1"; shift
+  mkdir -p "$target"
+  mount "$@" "$target"
+  mounted+=("$target")
+}
+
+if [ ! -x "$base/bin/bash" ]; then
+  say "bootstrapping a bare Debian 12 (minbase) into $base from $mirror"
+  command -v debootstrap >/dev/null || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
+  } >/dev/null
+  rm -rf "$base.tmp"
+  mkdir -p "$scratch"
+  debootstrap --variant=minbase bookworm "$base.tmp" "$mirror" >"$scratch/bootstrap.log" 2>&1 \
+    || { tail -n 30 "$scratch/bootstrap.log" >&2; fail "debootstrap failed (log: $scratch/bootstrap.log)"; }
+  apt-get -o Dir="$base.tmp" clean 2>/dev/null || rm -f "$base.tmp"/var/cache/apt/archives/*.deb
+  mv "$base.tmp" "$base"
+fi
+
+say "fresh copy of the bare system in $run"
+rm -rf --one-file-system "$run"
+cp -a "$base" "$run"
+mkdir -p "$archives/partial" "$run/root/package"
+cp "$deb" "$run/root/package/"
+cp -L /etc/resolv.conf "$run/etc/resolv.conf" 2>/dev/null || true
+mount_into "$run/proc" -t proc proc
+mount_into "$run/sys" -t sysfs sysfs
+mount_into "$run/dev" --bind /dev
+mount_into "$run/dev/pts" --bind /dev/pts
+mount_into "$run/var/cache/apt/archives" --bind "$archives"
+
+# in_root COMMAND: runs COMMAND with bash as root in the bare system, with a login-like environment.
+in_root() {
+  chroot "$run" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$1"
+}
+step() { # step DESCRIPTION COMMAND: runs COMMAND in the bare system; its output goes to the log, shown on failure.
+  local what="$1" log="$scratch/deb-install-step.log" started=$SECONDS
+  if in_root "$2" >"$log" 2>&1; then
+    say "ok    $what ($((SECONDS - started)) s)"
+  else
+    say "FAIL  $what; its output:"
+    sed 's/^/    /' "$log" | tail -n 60
+    exit 1
+  fi
+}
+
+before="$(in_root "dpkg-query -W -f='\${Package}\n'" | sort)"
+step "apt-get install ./$(basename "$deb") on a bare Debian 12" \
+  "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/package/$(basename "$deb")"
+added="$(comm -13 <(printf '%s\n' "$before") <(in_root "dpkg-query -W -f='\${Package}\n'" | sort))"
+say "      apt added $(wc -l <<<"$added") packages (list: $scratch/deb-install-packages.txt)"
+printf '%s\n' "$added" >"$scratch/deb-install-packages.txt"
+building="$(grep -E -- '-dev$|^(g\+\+|gcc|cpp|cmake|ninja-build|make)(-[0-9]+)?$|torch|^libqt5' <<<"$added" || true)"
+[ -z "$building" ] || fail "apt installed packages for building, libtorch or Qt 5: $(tr '\n' ' ' <<<"$building")"
+say "ok    nothing for building, no libtorch, no Qt 5 among them"
+
+demo=/usr/share/tessera/demo/fsdp2_llama_w4
+step "tessera --version prints $version" "test \"\$(tessera --version)\" = 'tessera $version'"
+step "the executable finds every library it links" "! ldd /usr/bin/tessera | grep -q 'not found'"
+step "tessera merge of the installed demo" \
+  "cd /tmp && tessera merge --local_dir $demo/global_step_10/actor --target_dir /tmp/demo-merged --quiet && test -f /tmp/demo-merged/model.safetensors"
+step "tessera test of the installed demo against its reference" \
+  "tessera test --local_dir $demo/global_step_10/actor --test_hf_dir $demo/reference"
+step "tessera gui DEMO --screenshot renders offscreen" \
+  "QT_QPA_PLATFORM=offscreen tessera gui $demo/global_step_10/actor --screenshot /tmp/demo.png && test -s /tmp/demo.png"
+step "tessera gui --screenshot renders the welcome page offscreen" \
+  "QT_QPA_PLATFORM=offscreen tessera gui --screenshot /tmp/welcome.png && test -s /tmp/welcome.png"
+cp "$run/tmp/demo.png" "$shots/installed-demo.png"
+cp "$run/tmp/welcome.png" "$shots/installed-welcome.png"
+say "      screenshots: $shots/installed-demo.png, $shots/installed-welcome.png"
+step "tessera gui without a display says what to do instead of crashing" \
+  "out=\$(tessera gui 2>&1); test \$? -eq 1 && grep -q 'no display' <<<\"\$out\""
+if command -v desktop-file-validate >/dev/null; then
+  if desktop-file-validate "$run/usr/share/applications/org.tessera.Tessera.desktop"; then
+    say "ok    the installed desktop entry validates"
+  else
+    fail "the installed desktop entry does not validate"
+  fi
+else
+  step "the installed desktop entry validates" \
+    "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends desktop-file-utils && desktop-file-validate /usr/share/applications/org.tessera.Tessera.desktop"
+fi
+step "the desktop entry's icon is in the icon theme" \
+  "test -f /usr/share/icons/hicolor/48x48/apps/org.tessera.Tessera.png && test -f /usr/share/icons/hicolor/scalable/apps/org.tessera.Tessera.svg"
+step "man tessera shows the page" \
+  "MANPAGER=cat MANWIDTH=100 man tessera 2>&1 | tee /tmp/man.txt | grep -q 'tessera merge' && grep -q -- '--local_dir' /tmp/man.txt && ! grep -q 'warning' /tmp/man.txt"
+# Tab completion as an interactive bash has it: bash-completion loads /usr/share/bash-completion/completions/tessera
+# on the first Tab after `tessera`.
+complete_line() { # complete_line LINE: the words bash completes LINE's last word to
+  in_root "source /usr/share/bash-completion/bash_completion
+    COMP_LINE='$1'; COMP_POINT=\${#COMP_LINE}; read -ra COMP_WORDS <<<\"\$COMP_LINE\"
+    [[ \"\$COMP_LINE\" == *' ' ]] && COMP_WORDS+=('')
+    COMP_CWORD=\$((\${#COMP_WORDS[@]} - 1))
+    _completion_loader tessera; \$(complete -p tessera | sed -E 's/.* -F ([^ ]+) .*/\\1/') tessera \"\${COMP_WORDS[COMP_CWORD]}\" \"\${COMP_WORDS[COMP_CWORD-1]}\"
+    printf '%s\n' \"\${COMPREPLY[@]}\""
+}
+expect_completion() { # expect_completion LINE WORD
+  local got
+  got="$(complete_line "$1")"
+  if grep -qxF -- "$2" <<<"$got"; then say "ok    Tab after '$1' offers $2"; else
+    fail "Tab after '$1' does not offer $2 (got: $(tr '\n' ' ' <<<"$got"))"; fi
+}
+expect_completion "tessera me" merge
+expect_completion "tessera merge --lo" --local_dir
+expect_completion "tessera merge --local_dir /usr/share/tessera/demo/fs" /usr/share/tessera/demo/fsdp2_llama_w4
+expect_completion "tessera merge --backend " megatron
+expect_completion "tessera split --format megatron-" megatron-dist
+expect_completion "tessera inspect /usr/share/tessera/de" /usr/share/tessera/demo
+say "the package installs on a bare Debian 12 and works"
