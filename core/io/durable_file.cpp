@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -96,6 +97,22 @@ Status syncFolder(const std::string& dir)
     // Some file systems do not support fsync on folders (EINVAL); their renames are as durable as they get.
     if (::fsync(folder.fd) != 0 && errno != EINVAL && errno != EROFS)
         return failure(dir, "cannot be flushed to disk");
+    return Status::success();
+}
+
+Status writeAllAt(int fd, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset, const std::string& what)
+{
+    while (length > 0) {
+        const ssize_t n = ::pwrite(fd, data, std::min<std::uint64_t>(length, 1u << 30), static_cast<off_t>(offset));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return makeError(what + ": write failed: " + std::strerror(errno));
+        }
+        data += n;
+        length -= static_cast<std::uint64_t>(n);
+        offset += static_cast<std::uint64_t>(n);
+    }
     return Status::success();
 }
 

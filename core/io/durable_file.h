@@ -3,6 +3,7 @@
 
 #include "result.h"
 
+#include <cstdint>
 #include <string>
 
 namespace tessera {
@@ -17,5 +18,9 @@ Status writeFileSynced(const std::string& path, const std::string& bytes);
 Status copyFileSynced(const std::string& from, const std::string& to);
 /// Flushes a folder's entries (created, renamed or removed names) to disk.
 Status syncFolder(const std::string& dir);
+
+/// Writes `length` bytes at `offset` of the open file `fd`, however many pwrite() calls that takes (it may write
+/// less than asked, and is interrupted by signals). `what` names the file and tensor in the error.
+Status writeAllAt(int fd, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset, const std::string& what);
 
 } // namespace tessera

@@ -26,21 +26,6 @@ namespace tessera {
 
 namespace {
 
-Status pwriteAll(int fd, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset, const std::string& what)
-{
-    while (length > 0) {
-        const ssize_t n = ::pwrite(fd, data, std::min<std::uint64_t>(length, 1u << 30), static_cast<off_t>(offset));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return makeError(what + ": write failed: " + std::strerror(errno));
-        }
-        data += n;
-        length -= static_cast<std::uint64_t>(n);
-        offset += static_cast<std::uint64_t>(n);
-    }
-    return Status::success();
-}
 
 /// Reports the engine's bytes as part of the whole export (plain tensors first, quantized ones after).
 class OffsetProgress : public Progress {
@@ -104,7 +89,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
             TESSERA_TRY(blocks);
             TESSERA_TRY(quantizeQ8_0From(values->data(), q.dtype, count, blocks->data(), threads));
             *values = PageBuffer();
-            return pwriteAll(fd, blocks->data(), outBytes, q.fileOffset, path + ": " + tensor.name);
+            return writeAllAt(fd, blocks->data(), outBytes, q.fileOffset, path + ": " + tensor.name);
         }();
         budget.release(held);
         std::lock_guard<std::mutex> lock(mutex);
@@ -128,7 +113,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
     if (failed || canceled())
         return makeError("canceled");
     for (const auto& g : plan.generated)
-        TESSERA_TRY(pwriteAll(fd, reinterpret_cast<const std::uint8_t*>(g.bytes.data()), g.bytes.size(), g.fileOffset,
+        TESSERA_TRY(writeAllAt(fd, reinterpret_cast<const std::uint8_t*>(g.bytes.data()), g.bytes.size(), g.fileOffset,
                               path));
     if (options.sync && ::fdatasync(fd) != 0)
         return makeError(path + ": cannot be flushed to disk: " + std::strerror(errno));

@@ -80,21 +80,6 @@ Status checkBounds(const MappedFile& file, const Piece& p, const std::string& te
     return Status::success();
 }
 
-Status pwriteAll(int fd, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset, const std::string& what)
-{
-    while (length > 0) {
-        const ssize_t n = ::pwrite(fd, data, std::min<std::uint64_t>(length, 1u << 30), static_cast<off_t>(offset));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return makeError(what + ": write failed: " + std::strerror(errno));
-        }
-        data += n;
-        length -= static_cast<std::uint64_t>(n);
-        offset += static_cast<std::uint64_t>(n);
-    }
-    return Status::success();
-}
 
 struct OutputFile {
     std::string path;
@@ -112,7 +97,7 @@ struct OutputFile {
 Status writeTensorBytes(const OutputFile& out, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset,
                         const std::string& what)
 {
-    TESSERA_TRY(pwriteAll(out.fd, data, length, offset, what));
+    TESSERA_TRY(writeAllAt(out.fd, data, length, offset, what));
     if (out.options && out.options->onTensorBytes)
         out.options->onTensorBytes(out.index, offset, data, length);
     return Status::success();
@@ -548,7 +533,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
             continue;
         const std::string& header = plan.files[i].header;
         if (options.writeFinish)
-            TESSERA_TRY(pwriteAll(out->fd, reinterpret_cast<const std::uint8_t*>(header.data()), header.size(), 0,
+            TESSERA_TRY(writeAllAt(out->fd, reinterpret_cast<const std::uint8_t*>(header.data()), header.size(), 0,
                                   out->path));
         if (options.sync && ::fdatasync(out->fd) != 0)
             return makeError(out->path + ": cannot be flushed to disk: " + std::strerror(errno));

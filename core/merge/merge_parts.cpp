@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/merge_parts.h"
 
+#include "io/fnv_hash.h"
+
 #include "io/crc32.h"
 #include "io/durable_file.h"
 #include "io/text_file.h"
@@ -61,29 +63,6 @@ fs::path normalTarget(const std::string& target)
     return p;
 }
 
-/// 64-bit FNV-1a: stable across machines and builds, which std::hash is not.
-struct Fnv {
-    std::uint64_t h = 1469598103934665603ull;
-    Fnv& add(const std::string& s)
-    {
-        for (unsigned char c : s)
-            h = (h ^ c) * 1099511628211ull;
-        return add(std::uint64_t(s.size()));
-    }
-    Fnv& add(std::uint64_t v)
-    {
-        for (int i = 0; i < 8; ++i)
-            h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
-        return *this;
-    }
-    std::string hex() const
-    {
-        char buf[17];
-        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-        return buf;
-    }
-};
-
 /// A small text file's content, or `fallback` when it cannot be read.
 std::string textOr(const fs::path& path, const std::string& fallback)
 {
@@ -113,7 +92,7 @@ std::string outputPath(const MergeOutput& o, const std::string& name)
 
 /// The source files a plan reads, by their path below the checkpoint (the same on every node, whatever the
 /// mount point), with their sizes and modification times: a checkpoint rewritten in place gets a new set.
-void hashSources(Fnv& fnv, const MergeOutput& o)
+void hashSources(FnvHash& fnv, const MergeOutput& o)
 {
     std::set<std::string> files;
     auto addPieces = [&](const TensorInfo& t) {
@@ -601,7 +580,7 @@ Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned pa
         }
 
     // The id: everything that decides the bytes of the files and who writes which.
-    Fnv fnv;
+    FnvHash fnv;
     fnv.add(std::string(kRecordFormat)).add(std::uint64_t(parts));
     for (const auto& o : outputs) {
         const MergePlan& p = *o.plan;

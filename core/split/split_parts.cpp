@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "split/split_parts.h"
 
+#include "io/fnv_hash.h"
+
 #include "merge/merge_parts.h"
 #include "merge/output_staging.h"
 
@@ -19,23 +21,6 @@ namespace fs = std::filesystem;
 namespace tessera {
 
 namespace {
-
-/// 64-bit FNV-1a, stable across machines and builds.
-struct Fnv {
-    std::uint64_t h = 1469598103934665603ull;
-    Fnv& add(const std::string& s)
-    {
-        for (unsigned char c : s)
-            h = (h ^ c) * 1099511628211ull;
-        return add(std::uint64_t(s.size()));
-    }
-    Fnv& add(std::uint64_t v)
-    {
-        for (int i = 0; i < 8; ++i)
-            h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
-        return *this;
-    }
-};
 
 bool isCanceled(const SplitRunOptions& o)
 {
@@ -86,7 +71,7 @@ Result<SplitPartsPlan> planSplitParts(const CheckpointInfo& info, const MergePla
         p.shareBytes[k] += plan.files[fi].bytes;
         start = ends[fi];
     }
-    Fnv fnv;
+    FnvHash fnv;
     fnv.add(std::string("tessera-split-part-1")).add(std::uint64_t(parts)).add(std::string(splitFormatName(plan.format)))
         .add(plan.layout).add(plan.keystone).add(plan.dcpFolder).add(plan.sideFolder);
     for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
