@@ -274,6 +274,9 @@ std::vector<PipelineChunk> pipelineChunks(std::int64_t layers, const SplitOption
         const std::size_t before = errors.size();
         if (pp < 2)
             errors.push_back("uneven pipeline stages (--num_layers_in_first/last_pipeline_stage) need --pp 2 or more");
+        if (static_cast<std::int64_t>(pp) * vpp > layers)
+            errors.push_back(layersText + " are fewer than the " + std::to_string(static_cast<std::int64_t>(pp) * vpp)
+                             + " pipeline chunks (--pp × --vpp)");
         const std::int64_t middleStages = pp - (first ? 1 : 0) - (last ? 1 : 0);
         const std::int64_t middleLayers = layers - first.value_or(0) - last.value_or(0);
         if (middleLayers < 0 || middleStages < 0 || (middleStages == 0 && middleLayers != 0)
