@@ -58,10 +58,6 @@ int runMerge(const std::vector<std::string>& args)
     const bool gguf = wantsGguf(parser, formatExit);
     if (formatExit >= 0)
         return formatExit;
-    if (gguf && isPartRun(parser)) {
-        std::cerr << "tessera merge: --part does not split a GGUF export yet; run --format gguf as one process\n";
-        return ExitUsage;
-    }
     auto setup = prepareMerge(parser, "merge");
     if (setup.exitCode >= 0)
         return setup.exitCode;

@@ -95,7 +95,7 @@ void DebugLog::plan(const MergePlan& plan, const CheckpointInfo& info, const std
         for (auto i : t.pieces) {
             const Piece& p = src.pieces[i];
             line("  piece " + boxText(p.offsets, p.shape) + " " + pieceRoleName(p.role) + " rank " + std::to_string(p.rank)
-                 + " " + std::string(torchName(p.storedDtype)) + " from " + p.file + " @" + std::to_string(p.dataOffset));
+                 + " " + storedTypeName(p) + " from " + p.file + " @" + std::to_string(p.dataOffset));
         }
         for (const auto& [replica, primary] : t.replicas)
             line("  replica on rank " + std::to_string(src.pieces[replica].rank) + " of the piece on rank "

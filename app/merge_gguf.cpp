@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge_gguf.h"
 
+#include "merge_parts_cli.h"
 #include "terminal_progress.h"
 
 #include "io/byte_size.h"
@@ -75,6 +76,8 @@ int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
     if (!plan)
         return fail(ExitProblems, plan.error().message);
     setup.debug.stage("plan");
+    if (isPartRun(parser)) // --part K/N: this process's byte ranges of the file
+        return runGgufPartCommand(parser, setup, *plan, target);
     if (parser.isSet("dry_run")) {
         if (auto usable = checkGgufTarget(*plan, target); !usable)
             return fail(ExitProblems, usable.error().message);

@@ -5,12 +5,14 @@
 #include "terminal_progress.h"
 
 #include "io/byte_size.h"
+#include "merge/gguf_parts.h"
 #include "merge/merge_parts.h"
 #include "split/split_parts.h"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -128,13 +130,120 @@ nlohmann::json shareJson(const PartShare& s)
     return { { "bytes", s.bytes }, { "tensors", tensors }, { "whole_files", s.wholeFiles }, { "ranges", ranges } };
 }
 
+/// How a job in parts names itself: the dry run's heading ("Merge") and the progress line's verb ("Merging").
+struct PartsWording {
+    std::string heading;
+    std::string verb;
+};
+
+/// One part of a split merge or GGUF export (or with --dry-run, its assignment): `outputs` assigned by `plan`,
+/// written as `writing` says (the merge engine by default), `checkTarget` as the dry run checks the target.
+int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, const std::vector<MergeOutput>& outputs,
+             const PartsPlan& plan, const PartWriting& writing, const std::vector<std::string>& warnings,
+             const std::function<Status()>& checkTarget, const PartsWording& wording, const std::string& target)
+{
+    const bool json = parser.isSet("json");
+    const bool quiet = parser.isSet("quiet") || json;
+    const PartShare& mine = plan.shares[spec.part];
+    std::size_t tensors = 0;
+    for (const auto& r : mine.ranges)
+        tensors += r.tensors.size();
+    const std::string label = "part " + std::to_string(spec.part) + "/" + std::to_string(spec.parts);
+
+    if (parser.isSet("dry_run")) {
+        if (auto usable = checkTarget(); !usable)
+            return fail(parser, usable.error().message);
+        if (json) {
+            nlohmann::json shares = nlohmann::json::array();
+            for (const auto& s : plan.shares)
+                shares.push_back(shareJson(s));
+            std::cout << dump({ { "id", plan.id }, { "part", spec.part }, { "parts", spec.parts },
+                                { "source", spec.source }, { "total_bytes", plan.totalBytes },
+                                { "largest_tensor_bytes", plan.largestTensorBytes }, { "shares", shares } })
+                      << "\n";
+            return ExitOk;
+        }
+        std::cout << wording.heading << " in parts " << plan.id << ": " << formatBytes(plan.totalBytes)
+                  << " of tensors in " << spec.parts << " parts (this process: " << label << ", from " << spec.source << ")\n";
+        for (unsigned k = 0; k < spec.parts; ++k) {
+            const auto& s = plan.shares[k];
+            std::cout << (k == spec.part ? "* " : "  ") << "part " << k << ": " << formatBytes(s.bytes) << "\n";
+            for (const auto& r : s.ranges)
+                std::cout << "      " << rangeText(r, outputs) << "\n";
+        }
+        return ExitOk;
+    }
+
+    if (!quiet)
+        for (const auto& w : warnings)
+            std::cerr << "tessera merge: warning: " << w << "\n";
+    MergeRunOptions run;
+    run.threads = setup.threads;
+    run.verifyReplicas = parser.isSet("verify_replicas");
+    TerminalProgress progress(wording.verb + " " + label, TerminalProgress::Unit::Bytes, quiet);
+    run.progress = &progress;
+    run.onNote = [quiet](const std::string& note) {
+        if (!quiet)
+            std::cerr << "tessera merge: note: " << note << "\n";
+    };
+    auto outcome = runMergePart(outputs, plan, spec.part, target, run, writing);
+    progress.finish();
+    setup.debug.stage("write part");
+    if (!outcome) {
+        const bool canceled = outcome.error().message == "canceled";
+        return fail(parser, label + ": " + (canceled ? "canceled; the target was not touched, and running this part "
+                                                     "again completes it"
+                                                   : outcome.error().message + " (the target was not touched; the "
+                                                     "parts' shared folder is kept, so running this part again "
+                                                     "completes the merge)"));
+    }
+    for (const auto& w : outcome->warnings)
+        std::cerr << "tessera merge: warning: " << w << "\n";
+    const std::string absTarget = std::filesystem::absolute(target).lexically_normal().string();
+    if (json) {
+        std::cout << dump({ { "id", plan.id }, { "part", spec.part }, { "parts", spec.parts },
+                            { "source", spec.source }, { "tensors", tensors }, { "share_bytes", mine.bytes },
+                            { "bytes_written", outcome->bytesWritten }, { "already_done", outcome->alreadyDone },
+                            { "seconds", outcome->seconds }, { "missing", outcome->missing },
+                            { "published", outcome->published },
+                            { "publishing_elsewhere", outcome->finishingElsewhere },
+                            { "output_dir", outcome->published ? absTarget : "" }, { "files", outcome->files },
+                            { "set_folder", outcome->setFolder }, { "warnings", outcome->warnings },
+                            { "notes", outcome->notes } })
+                  << "\n";
+        return ExitOk;
+    }
+    if (parser.isSet("quiet"))
+        return ExitOk;
+    if (outcome->alreadyDone)
+        std::cout << "Part " << spec.part << "/" << spec.parts << ": already done (" << count(tensors, "tensor")
+                  << ", " << formatBytes(mine.bytes) << ", checked against its CRC-32s)\n";
+    else
+        std::cout << "Part " << spec.part << "/" << spec.parts << " (" << spec.source << "): wrote "
+                  << count(tensors, "tensor") << " (" << formatBytes(outcome->bytesWritten) << ") in "
+                  << seconds(outcome->seconds) << "\n";
+    if (outcome->published) {
+        std::cout << "All " << spec.parts << " parts are done: published " << absTarget << "\n";
+        for (const auto& f : outcome->files)
+            std::cout << "  " << f << "\n";
+    } else if (outcome->finishingElsewhere) {
+        std::cout << "All " << spec.parts << " parts are done; another process is publishing " << absTarget << "\n";
+    } else {
+        std::cout << "Waiting for part" << (outcome->missing.size() > 1 ? "s " : " ") << joined(outcome->missing)
+                  << " of " << spec.parts << "; the last one to finish publishes " << absTarget
+                  << " ('tessera merge --status " << target << "' shows where the merge is)\n";
+    }
+    return ExitOk;
+}
+
 } // namespace
 
 void addPartOptions(ArgParser& parser)
 {
-    parser.addOption("part", "K/N", "write only part K (numbered from 0) of N of the output, into a folder shared "
-                                    "with the other parts (on one machine or many); the last part to finish "
-                                    "publishes it. 'auto' takes K and N from Slurm, mpirun or a Kubernetes indexed Job");
+    parser.addOption("part", "K/N", "write only part K (numbered from 0) of N of the output (whole files, or byte "
+                                    "ranges of one file such as the GGUF export), into a folder shared with the "
+                                    "other parts (on one machine or many); the last part to finish publishes it. "
+                                    "'auto' takes K and N from Slurm, mpirun or a Kubernetes indexed Job");
     parser.addOption("parts", "N", "with --part auto: the number of parts (needed for a Kubernetes indexed Job)");
     parser.addOption("status", "TARGET", "say which parts of a --part run into TARGET are done and which are missing");
 }
@@ -162,8 +271,6 @@ std::optional<int> checkPartFlags(const ArgParser& parser)
 int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::vector<MergeOutput>& outputs,
                         const std::string& target)
 {
-    const bool json = parser.isSet("json");
-    const bool quiet = parser.isSet("quiet") || json;
     auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment());
     if (!spec)
         return fail(parser, spec.error().message, ExitUsage);
@@ -172,97 +279,23 @@ int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::v
     auto plan = planParts(outputs, spec->parts);
     if (!plan)
         return fail(parser, plan.error().message);
-    const PartShare& mine = plan->shares[spec->part];
-    std::size_t tensors = 0;
-    for (const auto& r : mine.ranges)
-        tensors += r.tensors.size();
-    const std::string label = "part " + std::to_string(spec->part) + "/" + std::to_string(spec->parts);
+    std::vector<std::string> warnings;
+    for (const auto& o : outputs)
+        warnings.insert(warnings.end(), o.plan->warnings.begin(), o.plan->warnings.end());
+    return runParts(parser, setup, *spec, outputs, *plan, PartWriting {}, warnings,
+                    [&] { return checkMergeTargets(outputs, target); }, { "Merge", "Merging" }, target);
+}
 
-    if (parser.isSet("dry_run")) {
-        if (auto usable = checkMergeTargets(outputs, target); !usable)
-            return fail(parser, usable.error().message);
-        if (json) {
-            nlohmann::json shares = nlohmann::json::array();
-            for (const auto& s : plan->shares)
-                shares.push_back(shareJson(s));
-            std::cout << dump({ { "id", plan->id }, { "part", spec->part }, { "parts", spec->parts },
-                                { "source", spec->source }, { "total_bytes", plan->totalBytes },
-                                { "largest_tensor_bytes", plan->largestTensorBytes }, { "shares", shares } })
-                      << "\n";
-            return ExitOk;
-        }
-        std::cout << "Split merge " << plan->id << ": " << formatBytes(plan->totalBytes) << " of tensors in "
-                  << spec->parts << " parts (this process: " << label << ", from " << spec->source << ")\n";
-        for (unsigned k = 0; k < spec->parts; ++k) {
-            const auto& s = plan->shares[k];
-            std::cout << (k == spec->part ? "* " : "  ") << "part " << k << ": " << formatBytes(s.bytes) << "\n";
-            for (const auto& r : s.ranges)
-                std::cout << "      " << rangeText(r, outputs) << "\n";
-        }
-        return ExitOk;
-    }
-
-    if (!quiet)
-        for (const auto& o : outputs)
-            for (const auto& w : o.plan->warnings)
-                std::cerr << "tessera merge: warning: " << w << "\n";
-    MergeRunOptions run;
-    run.threads = setup.threads;
-    run.verifyReplicas = parser.isSet("verify_replicas");
-    TerminalProgress progress("Merging " + label, TerminalProgress::Unit::Bytes, quiet);
-    run.progress = &progress;
-    run.onNote = [quiet](const std::string& note) {
-        if (!quiet)
-            std::cerr << "tessera merge: note: " << note << "\n";
-    };
-    auto outcome = runMergePart(outputs, *plan, spec->part, target, run);
-    progress.finish();
-    setup.debug.stage("write part");
-    if (!outcome) {
-        const bool canceled = outcome.error().message == "canceled";
-        return fail(parser, label + ": " + (canceled ? "canceled; the target was not touched, and running this part "
-                                                     "again completes it"
-                                                   : outcome.error().message + " (the target was not touched; the "
-                                                     "parts' shared folder is kept, so running this part again "
-                                                     "completes the merge)"));
-    }
-    for (const auto& w : outcome->warnings)
-        std::cerr << "tessera merge: warning: " << w << "\n";
-    const std::string absTarget = std::filesystem::absolute(target).lexically_normal().string();
-    if (json) {
-        std::cout << dump({ { "id", plan->id }, { "part", spec->part }, { "parts", spec->parts },
-                            { "source", spec->source }, { "tensors", tensors }, { "share_bytes", mine.bytes },
-                            { "bytes_written", outcome->bytesWritten }, { "already_done", outcome->alreadyDone },
-                            { "seconds", outcome->seconds }, { "missing", outcome->missing },
-                            { "published", outcome->published },
-                            { "publishing_elsewhere", outcome->finishingElsewhere },
-                            { "output_dir", outcome->published ? absTarget : "" }, { "files", outcome->files },
-                            { "set_folder", outcome->setFolder }, { "warnings", outcome->warnings },
-                            { "notes", outcome->notes } })
-                  << "\n";
-        return ExitOk;
-    }
-    if (parser.isSet("quiet"))
-        return ExitOk;
-    if (outcome->alreadyDone)
-        std::cout << "Part " << spec->part << "/" << spec->parts << ": already done (" << count(tensors, "tensor")
-                  << ", " << formatBytes(mine.bytes) << ", checked against its CRC-32s)\n";
-    else
-        std::cout << "Part " << spec->part << "/" << spec->parts << " (" << spec->source << "): wrote "
-                  << count(tensors, "tensor") << " (" << formatBytes(outcome->bytesWritten) << ") in "
-                  << seconds(outcome->seconds) << "\n";
-    if (outcome->published) {
-        std::cout << "All " << spec->parts << " parts are done: published " << absTarget << "\n";
-        for (const auto& f : outcome->files)
-            std::cout << "  " << f << "\n";
-    } else if (outcome->finishingElsewhere) {
-        std::cout << "All " << spec->parts << " parts are done; another process is publishing " << absTarget << "\n";
-    } else {
-        std::cout << "Waiting for part" << (outcome->missing.size() > 1 ? "s " : " ") << joined(outcome->missing)
-                  << " of " << spec->parts << "; the last one to finish publishes " << absTarget
-                  << " ('tessera merge --status " << target << "' shows where the merge is)\n";
-    }
-    return ExitOk;
+int runGgufPartCommand(const ArgParser& parser, MergeSetup& setup, const GgufPlan& plan, const std::string& target)
+{
+    auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment());
+    if (!spec)
+        return fail(parser, spec.error().message, ExitUsage);
+    auto parts = planGgufParts(plan, spec->parts);
+    if (!parts)
+        return fail(parser, parts.error().message);
+    return runParts(parser, setup, *spec, parts->outputs, parts->plan, parts->writing, plan.warnings,
+                    [&] { return checkGgufTarget(plan, target); }, { "GGUF export", "Exporting" }, target);
 }
 
 int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, const MergePlan& model,

@@ -6,14 +6,17 @@
 // peak RSS, beside a plain copy of the same bytes and a single-process merge measured in the same run.
 //
 //   bench_parts [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--parts 1,2,4] [--threads T]
-//               [--max_shard_size 5GB] [--rounds 2] [--keep]
+//               [--max_shard_size 5GB] [--rounds 2] [--keep] [--gguf f16|f32|bf16|q8_0]
 //
-// --threads is each part's worker threads (default: the cores divided among the parts, at least 1).
+// --threads is each part's worker threads (default: the cores divided among the parts, at least 1). --gguf
+// measures `tessera merge --format gguf --part K/N` instead: parts writing byte ranges of one GGUF file (the
+// synthetic checkpoint gets a Llama config and tokenizer for it), beside the single-process export.
 
 #include "bench_args.h"
 #include "bench_timing.h"
 #include "formats/scan.h"
 #include "io/byte_size.h"
+#include "merge/gguf_parts.h"
 #include "merge/merge_engine.h"
 #include "merge/merge_parts.h"
 #include "merge/merge_plan.h"
@@ -27,6 +30,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -37,6 +41,27 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// --gguf's type; nullopt: a safetensors merge.
+std::optional<GgufOutType> g_gguf;
+
+/// One part of the GGUF export, as the command line runs it.
+int runGgufPart(const CheckpointInfo& info, const std::string& target, unsigned part, unsigned parts, unsigned threads)
+{
+    GgufOptions options;
+    options.outType = g_gguf;
+    options.threads = threads;
+    auto plan = planGgufMerge(info, options);
+    auto assignment = plan ? planGgufParts(*plan, parts) : Result<GgufParts>(plan.error());
+    MergeRunOptions run;
+    run.threads = threads;
+    auto outcome = assignment ? runGgufPart(*assignment, part, target, run) : Result<PartOutcome>(assignment.error());
+    if (!outcome) {
+        std::fprintf(stderr, "part %u: %s\n", part, outcome.error().message.c_str());
+        return 1;
+    }
+    return 0;
+}
+
 /// One part, as the command line runs it. Exit code 0 on success.
 int runPart(const std::string& dir, const std::string& target, unsigned part, unsigned parts, unsigned threads,
             std::uint64_t maxShard)
@@ -46,6 +71,8 @@ int runPart(const std::string& dir, const std::string& target, unsigned part, un
         std::fprintf(stderr, "part %u: %s\n", part, info.error().message.c_str());
         return 1;
     }
+    if (g_gguf)
+        return runGgufPart(*info, target, part, parts, threads);
     MergeOptions options;
     options.maxShardSize = maxShard;
     options.threads = threads;
@@ -119,15 +146,20 @@ std::vector<unsigned> parseList(const std::string& text)
 int main(int argc, char** argv)
 {
     std::string dir, work = (fs::temp_directory_path() / "tessera-bench-parts").string(), partsText = "1,2,4";
-    std::string shardText = "5GB";
+    std::string shardText = "5GB", ggufText;
     double gb = 1.2;
     int ranks = 4, threadsFlag = 0, rounds = 2;
     bool keep = false;
     if (!parseFlags(argc, argv, { { "--dir", &dir }, { "--work", &work }, { "--gb", &gb }, { "--ranks", &ranks },
                                   { "--parts", &partsText }, { "--threads", &threadsFlag }, { "--rounds", &rounds },
-                                  { "--max_shard_size", &shardText }, { "--keep", &keep } })) {
+                                  { "--max_shard_size", &shardText }, { "--keep", &keep }, { "--gguf", &ggufText } })) {
         std::fprintf(stderr, "usage: bench_parts [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] "
-                             "[--parts 1,2,4] [--threads T] [--max_shard_size 5GB] [--rounds 2] [--keep]\n");
+                             "[--parts 1,2,4] [--threads T] [--max_shard_size 5GB] [--rounds 2] [--keep] "
+                             "[--gguf f16|f32|bf16|q8_0]\n");
+        return 2;
+    }
+    if (!ggufText.empty() && !(g_gguf = ggufOutTypeFromName(ggufText))) {
+        std::fprintf(stderr, "--gguf must be f32, f16, bf16 or q8_0\n");
         return 2;
     }
     auto maxShard = parseByteSize(shardText);
@@ -146,6 +178,8 @@ int main(int argc, char** argv)
                 return 1;
             }
         }
+        if (g_gguf)
+            writeLlamaConfig(dir + "/huggingface", gb);
     }
     auto info = scanCheckpoint(dir);
     if (!info) {
@@ -163,9 +197,24 @@ int main(int argc, char** argv)
         return 1;
     }
     const unsigned cores = static_cast<unsigned>(resolveThreads(0));
-    std::printf("checkpoint: %s, %s of tensors in %zu output file(s), largest tensor %s; %u cores\n", dir.c_str(),
+    // What is measured: the merge's files, or with --gguf the one GGUF file.
+    std::optional<GgufPlan> gguf;
+    if (g_gguf) {
+        GgufOptions o;
+        o.outType = g_gguf;
+        auto planned = planGgufMerge(*info, o);
+        if (!planned) {
+            std::fprintf(stderr, "%s\n", planned.error().message.c_str());
+            return 1;
+        }
+        gguf = std::move(*planned);
+    }
+    const std::string outFile = gguf ? gguf->fileName : plan->files.front().name;
+    const std::uint64_t outBytes = gguf ? gguf->fileSize : plan->totalBytes;
+    std::printf("checkpoint: %s, %s of tensors in %zu output file(s), largest tensor %s; %u cores%s\n", dir.c_str(),
                 formatBytes(plan->totalBytes).c_str(), plan->files.size(),
-                formatBytes(plan->largestTensorBytes).c_str(), cores);
+                formatBytes(plan->largestTensorBytes).c_str(), cores,
+                gguf ? (", exported as " + outFile + " (" + formatBytes(outBytes) + ")").c_str() : "");
 
     double bestCopy = 0;
     for (int r = 0; r < rounds; ++r) {
@@ -197,6 +246,12 @@ int main(int argc, char** argv)
                     return 1;
                 MergeRunOptions runOptions;
                 runOptions.threads = cores;
+                if (g_gguf) {
+                    GgufOptions go;
+                    go.outType = g_gguf;
+                    auto g = planGgufMerge(*scanned, go);
+                    return g && writeGgufFile(*g, target, runOptions) ? 0 : 1;
+                }
                 return mergeCheckpoint(*scanned, *p, target, runOptions) ? 0 : 1;
             });
             if (!run.ok) {
@@ -206,9 +261,8 @@ int main(int argc, char** argv)
             if (r == 0 || run.seconds < best)
                 best = run.seconds, peak = run.peakKb;
         }
-        std::printf("%5s %8u %10.2f %12.0f %13.2fx %14s  %ld MB\n", "merge", cores, best,
-                    double(plan->totalBytes) / 1e6 / best, best / bestCopy, formatBytes(plan->totalBytes).c_str(),
-                    peak / 1024);
+        std::printf("%5s %8u %10.2f %12.0f %13.2fx %14s  %ld MB\n", gguf ? "gguf" : "merge", cores, best,
+                    double(outBytes) / 1e6 / best, best / bestCopy, formatBytes(outBytes).c_str(), peak / 1024);
     }
     for (unsigned parts : parseList(partsText)) {
         if (parts == 0)
@@ -223,7 +277,7 @@ int main(int argc, char** argv)
             double wall = 0;
             auto runs = runAllParts(dir, target, parts, threads, *maxShard, wall);
             ok = std::all_of(runs.begin(), runs.end(), [](const PartRun& p) { return p.ok; })
-                && fs::exists(target + "/" + plan->files.front().name);
+                && fs::exists(target + "/" + outFile);
             if (r == 0 || wall < best) {
                 best = wall;
                 bestRuns = runs;
@@ -234,15 +288,20 @@ int main(int argc, char** argv)
             continue;
         }
         const std::vector<MergeOutput> outputs { { &*info, &*plan, "" } };
-        auto assignment = planParts(outputs, parts);
         std::uint64_t maxShare = 0;
-        for (const auto& s : assignment->shares)
-            maxShare = std::max(maxShare, s.bytes);
+        if (gguf) {
+            if (auto g = planGgufParts(*gguf, parts))
+                for (const auto& s : g->plan.shares)
+                    maxShare = std::max(maxShare, s.bytes);
+        } else if (auto assignment = planParts(outputs, parts)) {
+            for (const auto& s : assignment->shares)
+                maxShare = std::max(maxShare, s.bytes);
+        }
         std::string rss;
         for (const auto& p : bestRuns)
             rss += (rss.empty() ? "" : ", ") + std::to_string(p.peakKb / 1024) + " MB";
         std::printf("%5u %8u %10.2f %12.0f %13.2fx %14s  %s\n", parts, threads, best,
-                    double(plan->totalBytes) / 1e6 / best, best / bestCopy, formatBytes(maxShare).c_str(), rss.c_str());
+                    double(outBytes) / 1e6 / best, best / bestCopy, formatBytes(maxShare).c_str(), rss.c_str());
     }
     if (!keep)
         fs::remove_all(work + "/merged");

@@ -67,9 +67,10 @@ inline std::vector<GlobalTensor> withLora(const std::vector<GlobalTensor>& model
 /// Writes model_world_size_R_rank_r.pt files of about `gb` GB (hidden size `hidden`) plus config files into `dir`.
 /// Matrices are sharded along `shardDim` (0: FSDP's rows, streamed by the merge; 1: columns, which the merge
 /// must gather in a tensor-sized buffer); vectors always along dim 0. `loraRank` > 0 writes a LoRA run instead
-/// (withLora(), and lora_train_meta.json with alpha = 2·r).
+/// (withLora(), and lora_train_meta.json with alpha = 2·r). `dtype` bfloat16 or float32 (`gb` counts bf16 bytes;
+/// float32 holds the same bf16-representable values in twice the bytes).
 inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std::int64_t hidden = 4096, int shardDim = 0,
-                              std::int64_t loraRank = 0)
+                              std::int64_t loraRank = 0, DType dtype = DType::BFloat16)
 {
     namespace fs = std::filesystem;
     fs::create_directories(dir + "/huggingface");
@@ -89,7 +90,7 @@ inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std:
         for (const auto& g : model) {
             TorchSaveTensor t;
             t.name = g.name;
-            t.dtype = DType::BFloat16;
+            t.dtype = dtype;
             t.dtensor = true;
             t.globalShape = g.shape;
             const int dim = g.shape.size() > 1 ? shardDim : 0;
@@ -105,12 +106,14 @@ inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std:
         auto status = writeTorchSave(path, tensors, [&](std::size_t i, std::uint64_t off, std::uint8_t* dst, std::uint64_t n) {
             // Deterministic bf16 noise, different per tensor, rank and position.
             std::uint64_t s = (i + 1) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(r) << 40 ^ off;
-            for (std::uint64_t k = 0; k + 1 < n; k += 2) {
+            const std::uint64_t es = dtypeSize(dtype);
+            for (std::uint64_t k = 0; k + es <= n; k += es) {
                 s ^= s << 13;
                 s ^= s >> 7;
                 s ^= s << 17;
                 const std::uint16_t v = static_cast<std::uint16_t>(0x3C00 + (s & 0x07FF)) ^ static_cast<std::uint16_t>((s >> 20) & 0x8000);
-                std::memcpy(dst + k, &v, 2);
+                const std::uint32_t wide = static_cast<std::uint32_t>(v) << 16; // the same value as float32
+                std::memcpy(dst + k, es == 4 ? static_cast<const void*>(&wide) : &v, es);
             }
             return Status::success();
         });
@@ -118,6 +121,29 @@ inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std:
             return status;
     }
     return Status::success();
+}
+
+/// The config of syntheticModel(gb, hidden) (32 heads) and a tokenizer of its 256 byte tokens (the rest of the
+/// 32000 rows are padding tokens) in `hfDir`, so the checkpoint exports as GGUF like a real Llama.
+inline void writeLlamaConfig(const std::string& hfDir, double gb, std::int64_t hidden = 4096)
+{
+    int layers = 0;
+    for (const auto& t : syntheticModel(gb, hidden))
+        if (t.name.find("input_layernorm") != std::string::npos)
+            ++layers;
+    std::ofstream(hfDir + "/config.json")
+        << "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n  \"hidden_size\": "
+        << hidden << ",\n  \"intermediate_size\": " << hidden * 11008 / 4096 << ",\n  \"num_hidden_layers\": " << layers
+        << ",\n  \"num_attention_heads\": 32,\n  \"num_key_value_heads\": 32,\n  \"vocab_size\": 32000,\n"
+           "  \"max_position_embeddings\": 4096,\n  \"rms_norm_eps\": 1e-05,\n  \"rope_theta\": 10000.0,\n"
+           "  \"tie_word_embeddings\": false,\n  \"torch_dtype\": \"bfloat16\"\n}\n";
+    std::ofstream tok(hfDir + "/tokenizer.json");
+    tok << "{\"version\": \"1.0\", \"added_tokens\": [], \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+           "\"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}, \"decoder\": {\"type\": "
+           "\"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"merges\": [], \"vocab\": {";
+    for (int i = 0; i < 256; ++i)
+        tok << (i ? ", " : "") << "\"<0x" << std::hex << i << std::dec << ">\": " << i;
+    tok << "}}}\n";
 }
 
 } // namespace tessera::bench

@@ -53,6 +53,12 @@ std::string tesseraBinary()
     return TESSERA_BINARY;
 }
 
+bool sampled()
+{
+    const char* env = std::getenv("TESSERA_TESTS_SAMPLED");
+    return env && *env && std::strcmp(env, "0") != 0;
+}
+
 int runTessera(const QStringList& args, QString* out, QString* err)
 {
     QProcess process;

@@ -25,6 +25,10 @@ std::string readFile(const std::string& path);
 void writeFile(const std::string& path, const std::string& bytes);
 /// Path of the built `tessera` executable.
 std::string tesseraBinary();
+/// True under the sanitizer preset (TESSERA_TESTS_SAMPLED set): the long matrices that repeat one code path over
+/// many inputs (every fixture merged in parts, thousands of mutations) run a sample of their rows there, since a
+/// sanitized process is ten times slower; the dev preset runs them whole.
+bool sampled();
 /// One command-line argument, from a literal or a QString (the project forbids implicit ASCII casts).
 struct Arg {
     QString s;

@@ -61,7 +61,12 @@ std::uint64_t boxNumel(const tessera::Shape& shape)
 
 std::uint64_t pieceBytes(const tessera::Piece& piece)
 {
-    return boxNumel(piece.shape) * tessera::dtypeSize(piece.storedDtype);
+    return tessera::storedByteOffset(piece, boxNumel(piece.shape));
+}
+
+QString storedText(const tessera::Piece& piece)
+{
+    return piece.encoding == tessera::PieceEncoding::Plain ? dtypeText(piece.storedDtype) : qs(tessera::storedTypeName(piece));
 }
 
 } // namespace tessera::ui

@@ -33,6 +33,8 @@ QString fileNameUnder(const std::string& path, const std::string& root);
 std::uint64_t boxNumel(const tessera::Shape& shape);
 /// Bytes a piece stores.
 std::uint64_t pieceBytes(const tessera::Piece& piece);
+/// What a piece's bytes are: its dtype, or "Q8_0" for blocks read as float32.
+QString storedText(const tessera::Piece& piece);
 
 } // namespace tessera::ui
 

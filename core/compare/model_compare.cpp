@@ -2,7 +2,9 @@
 #include "compare/model_compare.h"
 
 #include "model/convert.h"
+#include "merge/box_copy.h"
 #include "merge/merge_engine.h"
+#include "merge/merge_plan.h"
 #include "parallel.h"
 #include "formats/safetensors_reader.h"
 
@@ -78,6 +80,18 @@ Result<double> largestMagnitude(const std::uint8_t* data, DType dtype, std::uint
     return largest;
 }
 
+/// The reference tensor `ref` assembled in its own dtype into `out`.
+Status assembleReference(SourceFiles& files, const TensorInfo& ref, PageBuffer& out, const std::function<bool()>& canceled)
+{
+    auto planned = planTensorCopy(ref, 0, std::nullopt);
+    TESSERA_TRY(planned);
+    auto buffer = PageBuffer::allocate(std::max<std::uint64_t>(planned->bytes, 1));
+    TESSERA_TRY(buffer);
+    TESSERA_TRY(materializeTensor(files, ref, *planned, buffer->data(), canceled));
+    out = std::move(*buffer);
+    return Status::success();
+}
+
 TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, const PlannedTensor& planned,
                             const TensorInfo& ref, const CompareOptions& givenOptions, MemoryBudget& budget,
                             const std::function<bool()>& canceled)
@@ -113,31 +127,39 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
         c.note = "compared as " + std::string(torchName(merged.dtype)) + ": the merge is "
             + std::string(torchName(planned.dtype)) + ", the reference " + std::string(torchName(ref.dtype));
     }
-    if (ref.pieces.size() != 1) {
-        c.verdict = TensorComparison::Verdict::Failed;
-        c.detail = "the reference tensor is not stored in one piece";
-        return c;
+    // A reference stored as one plain piece in order (a Hugging Face folder's) is read where it lies; any other
+    // (a GGUF file's re-indexed or Q8_0 tensors) is assembled into a buffer of its own first.
+    const Piece* rp = ref.pieces.size() == 1 ? &ref.pieces.front() : nullptr;
+    if (rp && (rp->encoding != PieceEncoding::Plain || rp->storedDtype != ref.dtype || rp->shape != ref.shape
+               || !isContiguous(rp->shape, rp->strides)))
+        rp = nullptr;
+    std::shared_ptr<MappedFile> refFile;
+    if (rp) {
+        auto mapped = files.map(rp->file);
+        if (!mapped) {
+            c.verdict = TensorComparison::Verdict::Failed;
+            c.detail = mapped.error().message;
+            return c;
+        }
+        refFile = *mapped;
     }
-    const Piece& rp = ref.pieces.front();
-    auto refFile = files.map(rp.file);
-    if (!refFile) {
-        c.verdict = TensorComparison::Verdict::Failed;
-        c.detail = refFile.error().message;
-        return c;
-    }
-    const std::uint64_t held = budget.acquire(merged.bytes);
+    const std::uint64_t refHeld = rp ? 0 : ref.nbytes();
+    const std::uint64_t held = budget.acquire(merged.bytes + refHeld);
     auto buffer = PageBuffer::allocate(merged.bytes);
     Status status = buffer ? materializeTensor(files, info.tensors[planned.source], merged, buffer->data(), canceled)
                            : Status(buffer.error());
+    PageBuffer refBuffer;
+    if (status && !rp)
+        status = assembleReference(files, ref, refBuffer, canceled);
     if (status) {
         const std::size_t es = dtypeSize(merged.dtype);
         const std::size_t refEs = dtypeSize(ref.dtype);
         const std::uint64_t count = merged.bytes / std::max<std::size_t>(es, 1);
         std::vector<double> da, db;
         std::vector<std::uint8_t> rounded; // a chunk of the wider reference, rounded to the merge's dtype
-        const std::uint8_t* refBase = (*refFile)->view().data() + rp.dataOffset;
-        if (rp.dataOffset > (*refFile)->size() || count * refEs > (*refFile)->size() - rp.dataOffset)
-            status = makeError(rp.file + ": " + ref.name + " reaches past the end of the file");
+        const std::uint8_t* refBase = rp ? refFile->view().data() + rp->dataOffset : refBuffer.data();
+        if (rp && (rp->dataOffset > refFile->size() || count * refEs > refFile->size() - rp->dataOffset))
+            status = makeError(rp->file + ": " + ref.name + " reaches past the end of the file");
         if (status && planned.delta && isFloatingPoint(ref.dtype)) {
             auto largest = largestMagnitude(refBase, ref.dtype, count);
             if (!largest) {
@@ -161,10 +183,12 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
             }
             if (status)
                 status = compareValues(buffer->data() + first * es, refChunk, merged.dtype, n, first, options, c, da, db);
-            (*refFile)->adviseDontNeed(rp.dataOffset + first * refEs, n * refEs);
+            if (rp)
+                refFile->adviseDontNeed(rp->dataOffset + first * refEs, n * refEs);
         }
     }
     buffer = PageBuffer();
+    refBuffer = PageBuffer();
     budget.release(held);
     if (!status) {
         c.verdict = TensorComparison::Verdict::Failed;

@@ -712,7 +712,7 @@ std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInf
         row.name = t.name;
         row.indexA = static_cast<int>(i);
         row.dtypeA = t.dtype;
-        row.shapeA = t.shape;
+        row.shapeA = t.outputShape(); // the saved shape: the one the other side has, same element order
         auto it = inB.find(t.name);
         if (it == inB.end()) {
             row.status = DiffStatus::MissingInB;
@@ -721,10 +721,10 @@ std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInf
             const TensorInfo& u = b.tensors[static_cast<std::size_t>(it->second)];
             row.indexB = it->second;
             row.dtypeB = u.dtype;
-            row.shapeB = u.shape;
-            if (t.shape != u.shape) {
+            row.shapeB = u.outputShape();
+            if (row.shapeA != row.shapeB) {
                 row.status = DiffStatus::ShapeMismatch;
-                row.detail = "shape " + formatShape(t.shape) + " in A, " + formatShape(u.shape) + " in B";
+                row.detail = "shape " + formatShape(row.shapeA) + " in A, " + formatShape(row.shapeB) + " in B";
             } else {
                 row.elements = t.numel();
                 if (t.dtype != u.dtype) {
@@ -744,7 +744,7 @@ std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInf
         row.name = u.name;
         row.indexB = static_cast<int>(i);
         row.dtypeB = u.dtype;
-        row.shapeB = u.shape;
+        row.shapeB = u.outputShape();
         row.status = DiffStatus::MissingInA;
         row.detail = "only B has this tensor";
         rows.push_back(std::move(row));
@@ -819,7 +819,7 @@ Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, cons
     TensorStatistics out;
     out.name = t.name;
     out.dtype = t.dtype;
-    out.shape = t.shape;
+    out.shape = t.outputShape();
     out.elements = t.numel();
     SourceFiles files;
     auto canceled = [&] { return progress.isCanceled(); };

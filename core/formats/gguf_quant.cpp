@@ -16,12 +16,14 @@ namespace {
 
 constexpr std::uint64_t kBlocksPerTask = 4096; ///< 128 Ki values: large enough to amortise the hand-out
 
-/// roundf() of a value within ±128 (x·(1/d) never leaves it), as an int8: halves away from zero. x − trunc(x) is
-/// exact for |x| < 2^23, so the comparison with 0.5 decides exactly as roundf does; a NaN gives 0, what the
-/// x86-64 conversion in ggml gives. Inline, unlike the libm call, so the loop runs several times faster.
+/// roundf() of x·(1/d) as an int8: halves away from zero. x − trunc(x) is exact for |x| < 2^23, so the comparison
+/// with 0.5 decides exactly as roundf does. The value stays within ±128 unless the block's largest magnitude is so
+/// small that 1/d overflows to infinity (a block of subnormals); ggml's conversion of ±inf or NaN on x86-64 gives
+/// INT_MIN, whose low byte is 0, and so does this, without the undefined float-to-int conversion. Inline, unlike the
+/// libm call, so the loop runs several times faster.
 inline std::int8_t roundToInt8(float x)
 {
-    if (!(x == x))
+    if (!(std::fabs(x) < 2147483648.0f))
         return 0;
     int i = static_cast<int>(x);
     const float fraction = x - static_cast<float>(i);

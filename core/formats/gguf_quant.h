@@ -4,14 +4,12 @@
 // ggml's Q8_0 blocks: 32 values as one fp16 scale d and 32 int8 q, value = d·q.
 
 #include "model/dtype.h"
+#include "model/q8_0_block.h"
 #include "result.h"
 
 #include <cstdint>
 
 namespace tessera {
-
-inline constexpr std::uint64_t kQ8_0BlockElements = 32;
-inline constexpr std::uint64_t kQ8_0BlockBytes = 34;
 
 /// Quantizes `count` floats (a multiple of 32) into Q8_0 blocks at `dst` exactly as ggml's
 /// quantize_row_q8_0_ref: per block amax = max |x|, d = amax / 127 (in float), q = roundf(x · (1/d)) (half away

@@ -3,6 +3,7 @@
 #include "formats/gguf_names.h"
 #include "formats/gguf_reader.h"
 #include "io/mapped_file.h"
+#include "model/q8_0_block.h"
 #include "model/tensor_reindex.h"
 
 #include <filesystem>
@@ -14,15 +15,23 @@ namespace tessera {
 
 namespace {
 
-std::optional<DType> dtypeOfGgml(std::uint32_t type)
+struct StoredType {
+    DType dtype;
+    PieceEncoding encoding = PieceEncoding::Plain;
+};
+
+/// How Tessera reads a ggml type: F32, F16 and BF16 as they are, Q8_0 as the float32 values it stands for.
+std::optional<StoredType> storedTypeOfGgml(std::uint32_t type)
 {
     switch (static_cast<GgmlType>(type)) {
     case GgmlType::F32:
-        return DType::Float32;
+        return StoredType { DType::Float32 };
     case GgmlType::F16:
-        return DType::Float16;
+        return StoredType { DType::Float16 };
     case GgmlType::BF16:
-        return DType::BFloat16;
+        return StoredType { DType::BFloat16 };
+    case GgmlType::Q8_0:
+        return StoredType { DType::Float32, PieceEncoding::Q8_0 };
     default:
         return std::nullopt;
     }
@@ -38,7 +47,6 @@ bool endsWith(const std::string& s, const std::string& p)
 std::vector<Piece> unpermuteRows(const Piece& whole, std::int64_t rows, std::int64_t heads)
 {
     const std::int64_t hd = rows / heads, half = hd / 2;
-    const std::uint64_t es = dtypeSize(whole.storedDtype);
     std::vector<Piece> out;
     for (std::int64_t h = 0; h < heads; ++h)
         for (std::int64_t j = 0; j < 2; ++j) {
@@ -46,7 +54,7 @@ std::vector<Piece> unpermuteRows(const Piece& whole, std::int64_t rows, std::int
             q.offsets[0] = h * hd + j * half;
             q.shape[0] = half;
             q.strides[0] = 2 * whole.strides[0];
-            q.dataOffset = whole.dataOffset + static_cast<std::uint64_t>((h * hd + j) * whole.strides[0]) * es;
+            q.dataOffset = whole.dataOffset + storedByteOffset(whole, static_cast<std::uint64_t>((h * hd + j) * whole.strides[0]));
             out.push_back(std::move(q));
         }
     return out;
@@ -96,16 +104,21 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
     const std::int64_t kvHeads = headsOf(".attention.head_count_kv") > 0 ? headsOf(".attention.head_count_kv") : heads;
     const bool llama = arch == "llama";
     const bool mixtral = llama && headsOf(".expert_count") > 0;
-    std::size_t quantized = 0;
+    std::vector<std::string> unread;
+    std::size_t dequantized = 0;
     for (const auto& t : header->tensors) {
-        const auto dtype = dtypeOfGgml(t.type);
-        if (!dtype) {
-            ++quantized;
+        const auto stored = storedTypeOfGgml(t.type);
+        // Q8_0 rows are whole blocks (llama.cpp's rule, checked again here: the boxes below cut whole rows only).
+        if (!stored || (stored->encoding == PieceEncoding::Q8_0 && (t.dims.empty() || t.dims[0] % kQ8_0BlockElements))) {
+            unread.push_back(t.name + " (" + ggmlTypeName(t.type) + ")");
             continue;
         }
+        if (stored->encoding != PieceEncoding::Plain)
+            ++dequantized;
+        const std::string q8Note = stored->encoding == PieceEncoding::Q8_0 ? ", Q8_0 dequantized" : "";
         TensorInfo tensor;
         tensor.name = t.name;
-        tensor.dtype = *dtype;
+        tensor.dtype = stored->dtype;
         for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it)
             tensor.shape.push_back(static_cast<std::int64_t>(*it));
         Piece p;
@@ -115,7 +128,8 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
         p.strides.assign(tensor.shape.size(), 1);
         for (std::size_t d = tensor.shape.size(); d-- > 1;)
             p.strides[d - 1] = p.strides[d] * tensor.shape[d];
-        p.storedDtype = *dtype;
+        p.storedDtype = stored->dtype;
+        p.encoding = stored->encoding;
         p.dataOffset = header->dataStart + t.offset;
         p.storageBegin = p.dataOffset;
         p.storageBytes = t.bytes;
@@ -126,7 +140,7 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             for (std::int64_t e = 0; e < tensor.shape[0]; ++e) {
                 const std::string hf = hfTensorName(t.name, static_cast<int>(e), mixtral);
                 TensorInfo one = selectLeading(tensor, e, hf.empty() ? t.name + "." + std::to_string(e) : hf);
-                one.placement = "expert " + std::to_string(e) + " of " + t.name;
+                one.placement = "expert " + std::to_string(e) + " of " + t.name + q8Note;
                 info.tensors.push_back(std::move(one));
             }
             continue;
@@ -140,7 +154,7 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
         if (llama && (isQ || isK) && h > 0 && !tensor.shape.empty() && tensor.shape[0] % h == 0
             && (tensor.shape[0] / h) % 2 == 0) {
             tensor.pieces = unpermuteRows(tensor.pieces.front(), tensor.shape[0], h);
-            tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)";
+            tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)" + q8Note;
         }
         if (endsWith(t.name, "ffn_gate_inp_shexp.weight") && tensor.shape.size() == 1) {
             // Hugging Face holds the shared expert's gate as [1, hidden].
@@ -150,11 +164,22 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             q.shape.insert(q.shape.begin(), 1);
             q.strides.insert(q.strides.begin(), tensor.shape[1]);
         }
+        if (tensor.placement.empty() && !q8Note.empty())
+            tensor.placement = t.name + q8Note;
         info.tensors.push_back(std::move(tensor));
     }
-    if (quantized)
-        info.notes["gguf.quantized_tensors"] = std::to_string(quantized)
-            + " quantized tensors (Q8_0) are not read as tensors; compare an f32, f16 or bf16 export instead";
+    if (dequantized)
+        info.notes["gguf.quantized_tensors"] = std::to_string(dequantized)
+            + " Q8_0 tensors, read as the float32 values llama.cpp dequantizes them to";
+    if (!unread.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < unread.size() && i < 8; ++i)
+            list += (i ? ", " : "") + unread[i];
+        if (unread.size() > 8)
+            list += ", …";
+        info.notes["gguf.unread_tensors"] = std::to_string(unread.size())
+            + " tensors in types Tessera does not read (F32, F16, BF16 and Q8_0 it does): " + list;
+    }
     return info;
 }
 

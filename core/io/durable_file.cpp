@@ -116,4 +116,9 @@ Status writeAllAt(int fd, const std::uint8_t* data, std::uint64_t length, std::u
     return Status::success();
 }
 
+void startWriteback(int fd, std::uint64_t offset, std::uint64_t length)
+{
+    (void)::sync_file_range(fd, static_cast<off64_t>(offset), static_cast<off64_t>(length), SYNC_FILE_RANGE_WRITE);
+}
+
 } // namespace tessera

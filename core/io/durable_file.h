@@ -19,6 +19,12 @@ Status copyFileSynced(const std::string& from, const std::string& to);
 /// Flushes a folder's entries (created, renamed or removed names) to disk.
 Status syncFolder(const std::string& dir);
 
+/// Starts writing bytes [offset, offset + length) of `fd` to disk without waiting for them. A large output that
+/// is flushed at the end anyway is flushed while the rest is still being produced, not all at once after it:
+/// below the kernel's dirty threshold (a tenth of memory) nothing would start it before the fdatasync. A hint:
+/// file systems without it (sync_file_range) are simply left to the final flush.
+void startWriteback(int fd, std::uint64_t offset, std::uint64_t length);
+
 /// Writes `length` bytes at `offset` of the open file `fd`, however many pwrite() calls that takes (it may write
 /// less than asked, and is interrupted by signals). `what` names the file and tensor in the error.
 Status writeAllAt(int fd, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset, const std::string& what);

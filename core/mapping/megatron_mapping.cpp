@@ -2,6 +2,7 @@
 #include "mapping/megatron_mapping.h"
 
 #include "formats/megatron_names.h"
+#include "mapping/expert_stacks.h"
 #include "mapping/hf_expected.h"
 #include "mapping/megatron_mapping_rules.h"
 #include "mapping/user_regex.h"
@@ -89,6 +90,7 @@ struct CompiledRule {
     std::vector<Pattern> megatron;
     std::vector<Pattern> hf; ///< the targets as patterns, to say which source a missing parameter needs
     std::int64_t layerOffset = 0; ///< added to {layer} between the Megatron name and the target
+    std::int64_t experts = 0;     ///< stack_experts: the entries of the target's expert axis
 };
 
 /// `captures` with its {layer} moved by `offset` (a multi-token-prediction layer's number after the decoder's).
@@ -105,7 +107,8 @@ Captures offsetLayer(Captures captures, std::int64_t offset)
     return captures;
 }
 
-Result<std::vector<CompiledRule>> compileRules(const std::vector<MappingRule>& rules, const ConfigVars& vars)
+Result<std::vector<CompiledRule>> compileRules(const std::vector<MappingRule>& rules, const ConfigVars& vars,
+                                               const std::map<std::string, std::string>& ranges = {})
 {
     std::vector<CompiledRule> out;
     for (const auto& rule : rules) {
@@ -116,7 +119,20 @@ Result<std::vector<CompiledRule>> compileRules(const std::vector<MappingRule>& r
             if (!*on)
                 continue;
         }
-        CompiledRule c { &rule, {}, {}, 0 };
+        CompiledRule c { &rule, {}, {}, 0, 0 };
+        if (rule.transform == MappingTransform::StackExperts) {
+            auto range = ranges.find("expert");
+            if (range == ranges.end())
+                return makeError(rule.origin + ": rule '" + rule.id + "': stack_experts needs the family's \"expert\" range "
+                                 "(the number of experts)");
+            auto experts = evaluateExpression(range->second, vars);
+            if (!experts)
+                return experts.error().withContext(rule.origin + ": rule '" + rule.id + "': the number of experts");
+            if (*experts <= 0 || *experts > kMaxMegatronIndex)
+                return makeError(rule.origin + ": rule '" + rule.id + "': " + range->second + " is "
+                                 + std::to_string(*experts) + ", not an expert count of a real model");
+            c.experts = *experts;
+        }
         if (!rule.layerOffset.empty()) {
             auto offset = evaluateExpression(rule.layerOffset, vars);
             if (!offset)
@@ -247,6 +263,7 @@ std::string tpHint(std::int64_t actual, std::int64_t expected, const CheckpointI
 struct Output {
     std::string name;
     TensorInfo tensor;
+    std::int64_t stackEntry = -1; ///< stack_experts: the entry of the target's expert axis it fills
 };
 
 /// Applies a rule's transform; an error message when it cannot apply to this tensor.
@@ -340,6 +357,17 @@ Result<std::vector<Output>> applyTransform(const CompiledRule& rule, const Item&
                                             "q, k and v of each of the " + std::to_string(*heads) + " heads of " + item.label) });
         break;
     }
+    case MappingTransform::StackExperts: {
+        std::int64_t expert = -1;
+        const std::string& digits = captures.at("expert");
+        std::from_chars(digits.data(), digits.data() + digits.size(), expert); // too long: stays -1, refused below
+        auto stacked = stackExpert(t, expert, rule.experts, *rule.rule, names[0]);
+        TESSERA_TRY(stacked);
+        stacked->placement = "expert " + digits + " of " + std::to_string(rule.experts) + " ("
+            + mappingTransformText(*rule.rule) + ") from " + item.label;
+        out.push_back({ names[0], std::move(*stacked), expert });
+        break;
+    }
     case MappingTransform::UnstackLayers:
     case MappingTransform::UnstackExperts:
     case MappingTransform::UnstackLayersExperts:
@@ -381,6 +409,8 @@ Result<std::vector<Output>> mapLoraFactor(const CompiledRule& rule, const Item& 
     }
     if (rule.rule->transform == MappingTransform::TrimVocab)
         return makeError("is a LoRA factor of a vocabulary-padded weight, which is not supported");
+    if (rule.rule->transform == MappingTransform::StackExperts)
+        return makeError("is a LoRA factor of an expert weight Hugging Face keeps stacked, which PEFT cannot name");
     Item weightLike = item;
     weightLike.name = adapter.weight;
     auto outputs = applyTransform(rule, weightLike, captures, vars, source, warnings);
@@ -504,16 +534,18 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
         expectedIndex.emplace((*expected)[i].name, i);
     auto unstackRules = compileRules(set.unstack, *vars);
     TESSERA_TRY(unstackRules);
-    auto mapRules = compileRules(set.rules, *vars);
+    auto mapRules = compileRules(set.rules, *vars, set.ranges);
     TESSERA_TRY(mapRules);
 
     // Map every source item.
     struct Produced {
         std::size_t row;
         TensorInfo tensor;
+        bool dropped = false; ///< a stacked target with experts no source fills: not written
     };
     std::vector<Produced> produced;
     std::unordered_map<std::string, std::size_t> byTarget; // target → index into produced
+    ExpertStacks stacks;
     for (const TensorInfo& t : source.tensors) {
         for (Item& item : unstack(t, *unstackRules)) {
             MappingRow base;
@@ -547,7 +579,7 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
             captures = offsetLayer(std::move(captures), rule->layerOffset);
             base.rule = rule->rule->id;
             base.ruleOrigin = rule->rule->origin;
-            base.transform = (item.chain.empty() ? "" : item.chain + " + ") + mappingTransformName(rule->rule->transform);
+            base.transform = (item.chain.empty() ? "" : item.chain + " + ") + mappingTransformText(*rule->rule);
             if (adapter) {
                 auto factors = mapLoraFactor(*rule, item, *adapter, captures, *vars, source, result.warnings);
                 if (!factors) {
@@ -581,18 +613,19 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
             for (auto& o : *outputs) {
                 MappingRow row = base;
                 row.target = o.name;
-                row.targetShape = o.tensor.shape;
+                const Shape& shape = o.tensor.outputShape();
+                row.targetShape = shape;
                 auto e = expectedIndex.find(o.name);
                 if (e != expectedIndex.end()) {
                     const ExpectedParameter& p = (*expected)[e->second];
                     row.expectedShape = p.shape;
-                    if (p.shape != o.tensor.shape) {
+                    if (p.shape != shape) {
                         row.status = MappingStatus::ShapeMismatch;
-                        row.detail = "is " + shapeToString(o.tensor.shape) + " but config.json gives " + shapeToString(p.shape)
+                        row.detail = "is " + shapeToString(shape) + " but config.json gives " + shapeToString(p.shape)
                             + " " + p.shapeText;
-                        for (std::size_t d = 0; d < p.shape.size() && d < o.tensor.shape.size(); ++d)
-                            if (p.shape[d] != o.tensor.shape[d]) {
-                                row.detail += tpHint(o.tensor.shape[d], p.shape[d], source);
+                        for (std::size_t d = 0; d < p.shape.size() && d < shape.size(); ++d)
+                            if (p.shape[d] != shape[d]) {
+                                row.detail += tpHint(shape[d], p.shape[d], source);
                                 break;
                             }
                     }
@@ -617,6 +650,37 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
                     || result.rows.back().status == MappingStatus::Ignored)
                     continue;
                 auto [it, inserted] = byTarget.emplace(o.name, produced.size());
+                if (o.stackEntry >= 0 && (inserted || stacks.contains(o.name))) {
+                    // One expert of a stacked target: its boxes join the other experts' in the one tensor.
+                    MappingRow& filled = result.rows[rowIndex];
+                    const std::string entry = "expert " + std::to_string(o.stackEntry);
+                    if (auto before = stacks.add(o.name, o.stackEntry, rule->experts, rowIndex)) {
+                        MappingRow& first = result.rows[*before];
+                        filled.status = MappingStatus::Duplicate;
+                        filled.detail = entry + " also written from " + first.source;
+                        if (first.status != MappingStatus::Duplicate) {
+                            first.status = MappingStatus::Duplicate;
+                            first.detail = entry + " also written from " + filled.source;
+                        }
+                        continue;
+                    }
+                    if (inserted) {
+                        produced.push_back({ rowIndex, std::move(o.tensor) });
+                        continue;
+                    }
+                    TensorInfo& whole = produced[it->second].tensor;
+                    if (whole.shape != o.tensor.shape || whole.savedShape != o.tensor.savedShape
+                        || whole.dtype != o.tensor.dtype) {
+                        filled.status = MappingStatus::ShapeMismatch;
+                        filled.detail = entry + " makes it " + shapeToString(o.tensor.outputShape()) + " "
+                            + std::string(torchName(o.tensor.dtype)) + ", but " + result.rows[produced[it->second].row].source
+                            + " makes it " + shapeToString(whole.outputShape()) + " " + std::string(torchName(whole.dtype));
+                        continue;
+                    }
+                    for (Piece& p : o.tensor.pieces)
+                        whole.pieces.push_back(std::move(p));
+                    continue;
+                }
                 if (!inserted) {
                     MappingRow& first = result.rows[produced[it->second].row];
                     MappingRow& again = result.rows[rowIndex];
@@ -631,6 +695,27 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
                 produced.push_back({ rowIndex, std::move(o.tensor) });
             }
         }
+    }
+
+    // Stacked targets some experts of which no source fills (an expert rank's files not there) are not written.
+    for (const auto& [target, missing] : stacks.incomplete()) {
+        Produced& p = produced[byTarget.at(target)];
+        p.dropped = true;
+        MappingRow row;
+        row.target = target;
+        row.rule = result.rows[p.row].rule;
+        row.ruleOrigin = result.rows[p.row].ruleOrigin;
+        row.transform = result.rows[p.row].transform;
+        row.expectedShape = result.rows[p.row].expectedShape;
+        row.status = ignored(target) ? MappingStatus::Ignored : MappingStatus::Missing;
+        std::string experts;
+        for (std::size_t i = 0; i < missing.size() && i < 8; ++i)
+            experts += (i ? ", " : "") + std::to_string(missing[i]);
+        if (missing.size() > 8)
+            experts += " … (" + std::to_string(missing.size()) + " in all)";
+        row.detail = "holds every expert, and no source fills expert(s) " + experts
+            + " (is an expert rank missing?); it is not written";
+        result.rows.push_back(std::move(row));
     }
 
     // Expected parameters nothing fills.
@@ -656,7 +741,7 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
                     from = render(r.rule->megatron.front(), offsetLayer(*c, -r.layerOffset));
                     row.rule = r.rule->id;
                     row.ruleOrigin = r.rule->origin;
-                    row.transform = mappingTransformName(r.rule->transform);
+                    row.transform = mappingTransformText(*r.rule);
                 }
         if (row.status == MappingStatus::Ignored) {
             row.detail = "no source fills it; --ignore_missing_params covers it, so the output lacks it";
@@ -717,7 +802,8 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
     mapped.notes["mapping_rules"] = set.family;
     mapped.notes["source_layout"] = source.layout;
     for (std::size_t i : order)
-        mapped.tensors.push_back(std::move(produced[i].tensor));
+        if (!produced[i].dropped)
+            mapped.tensors.push_back(std::move(produced[i].tensor));
     mapped.problems = source.problems;
     for (const auto& p : result.problems)
         mapped.problems.push_back(p);

@@ -32,6 +32,7 @@ constexpr TransformName kTransforms[] = {
     { MappingTransform::UnstackLayersExperts, "unstack_layers_experts" },
     { MappingTransform::FuseQkvHeads, "fuse_qkv_heads" },
     { MappingTransform::Rename, "rename" },
+    { MappingTransform::StackExperts, "stack_experts" },
 };
 
 /// An optional boolean member; json::value() would throw on a member of another type.
@@ -132,7 +133,7 @@ Status readRules(const json& array, const char* key, bool unstack, MappingRuleSe
         auto t = mappingTransformFromName(transform);
         if (!t)
             return makeError(where + " (" + rule.id + "): unknown transform '" + transform
-                             + "' (copy, split_qkv, split_gate_up, trim_vocab, fuse_qkv_heads; in \"unstack\": "
+                             + "' (copy, split_qkv, split_gate_up, trim_vocab, fuse_qkv_heads, stack_experts; in \"unstack\": "
                                "unstack_layers, unstack_experts, unstack_layers_experts, rename)");
         const bool isUnstack = *t == MappingTransform::UnstackLayers || *t == MappingTransform::UnstackExperts
             || *t == MappingTransform::UnstackLayersExperts || *t == MappingTransform::Rename;
@@ -162,6 +163,24 @@ Status readRules(const json& array, const char* key, bool unstack, MappingRuleSe
                 return m.find("{layer}") != std::string::npos;
             }))
             return makeError(where + " (" + rule.id + "): \"layer_offset\" needs a {layer} in the Megatron pattern");
+        auto transpose = optionalBool(r, "transpose", false, where);
+        TESSERA_TRY(transpose);
+        auto interleave = optionalBool(r, "interleave_gate_up", false, where);
+        TESSERA_TRY(interleave);
+        if ((*transpose || *interleave) && rule.transform != MappingTransform::StackExperts)
+            return makeError(where + " (" + rule.id + "): \"transpose\" and \"interleave_gate_up\" belong to transform "
+                             "'stack_experts'");
+        if (rule.transform == MappingTransform::StackExperts) {
+            // Every expert's tensor lands in the one target: the expert number comes from the Megatron name only.
+            const bool numbered = std::all_of(rule.megatron.begin(), rule.megatron.end(), [](const std::string& m) {
+                return m.find("{expert}") != std::string::npos;
+            });
+            if (!numbered || rule.hf.front().find("{expert}") != std::string::npos)
+                return makeError(where + " (" + rule.id + "): transform 'stack_experts' needs {expert} in every Megatron "
+                                 "pattern and none in the target, which holds all the experts");
+        }
+        rule.transpose = *transpose;
+        rule.interleaveGateUp = *interleave;
         rule.layerOffset = *layerOffset;
         rule.heads = *heads;
         rule.when = *when;

@@ -12,14 +12,17 @@
 //                                          (a vision tower's blocks) in "expected" run over
 //   unstack [ { id, megatron, transform: unstack_layers|unstack_experts|unstack_layers_experts|rename, as,
 //               layer_offset } ]
-//   rules   [ { id, megatron: pattern | [patterns], hf: template | [templates], transform, when, layer_offset } ]
+//   rules   [ { id, megatron: pattern | [patterns], hf: template | [templates], transform, when, layer_offset,
+//               transpose, interleave_gate_up } ]
 //   expected [ { id, hf, shape: [expressions], when } ]
 // Patterns and templates use {layer}, {expert} (numbers) and {param} (a name that starts with a letter).
 // Expressions are integer arithmetic over config.json keys (`num_attention_heads * head_dim`, and one level down:
 // `vision_config.hidden_size`); "when" is a condition (`!tie_word_embeddings && !value_model`, or per layer in
 // "expected": `layer < first_k_dense_replace`). "layer_offset" (an expression) is added to the {layer} a Megatron
 // name captures before the target is written: DeepSeek-V3's mtp.layers.0.* are Hugging Face's layer
-// num_hidden_layers.
+// num_hidden_layers. "stack_experts" gathers the per-expert Megatron tensors ({expert} in the pattern, not in the
+// template) into one Hugging Face tensor with a leading expert axis; "transpose" and "interleave_gate_up" (true or
+// false) say how each expert's tensor is laid in it.
 
 #include "result.h"
 
@@ -44,6 +47,8 @@ enum class MappingTransform {
                           ///< with as many query groups as heads stores it) into one [q; k; v] tensor (`heads`)
     Rename,               ///< (in "unstack") another name for the same tensor, which the rules then map: a
                           ///< multi-token-prediction layer read as the decoder layer after the last one
+    StackExperts,         ///< one expert's tensor as entry {expert} of a tensor of all experts ([E, …], E the
+                          ///< "expert" range), optionally transposed and with its [gate; up] rows interleaved
 };
 
 /// "split_qkv" …
@@ -60,6 +65,12 @@ struct MappingRule {
     std::string when;                   ///< condition over the config; empty = always
     std::string heads;                  ///< fuse_qkv_heads: the number of heads, an expression
     std::string layerOffset;            ///< added to {layer} from the Megatron name in the target; empty = 0
+    /// stack_experts: each expert's 2-D tensor transposed first (Hugging Face's experts multiply x @ W, so
+    /// GPT-OSS keeps [in, out] where Megatron's linears keep [out, in]).
+    bool transpose = false;
+    /// stack_experts: each expert's [gate; up] rows interleaved (gate, up, gate, up, …) along what becomes the
+    /// last dim, as GPT-OSS's gate_up_proj keeps them (gate = [..., ::2], up = [..., 1::2]).
+    bool interleaveGateUp = false;
     std::string origin;                 ///< the file that defined it ("llama.json", a user path)
 };
 

@@ -2,7 +2,10 @@
 // Writing a planned GGUF file: the plain-float tensors through the merge engine (direct copies, gathers,
 // conversions on every thread, bounded memory), then the Q8_0 tensors one at a time (assembled in their dtype and
 // quantized on every thread, a slab at a time) and the generated ones, then the file is published atomically.
+// The same writer serves the parts of an export split across processes (merge/gguf_parts.h): each writes a
+// selection of the tensors into the shared file, the last one the header and the generated tensors.
 
+#include "formats/gguf_file.h"
 #include "formats/gguf_quant.h"
 #include "io/durable_file.h"
 #include "merge/gguf_plan.h"
@@ -48,38 +51,54 @@ private:
     std::uint64_t m_total;
 };
 
-Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path, const MergeRunOptions& options,
-                                  OffsetProgress& progress, MergeProgress& state)
+bool chosen(const std::vector<bool>* selection, std::size_t i) { return !selection || (*selection)[i]; }
+
+/// Bytes of a Q8_0 tensor in the file.
+std::uint64_t q8_0Bytes(const GgufPlan& plan, const PlannedTensor& q)
 {
-    if (plan.quantized.empty() && plan.generated.empty())
+    return ggmlBytes(static_cast<std::uint32_t>(GgmlType::Q8_0), plan.view.tensors[q.source].numel());
+}
+
+Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path, const GgufSelection& selection,
+                                  const MergeRunOptions& options, OffsetProgress& progress, MergeProgress& state)
+{
+    std::vector<std::size_t> mine;
+    for (std::size_t k = 0; k < plan.quantized.size(); ++k)
+        if (chosen(selection.quantized, k))
+            mine.push_back(k);
+    if (mine.empty() && (!selection.finish || plan.generated.empty()))
         return Status::success();
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    // Created and sized here when no streamed tensor of this run opened it first (a part of Q8_0 tensors only);
+    // never truncated, since other parts' bytes may be in it.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         return makeError(path + ": cannot be opened for writing: " + std::strerror(errno));
     struct Closer {
         int fd;
         ~Closer() { ::close(fd); }
     } closer { fd };
+    if (::ftruncate(fd, static_cast<off_t>(plan.fileSize)) != 0)
+        return makeError(path + ": cannot be sized to " + std::to_string(plan.fileSize) + " bytes: " + std::strerror(errno));
     SourceFiles sources;
     const unsigned threads = resolveThreads(static_cast<int>(options.threads));
     auto canceled = [&] { return progress.isCanceled(); };
     // Tensors on every thread, as many at once as the memory budget of the largest one allows (a large tensor
     // runs alone, and its quantization then uses every thread itself).
     std::uint64_t largest = 0;
-    for (const PlannedTensor& q : plan.quantized)
-        largest = std::max(largest, q.bytes + q.bytes / dtypeSize(q.dtype) / kQ8_0BlockElements * kQ8_0BlockBytes);
+    for (std::size_t k : mine)
+        largest = std::max(largest, plan.quantized[k].bytes + q8_0Bytes(plan, plan.quantized[k]));
     MemoryBudget budget(largest);
     std::mutex mutex;
     std::optional<Error> firstError;
     std::atomic<bool> failed { false };
     auto stop = [&] { return failed.load() || canceled(); };
-    parallelFor(plan.quantized.size(), threads, [&](std::size_t k) {
+    parallelFor(mine.size(), threads, [&](std::size_t i) {
         if (stop())
             return;
-        const PlannedTensor& q = plan.quantized[k];
+        const PlannedTensor& q = plan.quantized[mine[i]];
         const TensorInfo& tensor = plan.view.tensors[q.source];
         const std::uint64_t count = tensor.numel();
-        const std::uint64_t outBytes = count / kQ8_0BlockElements * kQ8_0BlockBytes;
+        const std::uint64_t outBytes = q8_0Bytes(plan, q);
         const std::uint64_t held = budget.acquire(q.bytes + outBytes);
         Status status = [&]() -> Status {
             auto values = PageBuffer::allocate(q.bytes);
@@ -89,7 +108,11 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
             TESSERA_TRY(blocks);
             TESSERA_TRY(quantizeQ8_0From(values->data(), q.dtype, count, blocks->data(), threads));
             *values = PageBuffer();
-            return writeAllAt(fd, blocks->data(), outBytes, q.fileOffset, path + ": " + tensor.name);
+            TESSERA_TRY(writeAllAt(fd, blocks->data(), outBytes, q.fileOffset, path + ": " + tensor.name));
+            startWriteback(fd, q.fileOffset, outBytes); // as the streamed tensors do: no burst at the final sync
+            if (options.onTensorBytes)
+                options.onTensorBytes(0, q.fileOffset, blocks->data(), outBytes);
+            return Status::success();
         }();
         budget.release(held);
         std::lock_guard<std::mutex> lock(mutex);
@@ -112,7 +135,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
         return *firstError;
     if (failed || canceled())
         return makeError("canceled");
-    for (const auto& g : plan.generated)
+    for (const auto& g : selection.finish ? plan.generated : std::vector<GgufGeneratedTensor>())
         TESSERA_TRY(writeAllAt(fd, reinterpret_cast<const std::uint8_t*>(g.bytes.data()), g.bytes.size(), g.fileOffset,
                               path));
     if (options.sync && ::fdatasync(fd) != 0)
@@ -121,6 +144,58 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
 }
 
 } // namespace
+
+Result<MergeOutcome> writeGgufTensors(const GgufPlan& plan, const std::string& dir, const GgufSelection& selection,
+                                      const MergeRunOptions& options)
+{
+    if ((selection.plain && selection.plain->size() != plan.merge.tensors.size())
+        || (selection.quantized && selection.quantized->size() != plan.quantized.size()))
+        return makeError("internal: the tensor selection does not match the GGUF plan");
+    // Progress counts the bytes assembled (a Q8_0 tensor's in its dtype); bytesWritten the bytes in the file.
+    std::uint64_t plainBytes = 0;
+    std::size_t plainTensors = 0, tensors = 0;
+    for (std::size_t i = 0; i < plan.merge.tensors.size(); ++i)
+        if (chosen(selection.plain, i)) {
+            plainBytes += plan.merge.tensors[i].bytes;
+            ++plainTensors;
+        }
+    std::uint64_t total = plainBytes, fileBytes = plainBytes;
+    tensors = plainTensors;
+    for (std::size_t k = 0; k < plan.quantized.size(); ++k)
+        if (chosen(selection.quantized, k)) {
+            total += plan.quantized[k].bytes;
+            fileBytes += q8_0Bytes(plan, plan.quantized[k]);
+            ++tensors;
+        }
+    OffsetProgress progress(options, total);
+    MergeProgress state;
+    state.bytesTotal = total;
+    state.tensorsTotal = tensors;
+    MergeRunOptions run = options;
+    run.progress = &progress;
+    run.cancel = nullptr; // OffsetProgress asks the caller's flag
+    run.onlyTensors = selection.plain;
+    run.writeFinish = selection.finish; // the header: plan.merge's one file's
+    if (options.onProgress)
+        run.onProgress = [&](const MergeProgress& p) {
+            MergeProgress whole = p;
+            whole.bytesTotal = state.bytesTotal;
+            whole.tensorsTotal = state.tensorsTotal;
+            options.onProgress(whole);
+        };
+    auto outcome = writeMergedFiles(plan.view, plan.merge, dir, run);
+    TESSERA_TRY(outcome);
+    progress.m_base = plainBytes;
+    state.bytesDone = plainBytes;
+    state.tensorsDone = plainTensors;
+    const std::string path = (fs::path(dir) / plan.fileName).string();
+    TESSERA_TRY(writeQuantizedAndGenerated(plan, path, selection, options, progress, state));
+    if (progress.isCanceled())
+        return makeError("canceled");
+    outcome->files = { plan.fileName };
+    outcome->bytesWritten = fileBytes;
+    return outcome;
+}
 
 Result<MergeOutcome> writeGgufFile(const GgufPlan& plan, const std::string& targetDir, const MergeRunOptions& options)
 {
@@ -133,40 +208,13 @@ Result<MergeOutcome> writeGgufFile(const GgufPlan& plan, const std::string& targ
     auto staging = OutputStaging::create(targetDir);
     TESSERA_TRY(staging);
     const auto start = std::chrono::steady_clock::now();
-
-    std::uint64_t total = plan.merge.totalBytes;
-    for (const auto& q : plan.quantized)
-        total += q.bytes;
-    OffsetProgress progress(options, total);
-    MergeProgress state;
-    state.bytesTotal = total;
-    state.tensorsTotal = plan.merge.tensors.size() + plan.quantized.size();
-    MergeRunOptions run = options;
-    run.progress = &progress;
-    run.cancel = nullptr; // OffsetProgress asks the caller's flag
-    if (options.onProgress)
-        run.onProgress = [&](const MergeProgress& p) {
-            MergeProgress whole = p;
-            whole.bytesTotal = state.bytesTotal;
-            whole.tensorsTotal = state.tensorsTotal;
-            options.onProgress(whole);
-        };
-    auto outcome = writeMergedFiles(plan.view, plan.merge, staging->path(), run);
-    auto fail = [&](const Error& e) -> Error {
-        if (e.message == "canceled")
-            return e;
-        return makeError(e.message + " (nothing was written to " + staging->target() + "; the temporary folder is removed)");
-    };
-    if (!outcome)
-        return fail(outcome.error());
-    progress.m_base = plan.merge.totalBytes;
-    state.bytesDone = plan.merge.totalBytes;
-    state.tensorsDone = plan.merge.tensors.size();
-    const std::string path = (fs::path(staging->path()) / plan.fileName).string();
-    if (auto written = writeQuantizedAndGenerated(plan, path, options, progress, state); !written)
-        return fail(written.error());
-    if (progress.isCanceled())
-        return makeError("canceled");
+    auto outcome = writeGgufTensors(plan, staging->path(), GgufSelection {}, options);
+    if (!outcome) {
+        if (outcome.error().message == "canceled")
+            return outcome.error();
+        return makeError(outcome.error().message + " (nothing was written to " + staging->target()
+                         + "; the temporary folder is removed)");
+    }
     TESSERA_TRY(staging->publish({ plan.fileName }));
     MergeOutcome result;
     result.outputDir = staging->target();

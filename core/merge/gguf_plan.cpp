@@ -5,6 +5,8 @@
 #include "formats/gguf_tokenizer.h"
 #include "io/byte_size.h"
 #include "io/text_file.h"
+#include "listed_items.h"
+#include "merge/checkpoint_problems.h"
 #include "merge/hf_output.h"
 #include "merge/output_staging.h"
 #include "model/rope_permute.h"
@@ -55,16 +57,6 @@ std::optional<GgufOutType> ggufOutTypeFromName(std::string_view name)
 }
 
 namespace {
-
-std::string joinLines(const std::vector<std::string>& items, std::size_t max = 20)
-{
-    std::string s;
-    for (std::size_t i = 0; i < items.size() && i < max; ++i)
-        s += "\n  " + items[i];
-    if (items.size() > max)
-        s += "\n  … and " + std::to_string(items.size() - max) + " more";
-    return s;
-}
 
 /// general.file_type (llama_ftype).
 std::uint32_t fileTypeOf(GgufOutType t)
@@ -252,13 +244,7 @@ struct Pending {
 
 Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& options)
 {
-    if (!info.problems.empty()) {
-        std::vector<std::string> lines;
-        for (const auto& p : info.problems)
-            lines.push_back(p.text());
-        return makeError("the checkpoint has " + std::to_string(info.problems.size())
-                         + " problem(s) and is not exported (run 'tessera inspect' for details):" + joinLines(lines));
-    }
+    TESSERA_TRY(refuseCheckpointProblems(info, "exported"));
     if (!info.loraDeltas.empty())
         return makeError(info.root + ": a LoRA checkpoint; merge it into a Hugging Face folder first (tessera merge "
                                      "--lora fused) and export that folder as GGUF");
@@ -418,7 +404,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     }
     if (!errors.empty())
         return makeError("cannot write " + hfArch + " as GGUF (" + arch->name + "): " + std::to_string(errors.size())
-                         + " tensor(s) llama.cpp cannot take:" + joinLines(errors));
+                         + " tensor(s) llama.cpp cannot take:" + listedItems(errors, 20));
     if (!embedding)
         return makeError(info.root + ": model.embed_tokens.weight is missing; llama.cpp needs the token embedding");
     const std::uint64_t vocabRows = static_cast<std::uint64_t>(embedding->shape.empty() ? 0 : embedding->shape[0]);

@@ -89,6 +89,21 @@ nlohmann::json ggufPlanToJson(const GgufPlan& plan);
 /// too little free disk), before anything is written.
 Status checkGgufTarget(const GgufPlan& plan, const std::string& targetDir);
 
+/// Which of the export's tensors one run writes: all of them (writeGgufFile()), or one part's of an export split
+/// across processes (merge/gguf_parts.h), whose last part writes only what needs the complete set.
+struct GgufSelection {
+    const std::vector<bool>* plain = nullptr;     ///< per GgufPlan::merge.tensors; nullptr: all
+    const std::vector<bool>* quantized = nullptr; ///< per GgufPlan::quantized; nullptr: all
+    bool finish = true;                           ///< the header and the generated tensors
+};
+
+/// Writes the selected tensors of the GGUF file into the existing folder `dir`: its file is created and sized
+/// when missing and never truncated when a selection is given, so several processes can fill it; blocks written
+/// are told to `options.onTensorBytes`. Flushed, not published: writeGgufFile() is the user-facing export.
+/// `bytesWritten` counts the selected tensors' bytes as they lie in the file.
+Result<MergeOutcome> writeGgufTensors(const GgufPlan& plan, const std::string& dir, const GgufSelection& selection,
+                                      const MergeRunOptions& options);
+
 /// Writes the GGUF file into `targetDir` atomically (a hidden temporary folder, published when complete; dead
 /// runs' folders removed first), streaming tensor by tensor with the merge engine: progress, cancel, bounded
 /// memory. Q8_0 tensors are quantized on `options.threads` threads.

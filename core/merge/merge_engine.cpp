@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/merge_engine.h"
 
+#include "formats/gguf_quant.h"
 #include "merge/box_copy.h"
 #include "model/convert.h"
 #include "merge/hf_output.h"
@@ -46,26 +47,33 @@ struct Slab {
     std::uint64_t spanBytes = 0;
 };
 
+/// Bytes from a piece's first element to the end of its box `shape` (a Q8_0 box ends at a block's end).
+std::uint64_t pieceSpanBytes(const Piece& p, const Shape& shape, const Shape& strides)
+{
+    return storedByteOffset(p, boxSpanBytes(shape, strides, 1));
+}
+
 std::vector<Slab> slabsOf(const Piece& p)
 {
-    const std::size_t es = dtypeSize(p.storedDtype);
     std::vector<Slab> slabs;
     if (p.shape.empty()) {
-        slabs.push_back({ {}, {}, 0, es });
+        slabs.push_back({ {}, {}, 0, storedByteOffset(p, 1) });
         return slabs;
     }
-    const std::uint64_t rowSpan = std::max<std::uint64_t>(1, boxSpanBytes(Shape(p.shape.begin() + 1, p.shape.end()),
-                                                                         Shape(p.strides.begin() + 1, p.strides.end()), es));
+    const std::uint64_t rowSpan = std::max<std::uint64_t>(1, pieceSpanBytes(p, Shape(p.shape.begin() + 1, p.shape.end()),
+                                                                           Shape(p.strides.begin() + 1, p.strides.end())));
     const std::int64_t rows = p.shape[0];
-    const std::int64_t perSlab = std::max<std::int64_t>(1, static_cast<std::int64_t>(kMergeChunkBytes / rowSpan));
+    std::int64_t perSlab = std::max<std::int64_t>(1, static_cast<std::int64_t>(kMergeChunkBytes / rowSpan));
+    if (p.encoding == PieceEncoding::Q8_0 && p.shape.size() == 1) // a vector's slabs must still be whole blocks
+        perSlab = std::max<std::int64_t>(kQ8_0BlockElements, perSlab / kQ8_0BlockElements * kQ8_0BlockElements);
     for (std::int64_t r0 = 0; r0 < rows; r0 += perSlab) {
         Slab s;
         s.shape = p.shape;
         s.shape[0] = std::min(perSlab, rows - r0);
         s.globalOffsets = p.offsets;
         s.globalOffsets[0] += r0;
-        s.srcByteOffset = static_cast<std::uint64_t>(r0 * p.strides[0]) * es;
-        s.spanBytes = boxSpanBytes(s.shape, p.strides, es);
+        s.srcByteOffset = storedByteOffset(p, static_cast<std::uint64_t>(r0 * p.strides[0]));
+        s.spanBytes = pieceSpanBytes(p, s.shape, p.strides);
         slabs.push_back(std::move(s));
     }
     return slabs;
@@ -73,13 +81,31 @@ std::vector<Slab> slabsOf(const Piece& p)
 
 Status checkBounds(const MappedFile& file, const Piece& p, const std::string& tensor)
 {
-    const std::uint64_t span = boxSpanBytes(p.shape, p.strides, dtypeSize(p.storedDtype));
+    const std::uint64_t span = pieceSpanBytes(p, p.shape, p.strides);
     if (p.dataOffset > file.size() || span > file.size() - p.dataOffset)
         return makeError(p.file + ": " + tensor + ": the piece " + boxText(p.offsets, p.shape)
                          + " reaches past the end of the file (truncated or damaged?)");
     return Status::success();
 }
 
+
+/// `n` elements of a piece from its stored element `s` on, as values of a dtype: a Plain piece's bytes where they
+/// are, a Q8_0 piece's blocks dequantized into `decoded` (the run must be whole blocks, which whole rows are).
+struct StoredRun {
+    const void* data;
+    DType dtype;
+};
+Result<StoredRun> storedRun(const Piece& p, const std::uint8_t* src, std::uint64_t s, std::uint64_t n,
+                            std::vector<float>& decoded)
+{
+    if (p.encoding == PieceEncoding::Plain)
+        return StoredRun { src + s * dtypeSize(p.storedDtype), p.storedDtype };
+    if (s % kQ8_0BlockElements != 0 || n % kQ8_0BlockElements != 0)
+        return makeError("a box of a Q8_0 tensor must hold whole blocks of 32 values (rows of a multiple of 32)");
+    decoded.resize(static_cast<std::size_t>(n));
+    dequantizeQ8_0(src + storedByteOffset(p, s), n, decoded.data());
+    return StoredRun { decoded.data(), DType::Float32 };
+}
 
 struct OutputFile {
     std::string path;
@@ -98,6 +124,8 @@ Status writeTensorBytes(const OutputFile& out, const std::uint8_t* data, std::ui
                         const std::string& what)
 {
     TESSERA_TRY(writeAllAt(out.fd, data, length, offset, what));
+    if (!out.options || out.options->sync)
+        startWriteback(out.fd, offset, length);
     if (out.options && out.options->onTensorBytes)
         out.options->onTensorBytes(out.index, offset, data, length);
     return Status::success();
@@ -175,6 +203,9 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
                     return makeError(p.file + ": " + t.name + ": the file ends before the tensor's data (truncated?)");
                 return makeError(what + ": copy failed: " + std::strerror(errno));
             }
+            if (!out.options || out.options->sync)
+                startWriteback(out.fd, static_cast<std::uint64_t>(outOff) - static_cast<std::uint64_t>(n),
+                               static_cast<std::uint64_t>(n));
             done += static_cast<std::uint64_t>(n);
             addBytes(static_cast<std::uint64_t>(n));
         }
@@ -340,25 +371,35 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedT
         auto map = files.map(p.file);
         TESSERA_TRY(map);
         TESSERA_TRY(checkBounds(**map, p, t.name));
-        const std::size_t inSize = dtypeSize(p.storedDtype);
         const std::uint8_t* base = (*map)->view().data() + p.dataOffset;
+        std::vector<float> decoded; // a run of a Q8_0 piece, dequantized
         for (const Slab& slab : slabsOf(p)) {
             if (canceled && canceled())
                 return canceledError();
             (*map)->adviseWillNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
             const std::uint64_t dstBase = elementOffset(slab.globalOffsets, gstr);
             const std::uint8_t* src = base + slab.srcByteOffset;
+            if (!acc && p.encoding == PieceEncoding::Plain && p.storedDtype == planned.dtype) {
+                // Bytes as they are: copied run by run, or line by line when the box is transposed.
+                copyBox(src, p.strides, slab.shape, outSize, dst + dstBase * outSize, gstr);
+                (*map)->adviseDontNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
+                continue;
+            }
             Status status;
             forEachRun(slab.shape, p.strides, gstr, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
                 if (!status)
                     return;
+                auto run = storedRun(p, src, s, n, decoded);
+                if (!run) {
+                    status = run.error();
+                    return;
+                }
                 if (acc && p.role == PieceRole::PartialTerm)
-                    status = accumulatePartial(acc + dstBase + d, src + s * inSize, p.storedDtype, n);
+                    status = accumulatePartial(acc + dstBase + d, run->data, run->dtype, n);
                 else if (acc)
-                    status = convertElements(src + s * inSize, p.storedDtype, acc + dstBase + d, DType::Float32, n);
+                    status = convertElements(run->data, run->dtype, acc + dstBase + d, DType::Float32, n);
                 else
-                    status = convertElements(src + s * inSize, p.storedDtype, dst + (dstBase + d) * outSize,
-                                             planned.dtype, n);
+                    status = convertElements(run->data, run->dtype, dst + (dstBase + d) * outSize, planned.dtype, n);
             });
             if (!status)
                 return status.error().withContext(p.file + ": " + t.name);

@@ -347,10 +347,17 @@ Result<std::unique_ptr<Claim>> claimFinishing(const fs::path& set, std::vector<s
     const std::string who = hostName() + " " + std::to_string(::getpid());
     const fs::path mine = set / (std::string(kClaim) + "." + hostName() + "." + std::to_string(::getpid()));
     const fs::path path = set / kClaim;
-    TESSERA_TRY(writeFileSynced(mine.string(), who + "\n"));
+    // Parts that finish together all see the set complete; the one that claims it first may publish it and remove
+    // the folder while another is still making its claim. A set folder gone means it was finished elsewhere.
+    auto finishedElsewhere = [&] { return !isFolder(set); };
+    if (auto written = writeFileSynced(mine.string(), who + "\n"); !written)
+        return finishedElsewhere() ? Result<std::unique_ptr<Claim>>(std::unique_ptr<Claim>()) : written.error();
     claim->mine = ::open(mine.c_str(), O_RDONLY | O_CLOEXEC);
-    if (claim->mine < 0)
+    if (claim->mine < 0) {
+        if (finishedElsewhere())
+            return std::unique_ptr<Claim>();
         return makeError(mine.string() + ": cannot be opened: " + errnoText());
+    }
     // Locked before it is linked into place: nobody can ever see this claim unlocked while we live.
     (void)::flock(claim->mine, LOCK_EX | LOCK_NB);
     if (::link(mine.c_str(), path.c_str()) == 0) {
@@ -360,6 +367,8 @@ Result<std::unique_ptr<Claim>> claimFinishing(const fs::path& set, std::vector<s
     if (errno != EEXIST) {
         const std::string reason = errnoText();
         ::unlink(mine.c_str());
+        if (finishedElsewhere())
+            return std::unique_ptr<Claim>();
         return makeError(path.string() + ": cannot be created: " + reason);
     }
     // A claim is there: it is void when its holder died (its lock is free, or without flock support, its
@@ -604,7 +613,7 @@ Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned pa
 }
 
 Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const PartsPlan& plan, unsigned part,
-                                 const std::string& targetDir, const MergeRunOptions& options)
+                                 const std::string& targetDir, const MergeRunOptions& options, const PartWriting& writing)
 {
     if (part >= plan.parts || plan.shares.size() != plan.parts)
         return makeError("part " + std::to_string(part) + " does not exist: parts are numbered 0 to "
@@ -629,8 +638,12 @@ Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const 
     for (const auto& n : OutputStaging::removeStale(targetDir))
         note(n);
 
+    auto write = [&](const MergeOutput& o, const std::string& dir, const MergeRunOptions& run) {
+        return writing.write ? writing.write(o, dir, run) : writeMergedFiles(*o.info, *o.plan, dir, run);
+    };
     auto opened = openSet(target, plan.id, planJsonText(plan, target.string()),
-                          [&] { return checkMergeTargets(outputs, targetDir); }, note);
+                          [&] { return writing.checkTarget ? writing.checkTarget(targetDir)
+                                                           : checkMergeTargets(outputs, targetDir); }, note);
     TESSERA_TRY(opened);
     const fs::path set = *opened;
     outcome.setFolder = set.string();
@@ -674,7 +687,7 @@ Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const 
                 blocks.push_back({ o, file, offset, length, crc });
             };
             const fs::path dir = outputs[o].subfolder.empty() ? out : out / outputs[o].subfolder;
-            auto written = writeMergedFiles(*outputs[o].info, *outputs[o].plan, dir.string(), run);
+            auto written = write(outputs[o], dir.string(), run);
             TESSERA_TRY(written);
             outcome.bytesWritten += written->bytesWritten;
         }
@@ -734,7 +747,7 @@ Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const 
         run.writeFinish = true;
         run.progress = nullptr;
         const fs::path dir = o.subfolder.empty() ? out : out / o.subfolder;
-        auto finished = writeMergedFiles(*o.info, *o.plan, dir.string(), run);
+        auto finished = write(o, dir.string(), run);
         TESSERA_TRY(finished);
         for (const auto& f : finished->files)
             outcome.files.push_back(outputPath(o, f));
@@ -742,12 +755,14 @@ Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const 
         if (!o.subfolder.empty())
             TESSERA_TRY(syncFolder(dir.string()));
     }
-    std::vector<std::string> keystones;
-    if (top && !top->plan->indexJson.empty())
-        keystones.push_back("model.safetensors.index.json");
-    else if (top && !top->plan->files.empty())
-        keystones.push_back(top->plan->files.front().name);
-    keystones.push_back("config.json");
+    std::vector<std::string> keystones = writing.keystones;
+    if (keystones.empty()) {
+        if (top && !top->plan->indexJson.empty())
+            keystones.push_back("model.safetensors.index.json");
+        else if (top && !top->plan->files.empty())
+            keystones.push_back(top->plan->files.front().name);
+        keystones.push_back("config.json");
+    }
     auto staging = OutputStaging::adopt(target.string(), out.string());
     TESSERA_TRY(staging);
     TESSERA_TRY(staging->publish(keystones));

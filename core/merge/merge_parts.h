@@ -13,6 +13,8 @@
 //   part-K-of-N.json     part K's record: the byte ranges it wrote and their CRC-32, written when they are on disk
 //   finishing            the claim of the process publishing the set (link()ed into place, so only one wins;
 //                        held with flock, so a dead finisher's claim is taken over by the next part that finishes)
+// A GGUF export is split the same way (merge/gguf_parts.h): its one file is cut into byte ranges, and the
+// finishing part writes its header and generated tensors.
 // Dead single-process runs' temporary folders are removed as always (OutputStaging::removeStale()); their names
 // never match a shared folder's, so no part's work is ever taken for a dead run's.
 
@@ -59,7 +61,7 @@ struct PartsPlan {
 /// equal bytes. Each cut falls on a file boundary when one lies within an eighth of a share of the ideal cut k·T/N,
 /// else on the nearest tensor boundary (within half the largest tensor of it): with many files every part writes
 /// whole files, with one big file each writes a byte range of it. Any single-file output whose plan places tensors
-/// at fixed offsets after a header (safetensors here; GGUF alike) is cut the same way.
+/// at fixed offsets after a header is cut the same way (safetensors here; a GGUF file in merge/gguf_parts.h).
 Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned parts);
 
 /// What one part did.
@@ -76,12 +78,26 @@ struct PartOutcome {
     std::vector<std::string> notes;
 };
 
+/// How a part writes outputs that writeMergedFiles() does not write alone (a GGUF file, whose Q8_0 and generated
+/// tensors are written beside the streamed ones: see merge/gguf_parts.h). Every member is optional.
+struct PartWriting {
+    /// Called as writeMergedFiles() would be, with `run.onlyTensors` (this part's tensors; none when finishing) and
+    /// `run.writeFinish` (what only the finishing part writes); tells `run.onTensorBytes` every block it writes.
+    std::function<Result<MergeOutcome>(const MergeOutput& output, const std::string& dir, const MergeRunOptions& run)>
+        write;
+    /// Refuses a target the output cannot go into, before a new set is made (default: checkMergeTargets()).
+    std::function<Status(const std::string& targetDir)> checkTarget;
+    /// The names published last, in order (default: the index or the only model file, then config.json).
+    std::vector<std::string> keystones;
+};
+
 /// Runs part `part` (0-based) of `parts` into `targetDir`: checks the target, writes the part's ranges into the
 /// shared folder (or checks them, when a record says they are there), records them, and when every part's record
 /// is there, claims, verifies and publishes the set. Idempotent: re-running a part (killed, failed or finished)
 /// only completes the set. On any error the target is left as it was and the shared folder kept for a re-run.
 Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const PartsPlan& plan, unsigned part,
-                                 const std::string& targetDir, const MergeRunOptions& options);
+                                 const std::string& targetDir, const MergeRunOptions& options,
+                                 const PartWriting& writing = {});
 
 /// One part's record, as read back.
 struct PartRecord {

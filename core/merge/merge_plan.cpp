@@ -2,6 +2,7 @@
 #include "merge/merge_plan.h"
 
 #include "merge/box_copy.h"
+#include "merge/checkpoint_problems.h"
 #include "io/byte_size.h"
 #include "io/regular_file.h"
 #include "model/convert.h"
@@ -65,7 +66,7 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     p.name = t.name;
     p.source = index;
     p.sourceDtype = t.dtype;
-    p.shape = t.shape;
+    p.shape = t.outputShape(); // what the file says; the boxes are in t.shape
     p.dtype = t.dtype;
     if (dtype && isFloatingPoint(t.dtype) && dtypeSize(t.dtype) >= 2 && canConvert(t.dtype, *dtype))
         p.dtype = *dtype; // integer, bool and fp8 tensors are never converted
@@ -100,8 +101,8 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     }
     for (std::size_t i = 0; i < t.pieces.size(); ++i) {
         const Piece& piece = t.pieces[i];
-        if (piece.role != PieceRole::Replica)
-            continue;
+        if (piece.role != PieceRole::Replica || piece.encoding != PieceEncoding::Plain)
+            continue; // replicas are compared byte for byte; an encoded one (never written by training) is skipped
         for (std::size_t j : primaries)
             if (t.pieces[j].offsets == piece.offsets && t.pieces[j].shape == piece.shape) {
                 p.replicas.emplace_back(i, j);
@@ -121,8 +122,9 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     bool direct = true;
     for (std::size_t i : p.pieces) {
         const Piece& piece = t.pieces[i];
-        if (!boxIsContiguousInTensor(piece.offsets, piece.shape, t.shape) || !isContiguous(piece.shape, piece.strides))
-            direct = false;
+        if (!boxIsContiguousInTensor(piece.offsets, piece.shape, t.shape) || !isContiguous(piece.shape, piece.strides)
+            || piece.encoding != PieceEncoding::Plain)
+            direct = false; // an encoded piece (Q8_0) is decoded on its way, never copied as bytes
     }
     p.mode = direct ? CopyMode::Direct : CopyMode::Gather;
     p.bufferBytes = direct ? 0 : p.bytes;
@@ -183,16 +185,7 @@ std::vector<std::string> MergePlan::outputFileNames() const
 
 Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& options)
 {
-    if (!info.problems.empty()) {
-        std::string message = "the checkpoint has " + std::to_string(info.problems.size())
-            + " problem(s) and is not merged (run 'tessera inspect' for details):";
-        const std::size_t shown = std::min<std::size_t>(info.problems.size(), 20);
-        for (std::size_t i = 0; i < shown; ++i)
-            message += "\n  " + info.problems[i].text();
-        if (shown < info.problems.size())
-            message += "\n  … and " + std::to_string(info.problems.size() - shown) + " more";
-        return makeError(message);
-    }
+    TESSERA_TRY(refuseCheckpointProblems(info, "merged"));
     if (info.layout.rfind("megatron", 0) == 0)
         return makeError(info.root + ": a Megatron checkpoint (" + info.layout
                          + ") needs its names and fused weights mapped to Hugging Face's; merging it is not supported "

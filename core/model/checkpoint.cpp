@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/checkpoint.h"
 #include "io/printable.h"
+#include "model/q8_0_block.h"
 
 namespace tessera {
 
@@ -10,6 +11,18 @@ std::string shapeToString(const Shape& shape)
     for (std::size_t i = 0; i < shape.size(); ++i)
         s += (i ? ", " : "") + std::to_string(shape[i]);
     return s + "]";
+}
+
+std::uint64_t storedByteOffset(const Piece& p, std::uint64_t elements)
+{
+    if (p.encoding == PieceEncoding::Q8_0)
+        return (elements + kQ8_0BlockElements - 1) / kQ8_0BlockElements * kQ8_0BlockBytes;
+    return elements * dtypeSize(p.storedDtype);
+}
+
+std::string storedTypeName(const Piece& p)
+{
+    return p.encoding == PieceEncoding::Q8_0 ? "Q8_0" : std::string(torchName(p.storedDtype));
 }
 
 std::uint64_t TensorInfo::numel() const

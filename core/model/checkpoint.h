@@ -24,10 +24,20 @@ enum class PieceRole {
     PartialTerm, ///< one addend of a Partial placement: the elements are the sum of all terms with the same box
 };
 
+/// How a piece's bytes hold its elements.
+enum class PieceEncoding {
+    Plain, ///< one `storedDtype` value per element
+    /// ggml's Q8_0 (a GGUF file): every 32 consecutive elements are one 34-byte block (fp16 scale, 32 int8),
+    /// read as the float32 values llama.cpp dequantizes them to (`storedDtype` is Float32). A box of such a piece
+    /// must cover whole blocks: its innermost dimension whole rows of a multiple of 32 elements.
+    Q8_0,
+};
+
 /// One box of a logical tensor stored somewhere on disk.
 ///
 /// The box is `shape` elements starting at `offsets` in the global tensor. Its bytes are in `file`:
-/// element (i0, i1, …) of the box is at byte `dataOffset + Σ i_k·strides_k·dtypeSize(storedDtype)`.
+/// element (i0, i1, …) of the box is element `Σ i_k·strides_k` of the data at byte `dataOffset`, which for a
+/// Plain piece is at byte `dataOffset + Σ i_k·strides_k·dtypeSize(storedDtype)` (see storedByteOffset()).
 /// `storageBegin`/`storageBytes` is the storage record the data must stay inside (checked by readers).
 struct Piece {
     std::string file;                ///< absolute path of the file holding the bytes
@@ -37,6 +47,7 @@ struct Piece {
     Shape shape;                     ///< box shape
     Shape strides;                   ///< element strides in the stored data
     DType storedDtype = DType::Unknown;
+    PieceEncoding encoding = PieceEncoding::Plain;
     std::uint64_t dataOffset = 0;    ///< absolute byte offset in `file` of the box's first element
     std::uint64_t storageBegin = 0;  ///< absolute byte offset of the storage record holding the data
     std::uint64_t storageBytes = 0;  ///< its length
@@ -46,16 +57,30 @@ struct Piece {
     std::string storageRecord;       ///< the record's name in its archive ("data/3"), for messages
 };
 
+/// Bytes from a piece's first element to its element `elements` (in stored order); for Q8_0 a whole number of
+/// blocks, rounded up, so a span of elements ending inside a block includes that block.
+std::uint64_t storedByteOffset(const Piece& p, std::uint64_t elements);
+
+/// "float32", or "Q8_0" for a Q8_0 piece: what the bytes on disk are, for reports and the workbench.
+std::string storedTypeName(const Piece& p);
+
 /// One logical tensor of the checkpoint, as its owner would see it after gathering.
 struct TensorInfo {
     std::string name;                 ///< the checkpoint's own key
     DType dtype = DType::Unknown;
-    Shape shape;                      ///< global shape
+    Shape shape;                      ///< global shape: the index space of the pieces' boxes
     std::string placement;            ///< human description, e.g. "Shard(0) on fsdp=4"; empty for plain tensors
     int meshIndex = -1;               ///< index into ParallelConfig::meshes, -1 when not a DTensor
     std::vector<Piece> pieces;
+    /// The shape the tensor is saved under, when it is not `shape` but the same row-major elements with one dim
+    /// whole where `shape` splits it in two: GPT-OSS's experts keep gate and up columns interleaved ([…, 2I], gate
+    /// at even columns), which no dense box of [E, H, 2I] can hold, so the mapping describes them as boxes of
+    /// [E, H, I, 2] and saves them as [E, H, 2I]. Empty = `shape`.
+    Shape savedShape;
 
     std::uint64_t numel() const;
+    /// The shape written to files and compared with config.json: savedShape, else shape.
+    const Shape& outputShape() const { return savedShape.empty() ? shape : savedShape; }
     std::uint64_t nbytes() const { return numel() * dtypeSize(dtype); }
 };
 

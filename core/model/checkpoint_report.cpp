@@ -73,24 +73,29 @@ nlohmann::json checkpointToJson(const CheckpointInfo& info)
         jt["name"] = t.name;
         jt["dtype"] = dtypeLabel(t.dtype);
         jt["shape"] = t.shape;
+        if (!t.savedShape.empty())
+            jt["saved_shape"] = t.savedShape; // the pieces' boxes are in "shape"
         if (!t.placement.empty())
             jt["placement"] = t.placement;
         auto pieces = nlohmann::json::array();
         for (const auto& p : t.pieces) {
             const std::uint64_t bytes = [&] {
-                std::uint64_t n = dtypeSize(p.storedDtype);
+                std::uint64_t n = 1;
                 for (auto d : p.shape)
                     n *= static_cast<std::uint64_t>(d);
-                return n;
+                return storedByteOffset(p, n);
             }();
-            pieces.push_back({ { "file", relativeTo(p.file, info.root) },
-                               { "rank", p.rank },
-                               { "role", pieceRoleName(p.role) },
-                               { "offsets", p.offsets },
-                               { "shape", p.shape },
-                               { "strides", p.strides },
-                               { "byte_offset", p.dataOffset },
-                               { "bytes", bytes } });
+            nlohmann::json jp = { { "file", relativeTo(p.file, info.root) },
+                                  { "rank", p.rank },
+                                  { "role", pieceRoleName(p.role) },
+                                  { "offsets", p.offsets },
+                                  { "shape", p.shape },
+                                  { "strides", p.strides },
+                                  { "byte_offset", p.dataOffset },
+                                  { "bytes", bytes } };
+            if (p.encoding != PieceEncoding::Plain)
+                jp["encoding"] = storedTypeName(p);
+            pieces.push_back(std::move(jp));
         }
         jt["pieces"] = pieces;
         tensors.push_back(std::move(jt));
@@ -139,7 +144,8 @@ std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
     if (listTensors) {
         out << "\n";
         for (const auto& t : info.tensors)
-            out << "  " << printableText(t.name) << "  " << dtypeLabel(t.dtype) << " " << shapeToString(t.shape)
+            out << "  " << printableText(t.name) << "  " << dtypeLabel(t.dtype) << " " << shapeToString(t.outputShape())
+                << (t.savedShape.empty() ? "" : " (boxed as " + shapeToString(t.shape) + ")")
                 << (t.placement.empty() ? "" : "  " + t.placement) << "\n";
     }
     if (info.problems.empty()) {

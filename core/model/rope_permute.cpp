@@ -25,7 +25,6 @@ Result<TensorInfo> permuteRotaryRows(const TensorInfo& t, std::int64_t heads, co
     for (const Piece& p : t.pieces) {
         if (p.shape.empty())
             continue;
-        const std::int64_t es = static_cast<std::int64_t>(dtypeSize(p.storedDtype));
         const std::int64_t st0 = p.strides[0];
         auto box = [&](std::int64_t firstRow, Shape offsets3, Shape shape3) {
             Piece q = p;
@@ -35,7 +34,7 @@ Result<TensorInfo> permuteRotaryRows(const TensorInfo& t, std::int64_t heads, co
             q.shape.insert(q.shape.end(), p.shape.begin() + 1, p.shape.end());
             q.strides = { hd * st0, st0, half * st0 };
             q.strides.insert(q.strides.end(), p.strides.begin() + 1, p.strides.end());
-            q.dataOffset = p.dataOffset + static_cast<std::uint64_t>((firstRow - p.offsets[0]) * st0 * es);
+            q.dataOffset = p.dataOffset + storedByteOffset(p, static_cast<std::uint64_t>((firstRow - p.offsets[0]) * st0));
             out.pieces.push_back(std::move(q));
         };
         std::int64_t row = p.offsets[0];

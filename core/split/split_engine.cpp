@@ -165,7 +165,8 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
     if (bytes) {
         const SplitFragment* whole = t.fragments.size() == 1 ? &t.fragments.front() : nullptr;
         const Shape& sourceShape = whole ? model.tensors[whole->source].shape : Shape {};
-        if (whole && !whole->localElement && whole->shape == t.spec.shape && boxIsContiguousInTensor(whole->sourceOffsets, whole->shape, sourceShape)) {
+        if (whole && !whole->localElement && whole->sourceBoxShape.empty() && whole->shape == t.spec.shape
+            && boxIsContiguousInTensor(whole->sourceOffsets, whole->shape, sourceShape)) {
             // A block of whole rows (FSDP's Shard(0)): written straight from the assembled tensor.
             const std::uint8_t* src = sources.at(whole->source)->data
                 + elementOffset(whole->sourceOffsets, globalStrides(sourceShape)) * esize;
@@ -175,7 +176,7 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
             TESSERA_TRY(local);
             const Shape localStrides = globalStrides(t.spec.shape);
             for (const auto& f : t.fragments) {
-                const Shape& shape = model.tensors[f.source].shape;
+                const Shape& shape = f.sourceBoxShape.empty() ? model.tensors[f.source].shape : f.sourceBoxShape;
                 const Shape srcStrides = globalStrides(shape);
                 const std::uint64_t at = f.localElement ? *f.localElement : elementOffset(f.localOffsets, localStrides);
                 copyBox(sources.at(f.source)->data + elementOffset(f.sourceOffsets, srcStrides) * esize, srcStrides,

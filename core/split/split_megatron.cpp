@@ -3,6 +3,7 @@
 
 #include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
+#include "listed_items.h"
 #include "merge/box_copy.h"
 #include "pickle/pickle_writer.h"
 #include "mapping/hf_expected.h"
@@ -218,16 +219,6 @@ DistKey distKey(const MegatronTensor& m, const std::map<std::string, LayerStack>
     return key;
 }
 
-std::string listed(const std::vector<std::string>& items, std::size_t max = 6)
-{
-    std::string s;
-    for (std::size_t i = 0; i < items.size() && i < max; ++i)
-        s += "\n  " + items[i];
-    if (items.size() > max)
-        s += "\n  … and " + std::to_string(items.size() - max) + " more";
-    return s;
-}
-
 /// A rule's layer_offset under the config (0 when it has none or it cannot be evaluated; the forward mapping of
 /// the planned checkpoint reports such a rule).
 std::int64_t ruleLayerOffset(const MappingRule& rule, const ConfigVars& vars)
@@ -429,7 +420,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         errors = std::move(unique);
         return makeError("cannot lay the model out as Megatron TP " + std::to_string(tp) + " × PP " + std::to_string(pp)
                          + (vpp > 1 ? " × VPP " + std::to_string(vpp) : "") + (ep > 1 ? " × EP " + std::to_string(ep) : "")
-                         + ":" + listed(errors, 12));
+                         + ":" + listedItems(errors, 12));
     };
     if (!errors.empty())
         return fail();
@@ -485,16 +476,31 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                     captures[compiled[r].fields[k][f]] = m[f + 1].str();
                 if (!unoffsetLayer(captures, ruleLayerOffset(rules.rules[r], *vars)))
                     continue;
-                auto [it, inserted] = groups.emplace(std::make_pair(r, captures), megatron.size());
-                if (inserted) {
-                    MegatronTensor t;
-                    t.rule = r;
-                    t.captures = captures;
-                    t.parts.assign(rules.rules[r].hf.size(), std::nullopt);
-                    t.transform = rules.rules[r].transform;
-                    megatron.push_back(std::move(t));
+                // A tensor of all the experts (stack_experts) is one Megatron tensor per entry of its leading axis.
+                std::vector<Captures> each { captures };
+                if (rules.rules[r].transform == MappingTransform::StackExperts) {
+                    const Shape& whole = model.tensors[i].shape;
+                    const std::int64_t count = whole.empty() ? 0 : whole[0];
+                    if (count <= 0 || count > kMaxMegatronIndex)
+                        errors.push_back(name + " " + shapeToString(whole) + " has no axis of experts to split");
+                    each.clear();
+                    for (std::int64_t e = 0; e < count && count <= kMaxMegatronIndex; ++e) {
+                        each.push_back(captures);
+                        each.back()["expert"] = std::to_string(e);
+                    }
                 }
-                megatron[it->second].parts[k] = i;
+                for (const Captures& c : each) {
+                    auto [it, inserted] = groups.emplace(std::make_pair(r, c), megatron.size());
+                    if (inserted) {
+                        MegatronTensor t;
+                        t.rule = r;
+                        t.captures = c;
+                        t.parts.assign(rules.rules[r].hf.size(), std::nullopt);
+                        t.transform = rules.rules[r].transform;
+                        megatron.push_back(std::move(t));
+                    }
+                    megatron[it->second].parts[k] = i;
+                }
                 found = true;
             }
         }
@@ -503,7 +509,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     }
     if (!unmatched.empty())
         errors.push_back("no rule of the " + rules.family + " family gives these tensors a Megatron name (add one "
-                         "with --param_mapping):" + listed(unmatched));
+                         "with --param_mapping):" + listedItems(unmatched, 6));
 
     // The Megatron spelling: the first alternative, except a Transformer Engine fused norm
     // (`X.layer_norm_weight`) where the linear X it is fused into does not exist (MoE layers: pre_mlp_layernorm).
@@ -554,7 +560,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             if (!t.parts[k])
                 missing.push_back(instantiate(rules.rules[t.rule].hf[k], t.captures));
         if (!missing.empty()) {
-            errors.push_back(t.name + " needs every part it fuses; missing:" + listed(missing));
+            errors.push_back(t.name + " needs every part it fuses; missing:" + listedItems(missing, 6));
             continue;
         }
         const PlannedTensor& first = model.tensors[*t.parts.front()];
@@ -572,7 +578,20 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         }
         if (t.transform == MappingTransform::TrimVocab && !t.shape.empty())
             t.shape[0] = (t.shape[0] + vocabPad - 1) / vocabPad * vocabPad;
-        gated |= t.transform == MappingTransform::SplitGateUp;
+        const MappingRule& rule = rules.rules[t.rule];
+        if (t.transform == MappingTransform::StackExperts) {
+            // One expert's Megatron tensor: an entry of the leading axis, transposed back if the rule transposes.
+            t.shape.erase(t.shape.begin());
+            if (rule.transpose && t.shape.size() == 2)
+                std::swap(t.shape[0], t.shape[1]);
+            else if (rule.transpose)
+                errors.push_back(first.name + " " + shapeToString(first.shape) + ": rule " + rule.id
+                                 + " transposes each expert, which needs [experts, rows, columns]");
+            if (rule.interleaveGateUp && (t.shape.empty() || t.shape[0] % 2 != 0))
+                errors.push_back(first.name + " " + shapeToString(first.shape) + ": rule " + rule.id
+                                 + " interleaves gate and up, which needs an even number of them");
+        }
+        gated |= t.transform == MappingTransform::SplitGateUp || rule.interleaveGateUp;
     }
     if (!errors.empty())
         return fail();
@@ -776,6 +795,8 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             f.shape = p.shape;
             f.localElement = (p.dataOffset & ((std::uint64_t(1) << kLocalBits) - 1)) / esize;
             f.localStrides = p.strides;
+            if (!h.savedShape.empty())
+                f.sourceBoxShape = h.shape;
             fragments[mi][r].push_back(std::move(f));
         }
     }
@@ -784,7 +805,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         if (!covered.count(i) && !(tied && model.tensors[i].name == "lm_head.weight"))
             uncovered.push_back(model.tensors[i].name);
     if (!uncovered.empty()) {
-        errors.push_back("these tensors would not be written:" + listed(uncovered));
+        errors.push_back("these tensors would not be written:" + listedItems(uncovered, 6));
         return fail();
     }
     for (std::size_t mi = 0; mi < megatron.size(); ++mi) {

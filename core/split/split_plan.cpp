@@ -136,9 +136,12 @@ nlohmann::json splitPlanToJson(const SplitPlan& plan, const MergePlan& model)
         nlohmann::json tensors = nlohmann::json::array();
         for (const auto& t : f.tensors) {
             nlohmann::json boxes = nlohmann::json::array();
-            for (const auto& b : t.fragments)
+            for (const auto& b : t.fragments) {
                 boxes.push_back({ { "source", model.tensors[b.source].name }, { "offsets", b.sourceOffsets },
                                   { "shape", b.shape }, { "local_offsets", b.localOffsets } });
+                if (!b.sourceBoxShape.empty())
+                    boxes.back()["source_box_shape"] = b.sourceBoxShape;
+            }
             nlohmann::json j { { "name", t.spec.name }, { "dtype", torchName(t.spec.dtype) },
                                { "local_shape", t.spec.shape }, { "global_shape", t.globalShape },
                                { "bytes", t.bytes() }, { "storage_bytes", t.spec.storageBytes() }, { "boxes", boxes } };

@@ -75,6 +75,10 @@ struct SplitFragment {
     /// fused linear_qkv): its first element's offset and its element strides there; localOffsets is then unused.
     std::optional<std::uint64_t> localElement;
     Shape localStrides;
+    /// The index space sourceOffsets and shape are in when it is not the model tensor's shape but a finer view of
+    /// the same row-major elements (TensorInfo::savedShape: GPT-OSS's interleaved [.., 2I] boxed as [.., I, 2]).
+    /// Empty = the model tensor's shape.
+    Shape sourceBoxShape;
 };
 
 /// One tensor of an output file: a rank's local shard.

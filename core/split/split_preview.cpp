@@ -26,6 +26,12 @@ CheckpointInfo splitPlacementPreview(const SplitPlan& plan, const MergePlan& mod
         info.files.push_back(f.name);
         for (const auto& t : f.tensors)
             for (const auto& fr : t.fragments) {
+                TensorInfo& into = info.tensors[fr.source];
+                if (!fr.sourceBoxShape.empty() && into.savedShape.empty()) {
+                    // Drawn in the index space its boxes are in (GPT-OSS's interleaved gate/up columns).
+                    into.savedShape = into.shape;
+                    into.shape = fr.sourceBoxShape;
+                }
                 Piece p;
                 p.file = f.name;
                 p.rank = f.rank;

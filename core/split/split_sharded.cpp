@@ -173,7 +173,7 @@ Result<SplitPlan> planShardedSplit(const MergePlan& model, const SplitOptions& o
                 out.spec.storageElements = fsdpPaddedElements(src.shape, shards);
             }
             for (const auto& box : layout->boxes)
-                out.fragments.push_back({ i, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {} });
+                out.fragments.push_back({ i, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {}, {} });
             file.bytes += out.spec.storageBytes();
             file.tensors.push_back(std::move(out));
         }

@@ -14,6 +14,8 @@
 #include "merge/merge_engine.h"
 #include "model/rope_permute.h"
 
+#include <nlohmann/json.hpp>
+
 #include <QObject>
 #include <QTest>
 
@@ -151,7 +153,12 @@ private Q_SLOTS:
         // Block 2: amax from a negative value: d = 12.7f / 127 ≈ 0.1 (fp16 0x2E66), q = -127 and 50 → 50.
         x[64] = -12.7f;
         x[65] = 5.0f;
-        std::vector<std::uint8_t> blocks(3 * kQ8_0BlockBytes);
+        // Block 3: subnormals only: d is subnormal, 1/d overflows to infinity, and every q is 0 as in ggml (the
+        // fp16 scale is 0 too).
+        x.resize(128, 0.0f);
+        x[96] = 1e-40f;
+        x[97] = -5e-41f;
+        std::vector<std::uint8_t> blocks(4 * kQ8_0BlockBytes);
         QVERIFY_RESULT(quantizeQ8_0(x.data(), x.size(), blocks.data(), 2));
         auto d = [&](int b) {
             std::uint16_t h;
@@ -173,6 +180,9 @@ private Q_SLOTS:
         QCOMPARE(qv(2, 0), -127);
         QCOMPARE(qv(2, 1), 50);
         QCOMPARE(qv(2, 2), 0);
+        QCOMPARE(d(3), std::uint16_t(0));
+        for (int j = 0; j < 32; ++j)
+            QCOMPARE(qv(3, j), 0);
         std::vector<float> back(96);
         dequantizeQ8_0(blocks.data(), 96, back.data());
         QCOMPARE(back[0], 31.75f);
@@ -470,6 +480,68 @@ private Q_SLOTS:
         QCOMPARE(quantized, std::size_t(2 + 2 * 7)); // token_embd, output and the 7 matrices of each layer
     }
 
+    void q8_0ExportReadsBackDequantized()
+    {
+        // Every tensor reads back: Q8_0 ones as exactly the dequantized blocks of the original (rows are whole
+        // blocks, so the rotary row order does not change them), the rest bit for bit.
+        const std::string q8 = exportGguf(test::fixture("gguf_llama_w2_fp32/global_step_10/actor"), "q8_0");
+        checkRoundTripAgainst(q8, test::fixture("gguf_llama_w2_fp32/reference"), 2 + 2 * 7);
+        // Stacked experts: each expert a whole-block slice of the stacked Q8_0 tensor.
+        const std::string dir = hfModelWithTokenizer(kMixtralConfig);
+        checkRoundTripAgainst(exportGguf(dir, "q8_0"), dir, 2 + 2 * (4 + 3 * 4));
+
+        auto read = scanGgufFile(q8);
+        QVERIFY_RESULT(read);
+        QVERIFY(read->notes.at("gguf.quantized_tensors").find("16 Q8_0 tensors") == 0);
+        QVERIFY(!read->notes.count("gguf.unread_tensors"));
+        const TensorInfo* q = read->find("model.layers.0.self_attn.q_proj.weight");
+        QVERIFY(q);
+        QCOMPARE(q->dtype, DType::Float32);
+        QVERIFY(q->placement.find("Q8_0 dequantized") != std::string::npos);
+        QCOMPARE(storedTypeName(q->pieces.front()), std::string("Q8_0"));
+
+        // tessera diff against the reference: every tensor present on both sides, the quantized ones within
+        // Q8_0's error (half a step of the block's scale) and the norms identical.
+        QString out, err;
+        const int code = test::runTessera(test::A({ "diff", q8, test::fixture("gguf_llama_w2_fp32/reference"), "--json" }),
+                                          &out, &err);
+        QVERIFY2(code == 0 || code == 1, qPrintable(err));
+        const auto report = nlohmann::json::parse(out.toStdString());
+        std::size_t compared = 0, different = 0;
+        for (const auto& t : report.at("tensors")) {
+            const std::string status = t.at("status").get<std::string>();
+            QVERIFY2(status == "identical" || status == "different", t.dump().c_str());
+            QVERIFY2(t.at("compared").get<bool>() && t.at("missing_a") == 0 && t.at("missing_b") == 0, t.dump().c_str());
+            ++compared;
+            different += status == "different";
+        }
+        QCOMPARE(compared, std::size_t(3 + 2 * 9));
+        QVERIFY(different > 0 && different <= 16);
+    }
+
+    void longQ8_0VectorReadsInWholeBlocks()
+    {
+        // A 1-D Q8_0 tensor longer than one slab of the engine: every slab must still start on a block.
+        const std::uint64_t n = 1u << 20;
+        std::vector<GgufTensorInfo> tensors = { { "extra.vector", { n }, static_cast<std::uint32_t>(GgmlType::Q8_0), 0, 0 } };
+        auto layout = layoutGgufFile({ { "general.architecture", GgufValue::string("llama") } }, tensors);
+        QVERIFY_RESULT(layout);
+        std::vector<float> values(n);
+        for (std::uint64_t i = 0; i < n; ++i)
+            values[i] = std::sin(static_cast<float>(i) * 0.001f) * static_cast<float>(1 + i % 7);
+        std::string file = layout->header;
+        file.resize(layout->fileSize, '\0');
+        QVERIFY_RESULT(quantizeQ8_0(values.data(), n, reinterpret_cast<std::uint8_t*>(file.data()) + layout->dataStart, 2));
+        std::vector<float> expected(n);
+        dequantizeQ8_0(reinterpret_cast<const std::uint8_t*>(file.data()) + layout->dataStart, n, expected.data());
+        const std::string path = test::makeTempDir() + "/vector.gguf";
+        test::writeFile(path, file);
+        auto read = scanGgufFile(path);
+        QVERIFY_RESULT(read);
+        QCOMPARE(read->tensors.size(), std::size_t(1));
+        QVERIFY(sameValues(readAll(*read).at("extra.vector"), expected));
+    }
+
     void moeAndTiedFamiliesReadBackIdentical()
     {
         checkRoundTrip(hfModelWithTokenizer(kQwen2MoeConfig), "bf16");
@@ -564,7 +636,9 @@ private Q_SLOTS:
     }
 
 private:
-    void checkRoundTripAgainst(const std::string& gguf, const std::string& reference)
+    /// Reads `gguf` back against `reference`: every tensor there, `quantizedCount` of them Q8_0 and equal to the
+    /// dequantized blocks of the reference's values, every other one identical.
+    void checkRoundTripAgainst(const std::string& gguf, const std::string& reference, std::size_t quantizedCount = 0)
     {
         auto original = scanCheckpoint(reference);
         QVERIFY_RESULT(original);
@@ -573,8 +647,19 @@ private:
         auto a = readAll(*original);
         auto b = readAll(*read);
         QCOMPARE(b.size(), a.size());
-        for (const auto& [name, values] : a)
-            QVERIFY2(b.count(name) && sameValues(values, b[name]), name.c_str());
+        std::size_t quantized = 0;
+        for (const TensorInfo& t : read->tensors) {
+            QVERIFY2(a.count(t.name), t.name.c_str());
+            std::vector<float> expected = a[t.name];
+            if (t.pieces.front().encoding == PieceEncoding::Q8_0) {
+                ++quantized;
+                std::vector<std::uint8_t> blocks(expected.size() / kQ8_0BlockElements * kQ8_0BlockBytes);
+                QVERIFY_RESULT(quantizeQ8_0(expected.data(), expected.size(), blocks.data(), 1));
+                dequantizeQ8_0(blocks.data(), expected.size(), expected.data());
+            }
+            QVERIFY2(sameValues(expected, b[t.name]), t.name.c_str());
+        }
+        QCOMPARE(quantized, quantizedCount);
     }
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Model families beyond Llama/Qwen from Megatron: DeepSeek-V3 (MLA, dense first layers then MoE with shared
-// experts and an fp32 expert_bias). The shared torch_dist fixture is real Megatron output; the other layouts
+// experts and an fp32 expert_bias), GLM-4.5, Gemma 2/3, Qwen2.5-VL, and GPT-OSS (sinks, biased experts kept
+// stacked, transposed and gate/up interleaved by Hugging Face). The shared torch_dist fixture is real Megatron output; the other layouts
 // (legacy with EP, uneven PP, Megatron-LM) are written by `tessera split` from its reference and merged back.
 
 #include "testutil.h"
@@ -86,6 +87,15 @@ const char* const kGlm45Config = R"({
   "moe_intermediate_size": 16, "n_routed_experts": 4, "n_shared_experts": 1, "first_k_dense_replace": 1,
   "num_nextn_predict_layers": 1, "attention_bias": true, "use_qk_norm": true, "partial_rotary_factor": 0.5,
   "tie_word_embeddings": false, "torch_dtype": "bfloat16"
+})";
+
+/// GPT-OSS as openai/gpt-oss-20b lays out its config: q/k/v/o biases, attention sinks, head_dim × heads ≠ hidden,
+/// every layer MoE with a biased router and the experts stacked (num_local_experts, intermediate_size per expert).
+const char* const kGptOssConfig = R"({
+  "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 32, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 2, "intermediate_size": 24, "vocab_size": 100,
+  "num_local_experts": 4, "num_experts_per_tok": 2, "attention_bias": true, "sliding_window": 128,
+  "layer_types": ["sliding_attention", "full_attention"], "tie_word_embeddings": false, "torch_dtype": "bfloat16"
 })";
 
 /// Splits `model` into `layout` and merges it back; true when the bytes are the model's.
@@ -406,6 +416,153 @@ private Q_SLOTS:
                                   "decoder.layers.2.mlp.router.expert_bias", "mtp.layers.0.enorm.weight",
                                   "mtp.layers.0.mtp_model_layer.self_attention.linear_qkv.weight" })
             QVERIFY2(names.count(name), name);
+    }
+
+    void gptOssRoundTripsThroughMegatron_data()
+    {
+        QTest::addColumn<QStringList>("layout");
+        QTest::newRow("legacy TP 2 EP 2") << A({ "--format", "megatron", "--tp", "2", "--pp", "1", "--ep", "2" });
+        QTest::newRow("legacy TP 2 PP 2") << A({ "--format", "megatron", "--tp", "2", "--pp", "2" });
+        QTest::newRow("Megatron-LM EP 4") << A({ "--format", "megatron", "--tp", "1", "--pp", "1", "--ep", "4",
+                                                 "--flavor", "megatron-lm" });
+        QTest::newRow("torch_dist TP 2") << A({ "--format", "megatron-dist", "--tp", "2", "--pp", "1" });
+        QTest::newRow("torch_dist PP 2") << A({ "--format", "megatron-dist", "--tp", "1", "--pp", "2" });
+    }
+
+    void gptOssRoundTripsThroughMegatron()
+    {
+        QFETCH(QStringList, layout);
+        const std::string model = test::writeHfModel(kGptOssConfig);
+        std::string split;
+        QVERIFY(roundTrips(model, layout, &split));
+        // Megatron-Bridge's names: the sinks as the core attention's softmax offset, the output projection's and
+        // the router's biases, one linear (with its bias) per expert, stacked on the expert axis in torch_dist.
+        const auto names = tensorNames(split);
+        const bool dist = layout.contains(QStringLiteral("megatron-dist"));
+        const std::string layer = dist ? "decoder.layers." : "decoder.layers.1.";
+        for (const std::string& name : { layer + "self_attention.core_attention.softmax_offset",
+                                         layer + "self_attention.linear_proj.bias", layer + "self_attention.linear_qkv.bias",
+                                         layer + "pre_mlp_layernorm.weight", layer + "mlp.router.bias" })
+            QVERIFY2(names.count(name), name.c_str());
+        if (dist) {
+            QVERIFY(names.count("decoder.layers.mlp.experts.experts.linear_fc1.weight"));
+            QVERIFY(names.count("decoder.layers.mlp.experts.experts.linear_fc2.bias"));
+        } else {
+            QVERIFY(names.count("decoder.layers.1.mlp.experts.local_experts.3.linear_fc1.bias"));
+            QVERIFY(names.count("decoder.layers.1.mlp.experts.local_experts.3.linear_fc2.weight"));
+        }
+    }
+
+    void gptOssExpertsAreLaidOutAsTransformersReadsThem()
+    {
+        // Not only a round trip (a layout wrong both ways would pass one): each Megatron expert's [gate; up] rows
+        // are Hugging Face's interleaved columns (gate = [..., ::2], up = [..., 1::2]) of its entry, transposed,
+        // and linear_fc2 is down_proj's entry transposed, as Megatron-Bridge's GPT-OSS mappings convert them.
+        const std::string model = test::writeHfModel(kGptOssConfig);
+        const std::string split = test::makeTempDir() + "/split";
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--format", "megatron", "--tp",
+                                      "2", "--ep", "2", "--quiet" }),
+                                  &out, &err),
+                 0);
+        auto megatron = scanCheckpoint(split);
+        QVERIFY_RESULT(megatron);
+        auto hf = scanCheckpoint(model);
+        QVERIFY_RESULT(hf);
+        const std::int64_t E = 4, H = 32, I = 24;
+        const auto gateUp = test::materialize(*hf->find("model.layers.1.mlp.experts.gate_up_proj"));
+        const auto gateUpBias = test::materialize(*hf->find("model.layers.1.mlp.experts.gate_up_proj_bias"));
+        const auto down = test::materialize(*hf->find("model.layers.1.mlp.experts.down_proj"));
+        const auto downBias = test::materialize(*hf->find("model.layers.1.mlp.experts.down_proj_bias"));
+        for (std::int64_t e = 0; e < E; ++e) {
+            const std::string expert = "decoder.layers.1.mlp.experts.local_experts." + std::to_string(e);
+            const TensorInfo* fc1 = megatron->find(expert + ".linear_fc1.weight");
+            const TensorInfo* fc1Bias = megatron->find(expert + ".linear_fc1.bias");
+            const TensorInfo* fc2 = megatron->find(expert + ".linear_fc2.weight");
+            const TensorInfo* fc2Bias = megatron->find(expert + ".linear_fc2.bias");
+            QVERIFY(fc1 && fc1Bias && fc2 && fc2Bias);
+            QCOMPARE(fc1->shape, (Shape { 2 * I, H }));
+            QCOMPARE(fc2->shape, (Shape { H, I }));
+            const auto w1 = test::materialize(*fc1), b1 = test::materialize(*fc1Bias);
+            const auto w2 = test::materialize(*fc2), b2 = test::materialize(*fc2Bias);
+            for (std::int64_t i = 0; i < I; ++i) {
+                for (std::int64_t h = 0; h < H; ++h) {
+                    QCOMPARE(gateUp[(e * H + h) * 2 * I + 2 * i], w1[i * H + h]);           // gate
+                    QCOMPARE(gateUp[(e * H + h) * 2 * I + 2 * i + 1], w1[(I + i) * H + h]); // up
+                    QCOMPARE(down[(e * I + i) * H + h], w2[h * I + i]);
+                }
+                QCOMPARE(gateUpBias[e * 2 * I + 2 * i], b1[i]);
+                QCOMPARE(gateUpBias[e * 2 * I + 2 * i + 1], b1[I + i]);
+            }
+            for (std::int64_t h = 0; h < H; ++h)
+                QCOMPARE(downBias[e * H + h], b2[h]);
+        }
+    }
+
+    void gptOssMappingShowsTheStackedExperts()
+    {
+        const std::string model = test::writeHfModel(kGptOssConfig);
+        const std::string split = test::makeTempDir() + "/split";
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--format", "megatron", "--tp",
+                                      "2", "--ep", "2", "--quiet" }),
+                                  &out, &err),
+                 0);
+        auto info = scanCheckpoint(split);
+        QVERIFY_RESULT(info);
+        MappingOptions options;
+        options.configDir = model;
+        {
+            auto mapped = mapMegatronToHf(*info, options);
+            QVERIFY_RESULT(mapped);
+            QCOMPARE(mapped->family, std::string("gpt_oss"));
+            int experts = 0;
+            for (const auto& row : mapped->rows) {
+                QVERIFY2(row.status == MappingStatus::Ok, qPrintable(QString::fromStdString(row.source + " → " + row.target + ": " + row.detail)));
+                if (row.target == "model.layers.0.mlp.experts.gate_up_proj") {
+                    ++experts; // one row per Megatron expert, each saying how it is laid
+                    QCOMPARE(row.transform, std::string("stack_experts (transposed, gate/up interleaved)"));
+                    QCOMPARE(row.targetShape, (Shape { 4, 32, 48 }));
+                }
+            }
+            QCOMPARE(experts, 4);
+            const TensorInfo* gateUp = mapped->mapped.find("model.layers.0.mlp.experts.gate_up_proj");
+            QVERIFY(gateUp);
+            QCOMPARE(gateUp->shape, (Shape { 4, 32, 24, 2 })); // the boxes' index space
+            QCOMPARE(gateUp->outputShape(), (Shape { 4, 32, 48 }));
+        }
+        // An expert rank's folders gone: the stacked tensors say which experts no source fills.
+        fs::remove_all(split + "/model/mp_rank_00_001");
+        fs::remove_all(split + "/model/mp_rank_01_001");
+        auto partial = scanCheckpoint(split);
+        QVERIFY_RESULT(partial);
+        auto mapped = mapMegatronToHf(*partial, options);
+        QVERIFY_RESULT(mapped);
+        bool named = false;
+        for (const auto& row : mapped->rows)
+            named = named || (row.target == "model.layers.1.mlp.experts.down_proj" && row.status == MappingStatus::Missing
+                              && row.detail.find("expert(s) 2, 3") != std::string::npos);
+        QVERIFY(named);
+        QVERIFY(!mapped->mapped.find("model.layers.1.mlp.experts.down_proj"));
+    }
+
+    void stackExpertsRulesAreChecked()
+    {
+        auto base = builtinMappingRules("gpt_oss");
+        QVERIFY_RESULT(base);
+        // The target holds every expert, so it cannot name one.
+        auto numbered = overlayMappingRules(*base, R"({ "rules": [ { "id": "expert_down",
+            "megatron": "decoder.layers.{layer}.mlp.experts.local_experts.{expert}.linear_fc2.weight",
+            "hf": "model.layers.{layer}.mlp.experts.{expert}.down_proj", "transform": "stack_experts" } ] })", "rules.json");
+        QVERIFY(!numbered);
+        QVERIFY2(numbered.error().message.find("needs {expert} in every Megatron pattern") != std::string::npos,
+                 numbered.error().message.c_str());
+        auto stray = overlayMappingRules(*base, R"({ "rules": [ { "id": "o_proj",
+            "megatron": "decoder.layers.{layer}.self_attention.linear_proj.weight",
+            "hf": "model.layers.{layer}.self_attn.o_proj.weight", "transpose": true } ] })", "rules.json");
+        QVERIFY(!stray);
+        QVERIFY2(stray.error().message.find("belong to transform 'stack_experts'") != std::string::npos,
+                 stray.error().message.c_str());
     }
 
     void gemmaRoundTripsThroughEveryMegatronLayout_data()

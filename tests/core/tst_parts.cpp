@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `tessera merge --part K/N`: one merge split across processes gives the folder a single merge gives, bit for bit,
 // whatever order the parts run in, when one runs twice or is killed and run again; the target is published only
-// when every part is done, and `--status` names the parts that are missing. Launchers: --part auto under Slurm,
-// a Kubernetes indexed Job, MPICH's and Open MPI's mpirun.
+// when every part is done, and `--status` names the parts that are missing. The same for a GGUF export
+// (`--format gguf --part K/N`: byte ranges of one file). Launchers: --part auto under Slurm, a Kubernetes indexed
+// Job, MPICH's and Open MPI's mpirun.
 
 #include "testutil.h"
 
 #include "../../bench/synthetic_checkpoint.h"
+#include "formats/gguf_file.h"
+#include "formats/scan.h"
+#include "merge/gguf_parts.h"
 #include "merge/merge_parts.h"
 #include "merge/output_staging.h"
 
@@ -23,12 +27,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 
 using namespace tessera;
@@ -87,6 +93,24 @@ int runWithEnv(const QStringList& args, const std::map<QString, QString>& env, Q
     *out = QString::fromUtf8(p.readAllStandardOutput());
     *err = QString::fromUtf8(p.readAllStandardError());
     return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+}
+
+/// The GGUF fixture's Hugging Face folder with Llama 3 rope scaling in its config.json, so its export has a
+/// generated tensor (rope_freqs) that only the finishing part writes.
+std::string llama3RopeModel()
+{
+    const std::string dir = test::copyFixtureFolder("gguf_llama_w2_fp32/reference");
+    std::string config = test::readFile(dir + "/config.json");
+    const auto brace = config.rfind('}');
+    config.insert(brace, ",\n  \"rope_scaling\": { \"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+                         "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64 }\n");
+    test::writeFile(dir + "/config.json", config);
+    return dir;
+}
+
+QStringList ggufArgs(const std::string& source, const char* outtype)
+{
+    return A({ "--local_dir", source, "--format", "gguf", "--outtype", outtype });
 }
 
 /// A plan of `sizes` (bytes per tensor) in files of `perFile` tensors, for planParts() alone.
@@ -193,7 +217,11 @@ private Q_SLOTS:
                                                   "hsdp_qwen2_2x2", "lora_llama_w2_fp32", "megatron_legacy_qwen2_tp2_pp2",
                                                   "megatron_dist_llama_tp2_pp2", "megatron_dist_deepseekv3_tp2_pp1",
                                                   "megatron_legacy_qwen25vl_tp2_pp1", "gguf_llama_w2_fp32" };
+        // Sampled (sanitizers): one FSDP, one DCP and one Megatron fixture, and the sharded rows.
+        const std::vector<std::string> sample { "fsdp2_llama_w4", "megatron_dist_deepseekv3_tp2_pp1" };
         for (const auto& c : fixtures) {
+            if (test::sampled() && std::find(sample.begin(), sample.end(), c) == sample.end())
+                continue;
             QTest::newRow(c.c_str()) << A({ "--local_dir", actor(c) });
             if (fs::exists(test::fixture(c + "/dcp")))
                 QTest::newRow((c + "/dcp").c_str())
@@ -205,53 +233,11 @@ private Q_SLOTS:
             << A({ "--local_dir", actor("megatron_dist_deepseekv3_tp2_pp1"), "--max_shard_size", "100KB" });
     }
 
-    /// N = 1, 2, 3, 5, parts in a shuffled order; for N = 3 the first part runs twice, for N = 5 one part is
-    /// killed at a random moment and run again. The target appears only with the last part, bit-identical to the
-    /// single merge, and nothing is left beside or inside it.
+    /// Every fixture merged in parts: see checkPartsMatchSingleRun().
     void everyFixtureMergesBitExactInParts()
     {
         QFETCH(QStringList, args);
-        const auto expected = reference(args);
-        QVERIFY(!expected.empty());
-        std::mt19937 gen(static_cast<unsigned>(qHash(QString::fromLatin1(QTest::currentDataTag()))));
-        for (unsigned n : { 1u, 2u, 3u, 5u }) {
-            const std::string parent = test::makeTempDir();
-            const std::string target = parent + "/merged";
-            std::vector<unsigned> order(n);
-            for (unsigned k = 0; k < n; ++k)
-                order[k] = k;
-            std::shuffle(order.begin(), order.end(), gen);
-            for (std::size_t i = 0; i < order.size(); ++i) {
-                const unsigned k = order[i];
-                if (n == 5 && i == 1) {
-                    // Killed at a random moment (maybe before it wrote anything, maybe after it was done).
-                    QProcess p;
-                    p.start(q(test::tesseraBinary()), part(args, target, k, n));
-                    QVERIFY(p.waitForStarted());
-                    QThread::msleep(static_cast<unsigned long>(gen() % 120));
-                    if (p.state() != QProcess::NotRunning)
-                        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
-                    QVERIFY(p.waitForFinished(30000));
-                    QVERIFY2(!fs::exists(target), "published with parts missing");
-                }
-                QString so, se;
-                QCOMPARE(test::runTessera(part(args, target, k, n), &so, &se), 0);
-                if (n == 3 && i == 0) {
-                    // Run twice: the second run finds its bytes recorded, checks them against their CRC-32s (read
-                    // back now, against the ones combined while they were written) and rewrites nothing.
-                    QCOMPARE(test::runTessera(part(args, target, k, n) + A({ "--json" }), &so, &se), 0);
-                    const auto again = QJsonDocument::fromJson(so.toUtf8()).object();
-                    QVERIFY2(again.value(QStringLiteral("already_done")).toBool(), qPrintable(so + se));
-                    QCOMPARE(again.value(QStringLiteral("bytes_written")).toInt(), 0);
-                }
-                if (i + 1 < order.size()) {
-                    QVERIFY2(!fs::exists(target), qPrintable(QStringLiteral("published after %1 of %2 parts").arg(i + 1).arg(n)));
-                } else {
-                    QVERIFY2(tree(target) == expected, qPrintable(QStringLiteral("N=%1 differs from the single merge").arg(n)));
-                    QCOMPARE(names(parent), std::vector<std::string> { "merged" });
-                }
-            }
-        }
+        checkPartsMatchSingleRun(args, "merge");
     }
 
     /// A part killed while it writes (many files, and one file written as byte ranges): the target stays as it
@@ -535,7 +521,8 @@ private Q_SLOTS:
         // --dry-run shows the assignment and writes nothing.
         QCOMPARE(runWithEnv(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target, "--part", "1/3",
                                 "--dry-run" }), {}, &so, &se), 0);
-        QVERIFY2(so.contains(QStringLiteral("* part 1:")), qPrintable(so));
+        QVERIFY2(so.startsWith(QStringLiteral("Merge in parts ")) && so.contains(QStringLiteral("* part 1:")),
+                 qPrintable(so));
         QVERIFY(!fs::exists(target));
     }
 
@@ -641,24 +628,262 @@ private Q_SLOTS:
         QVERIFY(names(parent) == std::vector<std::string> { "split" });
     }
 
-    /// mpirun (Open MPI, as Debian's openmpi-bin installs it) starts the parts; skipped when it is not installed.
+    /// A GGUF export's assignment: every part's byte ranges and the generated tensors tile the data section of
+    /// the one file exactly (each tensor with its padding), and the set's id names the outtype, the name and N.
+    void ggufAssignmentTilesTheFile()
+    {
+        auto info = scanCheckpoint(test::fixture("gguf_llama_w2_fp32/reference"));
+        QVERIFY_RESULT(info);
+        std::set<std::string> ids;
+        for (auto type : { GgufOutType::F32, GgufOutType::F16, GgufOutType::Q8_0 })
+            for (const char* name : { "", "other" }) {
+                GgufOptions options;
+                options.outType = type;
+                options.name = name;
+                auto gguf = planGgufMerge(*info, options);
+                QVERIFY_RESULT(gguf);
+                const std::uint64_t dataStart = gguf->merge.files.front().header.size();
+                for (unsigned n : { 1u, 2u, 3u, 5u }) {
+                    auto parts = planGgufParts(*gguf, n);
+                    QVERIFY_RESULT(parts);
+                    QVERIFY(ids.insert(parts->plan.id).second);
+                    QCOMPARE(planGgufParts(*gguf, n)->plan.id, parts->plan.id);
+                    std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+                    for (const auto& share : parts->plan.shares)
+                        for (const auto& r : share.ranges) {
+                            QCOMPARE(r.path, gguf->fileName);
+                            spans.push_back({ r.begin, r.end });
+                        }
+                    for (const auto& g : gguf->generated)
+                        spans.push_back({ g.fileOffset, (g.fileOffset + g.bytes.size() + kGgufAlignment - 1) / kGgufAlignment * kGgufAlignment });
+                    std::sort(spans.begin(), spans.end());
+                    std::uint64_t at = dataStart;
+                    for (const auto& [begin, end] : spans) {
+                        QCOMPARE(begin, at);
+                        at = end;
+                    }
+                    QCOMPARE(at, gguf->fileSize);
+                }
+            }
+    }
+
+    void ggufExportsBitExactInParts_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        for (const char* type : { "f32", "f16", "q8_0" })
+            QTest::newRow(type) << ggufArgs(actor("gguf_llama_w2_fp32"), type);
+        if (test::sampled())
+            return; // streamed, converted and quantized tensors: the paths the rows below repeat
+        const std::string families = std::string(TESSERA_TEST_DATA_DIR) + "/gguf_families";
+        QTest::newRow("qwen2moe q8_0") << ggufArgs(families + "/qwen2moe", "q8_0");
+        QTest::newRow("qwen3_bf16 bf16") << ggufArgs(families + "/qwen3_bf16", "bf16");
+        QTest::newRow("llama 3 rope_freqs q8_0") << ggufArgs(llama3RopeModel(), "q8_0");
+    }
+
+    /// `--format gguf --part K/N` as the safetensors merges above (checkPartsMatchSingleRun()): the .gguf appears
+    /// only with the last part, byte-identical to the single export.
+    void ggufExportsBitExactInParts()
+    {
+        QFETCH(QStringList, args);
+        checkPartsMatchSingleRun(args, "export");
+    }
+
+    /// A GGUF part killed while it writes its byte ranges of the file: the target stays as it was, --status names
+    /// the part, and running it again publishes the file the single export writes.
+    void killedGgufPartRerunCompletesTheExport()
+    {
+        // m_big's model with a Llama config and tokenizer beside it, so it exports as GGUF.
+        const std::string source = test::makeTempDir() + "/actor";
+        QVERIFY_RESULT(bench::writeCheckpoint(source, 0.03, 2, 64));
+        bench::writeLlamaConfig(source + "/huggingface", 0.03, 64);
+        const QStringList args = ggufArgs(source, "q8_0");
+        const auto expected = reference(args);
+        QVERIFY(!expected.empty());
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        QProcess p;
+        p.start(q(test::tesseraBinary()), part(args, target, 1, 3));
+        QVERIFY(p.waitForStarted());
+        QElapsedTimer waited;
+        waited.start();
+        auto writing = [&] {
+            std::error_code ec;
+            for (const auto& entry : fs::directory_iterator(parent, ec))
+                for (const auto& f : fs::directory_iterator(entry.path() / "out", ec))
+                    if (f.path().extension() == ".gguf")
+                        return true;
+            return false;
+        };
+        while (p.state() != QProcess::NotRunning && waited.elapsed() < 20000 && !writing())
+            QThread::usleep(200);
+        QVERIFY(p.state() != QProcess::NotRunning);
+        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+        QVERIFY(p.waitForFinished(30000));
+        QString so, se;
+        for (unsigned k : { 2u, 0u })
+            QVERIFY2(test::runTessera(part(args, target, k, 3), &so, &se) == 0, qPrintable(se));
+        QVERIFY(!fs::exists(target));
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
+        QVERIFY2(so.contains(QStringLiteral("part 1: missing")) && so.contains(QStringLiteral("missing: part 1;")),
+                 qPrintable(so));
+        QVERIFY2(test::runTessera(part(args, target, 1, 3), &so, &se) == 0, qPrintable(se));
+        QVERIFY(tree(target) == expected);
+        QCOMPARE(names(parent), std::vector<std::string> { "merged" });
+    }
+
+    /// A GGUF part that fails (canceled while it writes) leaves no record and the target untouched; with it
+    /// missing nothing is published and --status names it, while a q8_0 and an f16 export into the same target
+    /// keep separate sets; run again, the part publishes its export alone, byte-identical to the single one.
+    void ggufMissingPartLeavesTargetUntouched()
+    {
+        const std::string source = actor("gguf_llama_w2_fp32");
+        const auto q8 = reference(ggufArgs(source, "q8_0"));
+        const auto f16 = reference(ggufArgs(source, "f16"));
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        fs::create_directories(target);
+        test::writeFile(target + "/README.md", "kept\n");
+        QString so, se;
+        for (unsigned k : { 0u, 2u })
+            QCOMPARE(test::runTessera(part(ggufArgs(source, "q8_0"), target, k, 3), &so, &se), 0);
+        QCOMPARE(test::runTessera(part(ggufArgs(source, "f16"), target, 1, 3), &so, &se), 0);
+
+        // Part 1 of the q8_0 export fails halfway (canceled after its first progress report).
+        auto info = scanCheckpoint(source);
+        QVERIFY_RESULT(info);
+        GgufOptions options;
+        options.outType = GgufOutType::Q8_0;
+        auto gguf = planGgufMerge(*info, options);
+        QVERIFY_RESULT(gguf);
+        auto parts = planGgufParts(*gguf, 3);
+        QVERIFY_RESULT(parts);
+        struct CancelAfterFirst : Progress {
+            std::atomic<int> reports { 0 };
+            void report(std::uint64_t, std::uint64_t, const std::string&) override { ++reports; }
+            bool isCanceled() const override { return reports.load() > 0; }
+        } progress;
+        MergeRunOptions run;
+        run.threads = 1;
+        run.progress = &progress;
+        auto failed = runGgufPart(*parts, 1, target, run);
+        QVERIFY(!failed);
+        QCOMPARE(failed.error().message, std::string("canceled"));
+
+        QCOMPARE(names(target).size(), std::size_t(3)); // README.md and the two sets
+        QCOMPARE(test::readFile(target + "/README.md"), std::string("kept\n"));
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target, "--json" }), &so, &se), 1);
+        const auto sets = QJsonDocument::fromJson(so.toUtf8()).object().value(QStringLiteral("sets")).toArray();
+        QCOMPARE(sets.size(), 2);
+        bool namedQ8 = false;
+        for (const auto& set : sets) {
+            const auto missing = set.toObject().value(QStringLiteral("missing")).toArray();
+            if (QString::fromStdString(parts->plan.id) == set.toObject().value(QStringLiteral("id")).toString()) {
+                QCOMPARE(missing, QJsonArray { 1 });
+                namedQ8 = true;
+            } else {
+                QCOMPARE(missing, (QJsonArray { 0, 2 }));
+            }
+        }
+        QVERIFY(namedQ8);
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
+        QVERIFY2(so.contains(QStringLiteral("part 1: missing")), qPrintable(so));
+
+        // Run again, it completes the q8_0 set; the f16 set stays pending, untouched.
+        QCOMPARE(test::runTessera(part(ggufArgs(source, "q8_0"), target, 1, 3), &so, &se), 0);
+        auto now = tree(target);
+        for (auto it = now.begin(); it != now.end();)
+            it = it->first.rfind(".tessera-parts-", 0) == 0 ? now.erase(it) : std::next(it);
+        auto expected = q8;
+        expected["README.md"] = "kept\n";
+        QVERIFY(now == expected);
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
+        QVERIFY2(so.contains(QStringLiteral("missing: parts 0, 2")), qPrintable(so));
+        for (unsigned k : { 2u, 0u })
+            QCOMPARE(test::runTessera(part(ggufArgs(source, "f16"), target, k, 3), &so, &se), 0);
+        for (const auto& [name, bytes] : f16)
+            expected[name] = bytes;
+        QVERIFY(tree(target) == expected);
+        // --dry-run shows the byte ranges of the file and writes nothing.
+        const std::string fresh = test::makeTempDir() + "/merged";
+        QCOMPARE(test::runTessera(A({ "merge" }) + ggufArgs(source, "q8_0")
+                                      + A({ "--target_dir", fresh, "--part", "1/3", "--dry-run" }), &so, &se), 0);
+        QVERIFY2(so.startsWith(QStringLiteral("GGUF export in parts ")) && so.contains(QStringLiteral("* part 1:"))
+                     && so.contains(QStringLiteral(".gguf bytes ")),
+                 qPrintable(so));
+        QVERIFY(!fs::exists(fresh));
+    }
+
+    /// mpirun (Open MPI, as Debian's openmpi-bin installs it) starts the parts of a merge and of a GGUF export;
+    /// skipped when it is not installed.
     void mpirunStartsTheParts()
     {
         const QString mpirun = QStandardPaths::findExecutable(QStringLiteral("mpirun"));
         if (mpirun.isEmpty())
             QSKIP("mpirun is not installed (Debian: apt-get install openmpi-bin)");
-        const QStringList args = A({ "--local_dir", actor("megatron_legacy_qwen2_tp2_pp2") });
-        const std::string target = test::makeTempDir() + "/merged";
-        QStringList line = A({ "-n", "3", "--oversubscribe" });
-        if (::geteuid() == 0)
-            line += A({ "--allow-run-as-root" });
-        line += A({ test::tesseraBinary() }) + withTarget(args, target) + A({ "--part", "auto" });
-        QProcess p;
-        p.start(mpirun, line);
-        QVERIFY(p.waitForFinished(120000));
-        QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
-                 qPrintable(QString::fromUtf8(p.readAllStandardError())));
-        QVERIFY(tree(target) == reference(args));
+        // A safetensors merge, and a q8_0 GGUF export (byte ranges of one file).
+        for (const QStringList& args : { A({ "--local_dir", actor("megatron_legacy_qwen2_tp2_pp2") }),
+                                         ggufArgs(actor("gguf_llama_w2_fp32"), "q8_0") }) {
+            const std::string target = test::makeTempDir() + "/merged";
+            QStringList line = A({ "-n", "3", "--oversubscribe" });
+            if (::geteuid() == 0)
+                line += A({ "--allow-run-as-root" });
+            line += A({ test::tesseraBinary() }) + withTarget(args, target) + A({ "--part", "auto" });
+            QProcess p;
+            p.start(mpirun, line);
+            QVERIFY(p.waitForFinished(120000));
+            QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
+                     qPrintable(QString::fromUtf8(p.readAllStandardError())));
+            QVERIFY(tree(target) == reference(args));
+        }
+    }
+
+private:
+    /// Runs the merge `args` as N = 1, 2, 3, 5 parts in a shuffled order; for N = 3 the first part runs twice, for
+    /// N = 5 one part is killed at a random moment and run again. The target appears only with the last part,
+    /// bit-identical to the single run (`what`: "merge" or "export"), and nothing is left beside or inside it.
+    void checkPartsMatchSingleRun(const QStringList& args, const char* what)
+    {
+        const auto expected = reference(args);
+        QVERIFY(!expected.empty());
+        std::mt19937 gen(static_cast<unsigned>(qHash(QString::fromLatin1(QTest::currentDataTag()))));
+        for (unsigned n : { 1u, 2u, 3u, 5u }) {
+            const std::string parent = test::makeTempDir();
+            const std::string target = parent + "/merged";
+            std::vector<unsigned> order(n);
+            for (unsigned k = 0; k < n; ++k)
+                order[k] = k;
+            std::shuffle(order.begin(), order.end(), gen);
+            for (std::size_t i = 0; i < order.size(); ++i) {
+                const unsigned k = order[i];
+                if (n == 5 && i == 1) {
+                    // Killed at a random moment (maybe before it wrote anything, maybe after it was done).
+                    QProcess p;
+                    p.start(q(test::tesseraBinary()), part(args, target, k, n));
+                    QVERIFY(p.waitForStarted());
+                    QThread::msleep(static_cast<unsigned long>(gen() % 120));
+                    if (p.state() != QProcess::NotRunning)
+                        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+                    QVERIFY(p.waitForFinished(30000));
+                    QVERIFY2(!fs::exists(target), "published with parts missing");
+                }
+                QString so, se;
+                QCOMPARE(test::runTessera(part(args, target, k, n), &so, &se), 0);
+                if (n == 3 && i == 0) {
+                    // Run twice: the second run finds its bytes recorded, checks them against their CRC-32s (read
+                    // back now, against the ones combined while they were written) and rewrites nothing.
+                    QCOMPARE(test::runTessera(part(args, target, k, n) + A({ "--json" }), &so, &se), 0);
+                    const auto again = QJsonDocument::fromJson(so.toUtf8()).object();
+                    QVERIFY2(again.value(QStringLiteral("already_done")).toBool(), qPrintable(so + se));
+                    QCOMPARE(again.value(QStringLiteral("bytes_written")).toInt(), 0);
+                }
+                if (i + 1 < order.size()) {
+                    QVERIFY2(!fs::exists(target), qPrintable(QStringLiteral("published after %1 of %2 parts").arg(i + 1).arg(n)));
+                } else {
+                    QVERIFY2(tree(target) == expected, qPrintable(QStringLiteral("N=%1 differs from the single %2").arg(n).arg(QLatin1String(what))));
+                    QCOMPARE(names(parent), std::vector<std::string> { "merged" });
+                }
+            }
+        }
     }
 };
 

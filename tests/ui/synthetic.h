@@ -31,13 +31,13 @@ inline std::shared_ptr<const CheckpointInfo> smallCheckpoint()
     info->parallel.meshes.push_back(DeviceMesh { { 2 }, { "fsdp" }, { 0, 1 } });
     info->files = { "/ckpt/run/global_step_5/actor/rank_0.pt", "/ckpt/run/global_step_5/actor/rank_1.pt" };
 
-    TensorInfo w { "model.w", DType::BFloat16, { 8, 4 }, "Shard(0) on fsdp=2", 0, {} };
+    TensorInfo w { "model.w", DType::BFloat16, { 8, 4 }, "Shard(0) on fsdp=2", 0, {}, {} };
     w.pieces = { makePiece(0, { 0, 0 }, { 4, 4 }), makePiece(1, { 4, 0 }, { 4, 4 }) };
-    TensorInfo b { "model.b", DType::BFloat16, { 4 }, "Replicate() on fsdp=2", 0, {} };
+    TensorInfo b { "model.b", DType::BFloat16, { 4 }, "Replicate() on fsdp=2", 0, {}, {} };
     b.pieces = { makePiece(0, { 0 }, { 4 }), makePiece(1, { 0 }, { 4 }, PieceRole::Replica) };
-    TensorInfo g { "model.gappy", DType::BFloat16, { 8, 4 }, "Shard(0) on fsdp=2", 0, {} };
+    TensorInfo g { "model.gappy", DType::BFloat16, { 8, 4 }, "Shard(0) on fsdp=2", 0, {}, {} };
     g.pieces = { makePiece(0, { 0, 0 }, { 3, 4 }), makePiece(1, { 4, 0 }, { 4, 4 }) };
-    TensorInfo s { "model.scale", DType::BFloat16, {}, "", -1, {} };
+    TensorInfo s { "model.scale", DType::BFloat16, {}, "", -1, {}, {} };
     s.pieces = { makePiece(0, {}, {}) };
     info->tensors = { w, b, g, s };
     info->problems.push_back(Problem { "/ckpt/run/global_step_5/actor/rank_0.pt", "model.gappy",
@@ -58,7 +58,7 @@ inline std::shared_ptr<const CheckpointInfo> largeCheckpoint(int count, int rank
     info->tensors.reserve(static_cast<std::size_t>(count));
     for (int t = 0; t < count; ++t) {
         TensorInfo tensor { "layers." + std::to_string(t / 10) + ".w" + std::to_string(t % 10), DType::BFloat16,
-                            { 64 * ranks, 32 }, "Shard(0)", -1, {} };
+                            { 64 * ranks, 32 }, "Shard(0)", -1, {}, {} };
         for (int r = 0; r < ranks; ++r)
             tensor.pieces.push_back(makePiece(r, { 64 * r, 0 }, { 64, 32 }));
         info->tensors.push_back(std::move(tensor));

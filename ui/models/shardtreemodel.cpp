@@ -630,7 +630,7 @@ QVariant ShardTreeModel::pieceData(int entryIndex, int pieceRow, int column, int
         case SizeColumn:
             return bytesText(pieceBytes(piece));
         case DTypeColumn:
-            return dtypeText(piece.storedDtype);
+            return storedText(piece);
         case ShapeColumn:
             return shapeText(piece.shape);
         case PlacementColumn:

@@ -289,12 +289,12 @@ QString PlacementView::describePiece(int pieceIndex) const
     // A split's plan has no bytes yet: its pieces say which file and key they will be written to.
     if (m_checkpoint->layout.rfind("planned ", 0) == 0)
         text += tr("to be written to %1 as %2, %3 %4")
-                    .arg(qs(piece.file), qs(piece.storageRecord), bytesText(pieceBytes(piece)), dtypeText(piece.storedDtype));
+                    .arg(qs(piece.file), qs(piece.storageRecord), bytesText(pieceBytes(piece)), storedText(piece));
     else
         text += tr("file %1, data at byte %2, %3 %4")
                     .arg(fileNameUnder(piece.file, m_checkpoint->root))
                     .arg(piece.dataOffset)
-                    .arg(bytesText(pieceBytes(piece)), dtypeText(piece.storedDtype));
+                    .arg(bytesText(pieceBytes(piece)), storedText(piece));
     for (const auto& entry : m_geometry.pieces) {
         if (entry.piece != pieceIndex || entry.replicas.empty())
             continue;
