@@ -4,7 +4,7 @@
 // ggml's Q8_0 blocks: 32 values as one fp16 scale d and 32 int8 q, value = d·q.
 
 #include "model/dtype.h"
-#include "model/q8_0_block.h"
+#include "model/quant_blocks.h"
 #include "result.h"
 
 #include <cstdint>

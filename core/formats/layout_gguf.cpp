@@ -3,7 +3,7 @@
 #include "formats/gguf_names.h"
 #include "formats/gguf_reader.h"
 #include "io/mapped_file.h"
-#include "model/q8_0_block.h"
+#include "model/quant_blocks.h"
 #include "model/tensor_reindex.h"
 
 #include <filesystem>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/safetensors_reader.h"
+#include "formats/mxfp4.h"
 #include "io/regular_file.h"
 #include "io/text_file.h"
 
@@ -774,9 +775,7 @@ Result<CheckpointInfo> scanIndexed(const fs::path& folder, const fs::path& index
     return info;
 }
 
-} // namespace
-
-Result<CheckpointInfo> scanSafetensorsFolder(const std::string& dirOrFile)
+Result<CheckpointInfo> scanAsStored(const std::string& dirOrFile)
 {
     std::error_code ec;
     const fs::path given = fs::absolute(fs::path(dirOrFile), ec).lexically_normal();
@@ -821,6 +820,16 @@ Result<CheckpointInfo> scanSafetensorsFolder(const std::string& dirOrFile)
         names += (i ? ", " : "") + files[i].filename().string();
     return makeError(given.string() + ": " + std::to_string(files.size()) + " .safetensors files (" + names
         + (files.size() > 3 ? ", …" : "") + ") but no " + kIndexName + " saying how they form one model");
+}
+
+} // namespace
+
+Result<CheckpointInfo> scanSafetensorsFolder(const std::string& dirOrFile)
+{
+    auto info = scanAsStored(dirOrFile);
+    if (info)
+        joinMxfp4Pairs(*info); // GPT-OSS's experts as transformers loads them
+    return info;
 }
 
 } // namespace tessera

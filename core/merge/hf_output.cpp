@@ -55,6 +55,11 @@ Result<HfConfigFacts> readHfConfig(const std::string& configDir)
     for (const char* key : { "torch_dtype", "dtype" })
         if (auto it = json.find(key); it != json.end() && it->is_string() && facts.torchDtype.empty())
             facts.torchDtype = it->get<std::string>();
+    if (auto it = json.find("quantization_config"); it != json.end()) {
+        const auto method = it->is_object() ? it->find("quant_method") : it->end();
+        facts.quantization = it->is_object() && method != it->end() && method->is_string() && !method->get<std::string>().empty()
+            ? method->get<std::string>() : "unknown";
+    }
     if (auto it = json.find("architectures"); it != json.end() && it->is_array())
         for (const auto& a : *it)
             if (a.is_string())
@@ -186,20 +191,32 @@ Result<std::string> rewriteConfigTied(const std::string& text)
     return json.dump(2) + "\n";
 }
 
-Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype,
-                       bool setTieWordEmbeddings)
+Result<std::string> rewriteConfigUnquantized(const std::string& text)
+{
+    auto json = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (json.is_discarded() || !json.is_object())
+        return makeError("config.json: not a valid JSON object");
+    if (!json.contains("quantization_config"))
+        return text;
+    json.erase("quantization_config");
+    return json.dump(2) + "\n";
+}
+
+Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, const ConfigEdits& edits)
 {
     for (const auto& name : listHfSideFiles(configDir)) {
         const fs::path from = fs::path(configDir) / name;
         const fs::path to = fs::path(destDir) / name;
-        if (name == "config.json" && (newDtype || setTieWordEmbeddings)) {
+        if (name == "config.json" && edits.any()) {
             auto text = readText(from);
             TESSERA_TRY(text);
             Result<std::string> rewritten = *text;
-            if (newDtype)
-                rewritten = rewriteConfigDtype(*rewritten, *newDtype);
-            if (rewritten && setTieWordEmbeddings)
+            if (edits.dtype)
+                rewritten = rewriteConfigDtype(*rewritten, *edits.dtype);
+            if (rewritten && edits.tieWordEmbeddings)
                 rewritten = rewriteConfigTied(*rewritten);
+            if (rewritten && edits.dropQuantization)
+                rewritten = rewriteConfigUnquantized(*rewritten);
             if (!rewritten)
                 return rewritten.error().withContext(from.string());
             TESSERA_TRY(writeFileSynced(to.string(), *rewritten));

@@ -17,6 +17,8 @@ struct HfConfigFacts {
     bool tieWordEmbeddingsSet = false;///< the key is present
     std::string torchDtype;           ///< `torch_dtype` (or v5 `dtype`), empty when absent
     std::vector<std::string> architectures;
+    /// quantization_config's quant_method ("mxfp4", "fp8"…), "unknown" when it names none; empty without one.
+    std::string quantization;
 };
 
 /// Reads `configDir/config.json`. A missing folder or file gives `found == false`; a file that is not valid
@@ -37,10 +39,21 @@ std::vector<std::string> listHfSideFiles(const std::string& configDir);
 /// `"torch_dtype"` is added as the last top-level key.
 Result<std::string> rewriteConfigDtype(const std::string& configText, DType dtype);
 
-/// Copies every side file of `configDir` into `destDir` byte for byte, each flushed to disk; with `newDtype`,
-/// config.json gets its dtype rewritten. Errors name the file.
-Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, std::optional<DType> newDtype,
-                       bool setTieWordEmbeddings = false);
+/// How config.json changes on its way into a merged model (or a split's copy of the side files).
+struct ConfigEdits {
+    std::optional<DType> dtype;     ///< torch_dtype set to this (rewriteConfigDtype)
+    bool tieWordEmbeddings = false; ///< tie_word_embeddings set to true (rewriteConfigTied)
+    bool dropQuantization = false;  ///< quantization_config removed: the weights are written dequantized
+    bool any() const { return dtype || tieWordEmbeddings || dropQuantization; }
+};
+
+/// Copies every side file of `configDir` into `destDir` byte for byte, each flushed to disk, except config.json
+/// when `edits` change it. Errors name the file.
+Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, const ConfigEdits& edits);
+
+/// `configText` without its `"quantization_config"` (for weights written unquantized: left there, transformers
+/// would look for the quantized tensors). Unchanged when it has none.
+Result<std::string> rewriteConfigUnquantized(const std::string& configText);
 
 /// `configText` with `"tie_word_embeddings": true` (key order kept; the file is re-indented as transformers
 /// writes it).

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/merge_engine.h"
 
-#include "formats/gguf_quant.h"
 #include "merge/box_copy.h"
+#include "merge/encoded_piece.h"
 #include "model/convert.h"
 #include "merge/hf_output.h"
 #include "merge/lora_fuse.h"
@@ -43,11 +43,12 @@ Error canceledError() { return makeError("canceled"); }
 struct Slab {
     Shape shape;
     Shape globalOffsets;
+    std::uint64_t srcElement = 0;    ///< its first stored element, from the piece's first
     std::uint64_t srcByteOffset = 0; ///< from the piece's first element
     std::uint64_t spanBytes = 0;
 };
 
-/// Bytes from a piece's first element to the end of its box `shape` (a Q8_0 box ends at a block's end).
+/// Bytes from a piece's first element to the end of its box `shape` (an encoded box ends at a block's end).
 std::uint64_t pieceSpanBytes(const Piece& p, const Shape& shape, const Shape& strides)
 {
     return storedByteOffset(p, boxSpanBytes(shape, strides, 1));
@@ -57,54 +58,40 @@ std::vector<Slab> slabsOf(const Piece& p)
 {
     std::vector<Slab> slabs;
     if (p.shape.empty()) {
-        slabs.push_back({ {}, {}, 0, storedByteOffset(p, 1) });
+        slabs.push_back({ {}, {}, 0, 0, storedByteOffset(p, 1) });
         return slabs;
     }
-    const std::uint64_t rowSpan = std::max<std::uint64_t>(1, pieceSpanBytes(p, Shape(p.shape.begin() + 1, p.shape.end()),
-                                                                           Shape(p.strides.begin() + 1, p.strides.end())));
+    const Shape rowShape(p.shape.begin() + 1, p.shape.end()), rowStrides(p.strides.begin() + 1, p.strides.end());
+    // An encoded slab is decoded to float32 whole (decodePieceElements), so that is the size that counts for it.
+    const std::uint64_t rowSpan = std::max<std::uint64_t>(1, p.encoding == PieceEncoding::Plain
+            ? pieceSpanBytes(p, rowShape, rowStrides)
+            : boxSpanBytes(rowShape, rowStrides, sizeof(float)));
     const std::int64_t rows = p.shape[0];
     std::int64_t perSlab = std::max<std::int64_t>(1, static_cast<std::int64_t>(kMergeChunkBytes / rowSpan));
-    if (p.encoding == PieceEncoding::Q8_0 && p.shape.size() == 1) // a vector's slabs must still be whole blocks
-        perSlab = std::max<std::int64_t>(kQ8_0BlockElements, perSlab / kQ8_0BlockElements * kQ8_0BlockElements);
+    const auto block = static_cast<std::int64_t>(blockElements(p));
+    if (block > 1 && p.shape.size() == 1) // a vector's slabs must still be whole blocks
+        perSlab = std::max<std::int64_t>(block, perSlab / block * block);
     for (std::int64_t r0 = 0; r0 < rows; r0 += perSlab) {
         Slab s;
         s.shape = p.shape;
         s.shape[0] = std::min(perSlab, rows - r0);
         s.globalOffsets = p.offsets;
         s.globalOffsets[0] += r0;
-        s.srcByteOffset = storedByteOffset(p, static_cast<std::uint64_t>(r0 * p.strides[0]));
+        s.srcElement = static_cast<std::uint64_t>(r0 * p.strides[0]);
+        s.srcByteOffset = storedByteOffset(p, s.srcElement);
         s.spanBytes = pieceSpanBytes(p, s.shape, p.strides);
         slabs.push_back(std::move(s));
     }
     return slabs;
 }
 
-Status checkBounds(const MappedFile& file, const Piece& p, const std::string& tensor)
+Status checkBounds(const MappedFile& file, const MappedFile* scales, const Piece& p, const std::string& tensor)
 {
     const std::uint64_t span = pieceSpanBytes(p, p.shape, p.strides);
     if (p.dataOffset > file.size() || span > file.size() - p.dataOffset)
         return makeError(p.file + ": " + tensor + ": the piece " + boxText(p.offsets, p.shape)
                          + " reaches past the end of the file (truncated or damaged?)");
-    return Status::success();
-}
-
-
-/// `n` elements of a piece from its stored element `s` on, as values of a dtype: a Plain piece's bytes where they
-/// are, a Q8_0 piece's blocks dequantized into `decoded` (the run must be whole blocks, which whole rows are).
-struct StoredRun {
-    const void* data;
-    DType dtype;
-};
-Result<StoredRun> storedRun(const Piece& p, const std::uint8_t* src, std::uint64_t s, std::uint64_t n,
-                            std::vector<float>& decoded)
-{
-    if (p.encoding == PieceEncoding::Plain)
-        return StoredRun { src + s * dtypeSize(p.storedDtype), p.storedDtype };
-    if (s % kQ8_0BlockElements != 0 || n % kQ8_0BlockElements != 0)
-        return makeError("a box of a Q8_0 tensor must hold whole blocks of 32 values (rows of a multiple of 32)");
-    decoded.resize(static_cast<std::size_t>(n));
-    dequantizeQ8_0(src + storedByteOffset(p, s), n, decoded.data());
-    return StoredRun { decoded.data(), DType::Float32 };
+    return checkScaleBounds(p, boxSpanBytes(p.shape, p.strides, 1), scales, tensor);
 }
 
 struct OutputFile {
@@ -139,8 +126,8 @@ Status verifyReplica(SourceFiles& files, const TensorInfo& t, const Piece& repli
     TESSERA_TRY(a);
     auto b = files.map(primary.file);
     TESSERA_TRY(b);
-    TESSERA_TRY(checkBounds(**a, replica, t.name));
-    TESSERA_TRY(checkBounds(**b, primary, t.name));
+    TESSERA_TRY(checkBounds(**a, nullptr, replica, t.name));
+    TESSERA_TRY(checkBounds(**b, nullptr, primary, t.name));
     if (replica.storedDtype != primary.storedDtype)
         return makeError(t.name + ": replica on rank " + std::to_string(replica.rank) + " is "
                          + std::string(torchName(replica.storedDtype)) + " but rank " + std::to_string(primary.rank)
@@ -213,7 +200,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
             return Status::success();
         auto map = files.map(p.file);
         TESSERA_TRY(map);
-        TESSERA_TRY(checkBounds(**map, p, t.name));
+        TESSERA_TRY(checkBounds(**map, nullptr, p, t.name));
         const std::uint8_t* base = (*map)->view().data() + p.dataOffset;
         while (done < length) {
             if (canceled && canceled())
@@ -229,7 +216,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
     }
     auto map = files.map(p.file);
     TESSERA_TRY(map);
-    TESSERA_TRY(checkBounds(**map, p, t.name));
+    TESSERA_TRY(checkBounds(**map, nullptr, p, t.name));
     const std::uint8_t* base = (*map)->view().data() + p.dataOffset;
     const std::uint64_t perChunk = std::max<std::uint64_t>(1, kMergeChunkBytes / std::max(inSize, outSize));
     std::vector<std::uint8_t> staging(static_cast<std::size_t>(std::min(perChunk, count) * outSize));
@@ -370,36 +357,56 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedT
         TESSERA_TRY(files.verifyStorage(p, canceled));
         auto map = files.map(p.file);
         TESSERA_TRY(map);
-        TESSERA_TRY(checkBounds(**map, p, t.name));
+        std::shared_ptr<MappedFile> scaleMap; // an MXFP4 piece's scale bytes
+        if (p.encoding == PieceEncoding::MXFP4) {
+            auto scales = files.map(p.scaleFile);
+            TESSERA_TRY(scales);
+            scaleMap = *scales;
+        }
+        TESSERA_TRY(checkBounds(**map, scaleMap.get(), p, t.name));
         const std::uint8_t* base = (*map)->view().data() + p.dataOffset;
-        std::vector<float> decoded; // a run of a Q8_0 piece, dequantized
+        const std::uint8_t* scaleBase = scaleMap ? scaleMap->view().data() + p.scaleOffset : nullptr;
+        std::vector<float> decoded;          // a slab of an encoded piece, decoded
+        std::vector<std::uint8_t> converted; // …and converted to the output dtype
         for (const Slab& slab : slabsOf(p)) {
             if (canceled && canceled())
                 return canceledError();
             (*map)->adviseWillNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
             const std::uint64_t dstBase = elementOffset(slab.globalOffsets, gstr);
             const std::uint8_t* src = base + slab.srcByteOffset;
-            if (!acc && p.encoding == PieceEncoding::Plain && p.storedDtype == planned.dtype) {
+            DType srcDtype = p.storedDtype;
+            if (p.encoding != PieceEncoding::Plain) {
+                // Decoded in stored order, then read like a plain piece with the same strides.
+                const std::uint64_t span = boxSpanBytes(slab.shape, p.strides, 1);
+                const bool convert = !acc && planned.dtype != DType::Float32;
+                auto status = decodePieceElements(p, base, scaleBase, slab.srcElement, span, decoded);
+                if (status && convert) {
+                    converted.resize(static_cast<std::size_t>(span * outSize));
+                    status = convertElements(decoded.data(), DType::Float32, converted.data(), planned.dtype, span);
+                }
+                if (!status)
+                    return status.error().withContext(p.file + ": " + t.name);
+                src = convert ? converted.data() : reinterpret_cast<const std::uint8_t*>(decoded.data());
+                srcDtype = convert ? planned.dtype : DType::Float32;
+            }
+            if (!acc && srcDtype == planned.dtype) {
                 // Bytes as they are: copied run by run, or line by line when the box is transposed.
                 copyBox(src, p.strides, slab.shape, outSize, dst + dstBase * outSize, gstr);
                 (*map)->adviseDontNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
                 continue;
             }
+            const std::size_t srcSize = dtypeSize(srcDtype);
             Status status;
             forEachRun(slab.shape, p.strides, gstr, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
                 if (!status)
                     return;
-                auto run = storedRun(p, src, s, n, decoded);
-                if (!run) {
-                    status = run.error();
-                    return;
-                }
+                const std::uint8_t* run = src + s * srcSize;
                 if (acc && p.role == PieceRole::PartialTerm)
-                    status = accumulatePartial(acc + dstBase + d, run->data, run->dtype, n);
+                    status = accumulatePartial(acc + dstBase + d, run, srcDtype, n);
                 else if (acc)
-                    status = convertElements(run->data, run->dtype, acc + dstBase + d, DType::Float32, n);
+                    status = convertElements(run, srcDtype, acc + dstBase + d, DType::Float32, n);
                 else
-                    status = convertElements(run->data, run->dtype, dst + (dstBase + d) * outSize, planned.dtype, n);
+                    status = convertElements(run, srcDtype, dst + (dstBase + d) * outSize, planned.dtype, n);
             });
             if (!status)
                 return status.error().withContext(p.file + ": " + t.name);
@@ -586,7 +593,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     if (options.writeFinish && !plan.indexJson.empty())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / "model.safetensors.index.json").string(), plan.indexJson));
     if (options.writeFinish && !plan.configDir.empty())
-        TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configDtype, plan.configTied));
+        TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configEdits()));
     for (const auto& [name, content] : options.writeFinish ? plan.generatedFiles : decltype(plan.generatedFiles)())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / name).string(), content));
     if (canceled())

@@ -594,7 +594,7 @@ Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned pa
     for (const auto& o : outputs) {
         const MergePlan& p = *o.plan;
         fnv.add(o.subfolder).add(p.layout).add(p.indexJson).add(std::uint64_t(p.configDtype ? int(*p.configDtype) + 1 : 0))
-            .add(std::uint64_t(p.configTied));
+            .add(std::uint64_t(p.configTied)).add(std::uint64_t(p.configDequantized));
         for (const auto& f : p.files)
             fnv.add(f.name).add(f.size).add(f.header);
         for (const auto& s : p.sideFiles)

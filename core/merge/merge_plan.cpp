@@ -124,7 +124,7 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
         const Piece& piece = t.pieces[i];
         if (!boxIsContiguousInTensor(piece.offsets, piece.shape, t.shape) || !isContiguous(piece.shape, piece.strides)
             || piece.encoding != PieceEncoding::Plain)
-            direct = false; // an encoded piece (Q8_0) is decoded on its way, never copied as bytes
+            direct = false; // an encoded piece (Q8_0, MXFP4) is decoded on its way, never copied as bytes
     }
     p.mode = direct ? CopyMode::Direct : CopyMode::Gather;
     p.bufferBytes = direct ? 0 : p.bytes;
@@ -309,6 +309,17 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
             message += "\n  " + errors[i];
         return makeError(message);
     }
+    // Tessera writes no quantized tensor of its own: a model whose MXFP4 experts it decodes, or one trained from a
+    // quantized base (a config.json from the Hub's MXFP4 or FP8 release, --hf_model_path), comes out unquantized,
+    // and config.json must stop saying otherwise or transformers would look for the quantized tensors. A Hugging
+    // Face folder's other tensors are copied as they are, quantized ones included, so its config stays.
+    if (!config->quantization.empty()) {
+        bool decoded = false;
+        for (const auto& t : plan.tensors)
+            for (const auto& piece : info.tensors[t.source].pieces)
+                decoded = decoded || piece.encoding == PieceEncoding::MXFP4;
+        plan.configDequantized = decoded || info.layout != "hf-safetensors";
+    }
     if (options.dtype) {
         plan.configDtype = options.dtype;
         for (const auto& t : plan.tensors)
@@ -389,6 +400,7 @@ nlohmann::json mergePlanToJson(const MergePlan& plan, const CheckpointInfo& info
     if (plan.configDtype)
         j["config_torch_dtype"] = std::string(torchName(*plan.configDtype));
     j["config_tie_word_embeddings"] = plan.configTied;
+    j["config_dequantized"] = plan.configDequantized;
     j["total_size"] = plan.totalBytes;
     j["disk_bytes"] = plan.diskBytes;
     j["memory_bytes"] = plan.memoryBytes;
@@ -476,6 +488,8 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
             out << "            config.json torch_dtype set to " << torchName(*plan.configDtype) << "\n";
         if (plan.configTied)
             out << "            config.json tie_word_embeddings set to true (--tie-word-embedding)\n";
+        if (plan.configDequantized)
+            out << "            config.json quantization_config removed (the weights are written unquantized)\n";
     }
     for (const auto& d : plan.dropped)
         out << "Not written " << d << "\n";

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "merge/hf_output.h"
 #include "model/checkpoint.h"
 #include "model/dtype.h"
 #include "model/lora_delta.h"
@@ -99,6 +100,7 @@ struct MergePlan {
     std::vector<std::pair<std::string, std::string>> generatedFiles; ///< written from memory (name → content)
     std::optional<DType> configDtype;    ///< set when config.json's torch_dtype is rewritten
     bool configTied = false;             ///< config.json gets tie_word_embeddings: true (--tie-word-embedding)
+    bool configDequantized = false;      ///< config.json loses quantization_config: the weights are unquantized
     std::vector<PlannedTensor> tensors;  ///< in the checkpoint's order (the state dict order Hugging Face shards by)
     std::vector<PlannedFile> files;
     std::string indexJson;               ///< model.safetensors.index.json, empty for a single file
@@ -108,6 +110,8 @@ struct MergePlan {
     std::uint64_t memoryBytes = 0;       ///< estimated peak memory for the options' thread count
     std::uint64_t largestTensorBytes = 0;
     std::vector<TieCheck> tieChecks;
+    /// What config.json becomes in the output.
+    ConfigEdits configEdits() const { return { configDtype, configTied, configDequantized }; }
     std::vector<std::string> dropped;    ///< "lm_head.weight (tied to model.embed_tokens.weight)"
     std::size_t fusedTensors = 0;        ///< weights with a LoRA update added
     std::vector<std::string> warnings;

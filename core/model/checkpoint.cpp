@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/checkpoint.h"
 #include "io/printable.h"
-#include "model/q8_0_block.h"
+#include "model/quant_blocks.h"
 
 namespace tessera {
 
@@ -17,12 +17,22 @@ std::uint64_t storedByteOffset(const Piece& p, std::uint64_t elements)
 {
     if (p.encoding == PieceEncoding::Q8_0)
         return (elements + kQ8_0BlockElements - 1) / kQ8_0BlockElements * kQ8_0BlockBytes;
+    if (p.encoding == PieceEncoding::MXFP4)
+        return (elements + kMxfp4BlockElements - 1) / kMxfp4BlockElements * kMxfp4BlockBytes;
     return elements * dtypeSize(p.storedDtype);
 }
 
 std::string storedTypeName(const Piece& p)
 {
-    return p.encoding == PieceEncoding::Q8_0 ? "Q8_0" : std::string(torchName(p.storedDtype));
+    switch (p.encoding) {
+    case PieceEncoding::Q8_0:
+        return "Q8_0";
+    case PieceEncoding::MXFP4:
+        return "MXFP4";
+    case PieceEncoding::Plain:
+        break;
+    }
+    return std::string(torchName(p.storedDtype));
 }
 
 std::uint64_t TensorInfo::numel() const

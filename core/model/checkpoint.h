@@ -31,6 +31,11 @@ enum class PieceEncoding {
     /// read as the float32 values llama.cpp dequantizes them to (`storedDtype` is Float32). A box of such a piece
     /// must cover whole blocks: its innermost dimension whole rows of a multiple of 32 elements.
     Q8_0,
+    /// OCP's MXFP4 as transformers stores GPT-OSS's experts (`<name>_blocks`, `<name>_scales`): every 32 consecutive
+    /// elements are 16 bytes of 4-bit E2M1 codes (low nibble first) in `file`, sharing one E8M0 scale byte (2^(s−127))
+    /// at `scaleOffset` + block index in `scaleFile`; read as the float32 values transformers dequantizes them to
+    /// (`storedDtype` is Float32). The piece's first element starts a block.
+    MXFP4,
 };
 
 /// One box of a logical tensor stored somewhere on disk.
@@ -55,13 +60,16 @@ struct Piece {
     /// none for formats without one (safetensors).
     std::optional<std::uint32_t> storageCrc32;
     std::string storageRecord;       ///< the record's name in its archive ("data/3"), for messages
+    std::string scaleFile;           ///< MXFP4: the file holding the blocks' scale bytes
+    std::uint64_t scaleOffset = 0;   ///< MXFP4: absolute byte offset there of the first block's scale
 };
 
-/// Bytes from a piece's first element to its element `elements` (in stored order); for Q8_0 a whole number of
-/// blocks, rounded up, so a span of elements ending inside a block includes that block.
+/// Bytes from a piece's first element to its element `elements` (in stored order); for Q8_0 and MXFP4 a whole
+/// number of blocks, rounded up, so a span of elements ending inside a block includes that block (MXFP4: the
+/// 4-bit codes only, its scales lie elsewhere).
 std::uint64_t storedByteOffset(const Piece& p, std::uint64_t elements);
 
-/// "float32", or "Q8_0" for a Q8_0 piece: what the bytes on disk are, for reports and the workbench.
+/// "float32", or "Q8_0"/"MXFP4" for an encoded piece: what the bytes on disk are, for reports and the workbench.
 std::string storedTypeName(const Piece& p);
 
 /// One logical tensor of the checkpoint, as its owner would see it after gathering.

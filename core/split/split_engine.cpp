@@ -439,7 +439,7 @@ Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const
     if (!plan.configDir.empty() && !plan.sideFiles.empty()) {
         const fs::path side = plan.sideFolder.empty() ? dir : dir / plan.sideFolder;
         fs::create_directories(side);
-        TESSERA_TRY(copyHfSideFiles(plan.configDir, side.string(), model.configDtype, model.configTied));
+        TESSERA_TRY(copyHfSideFiles(plan.configDir, side.string(), model.configEdits()));
         for (const auto& sf : plan.sideFiles)
             files.push_back(plan.sideFolder.empty() ? sf : plan.sideFolder + "/" + sf);
         TESSERA_TRY(syncFolder(side.string()));

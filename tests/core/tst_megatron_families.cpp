@@ -8,6 +8,7 @@
 #include "hfmodels.h"
 #include "megatronvalues.h"
 
+#include "formats/mxfp4.h"
 #include "formats/safetensors_reader.h"
 #include "formats/scan.h"
 #include "formats/megatron_names.h"
@@ -18,8 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -120,6 +123,139 @@ std::set<std::string> tensorNames(const std::string& checkpoint)
         for (const auto& t : info->tensors)
             names.insert(t.name);
     return names;
+}
+
+/// GPT-OSS as the Hub publishes it (openai/gpt-oss-20b): the experts' gate_up_proj and down_proj in MXFP4, the
+/// rest in bf16. The sizes are multiples of 32, as MXFP4 needs.
+const char* const kGptOssMxfp4Config = R"({
+  "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 64, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 2, "intermediate_size": 32, "vocab_size": 100,
+  "num_local_experts": 4, "num_experts_per_tok": 2, "attention_bias": true, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "quantization_config": { "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                      "model.embed_tokens", "lm_head"], "quant_method": "mxfp4" }
+})";
+
+/// One expert tensor [E, C, R] as MXFP4 stores it: codes [E, R, C/32, 16], scales [E, R, C/32], and the bf16
+/// values transformers' convert_moe_packed_tensors gives for them, worked out here on their own: each code byte's
+/// low nibble then high nibble through E2M1's table, times 2^(scale − 127), as [E, R, C], then transposed.
+struct Mxfp4Tensor {
+    std::string codes, scales;
+    test::Values values; ///< bf16 [E, C, R]
+};
+
+Mxfp4Tensor mxfp4Tensor(const Shape& shape, std::uint32_t seed)
+{
+    static const float e2m1[16] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0f, -0.5, -1, -1.5, -2, -3, -4, -6 };
+    const std::int64_t E = shape[0], C = shape[1], R = shape[2], G = C / 32;
+    Mxfp4Tensor t;
+    std::uint32_t state = seed;
+    auto next = [&] { return state = state * 1664525u + 1013904223u; };
+    for (std::int64_t i = 0; i < E * R * G * 16; ++i)
+        t.codes.push_back(static_cast<char>(next() >> 24));
+    for (std::int64_t i = 0; i < E * R * G; ++i)
+        t.scales.push_back(static_cast<char>(118 + (next() >> 24) % 18)); // 2^-9 … 2^8
+    t.values.resize(static_cast<std::size_t>(E * C * R));
+    for (std::int64_t e = 0; e < E; ++e)
+        for (std::int64_t r = 0; r < R; ++r)
+            for (std::int64_t c = 0; c < C; ++c) {
+                const std::int64_t block = (e * R + r) * G + c / 32;
+                const auto byte = static_cast<std::uint8_t>(t.codes[block * 16 + (c % 32) / 2]);
+                const float code = e2m1[c % 2 ? byte >> 4 : byte & 15];
+                const float value = code * std::ldexp(1.0f, static_cast<std::uint8_t>(t.scales[block]) - 127);
+                t.values[(e * C + c) * R + r] = test::floatToBf16(value);
+            }
+    return t;
+}
+
+/// Writes a safetensors file of `entries` with `bytes[i]` for entry i.
+void writeSafetensors(const std::string& path, const std::vector<SafetensorsEntry>& entries,
+                      const std::vector<std::string>& bytes)
+{
+    auto layout = planSafetensorsFile(entries, { { "format", "pt" } });
+    if (!layout)
+        qFatal("%s", layout.error().message.c_str());
+    std::string file(layout->fileSize, '\0');
+    std::memcpy(file.data(), layout->header.data(), layout->header.size());
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        std::memcpy(file.data() + layout->dataOffsets[i], bytes[i].data(), bytes[i].size());
+    test::writeFile(path, file);
+}
+
+/// A GPT-OSS model as the Hub has it, with the MXFP4 scales in a second shard when `shardScales`.
+struct Mxfp4Model {
+    std::string dir;
+    std::map<std::string, test::Values> dequantized; ///< every tensor as transformers loads it (bf16)
+    std::string bf16Dir; ///< the same model saved in bf16, as transformers saves it after dequantizing
+};
+
+bool endsWith(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Mxfp4Model writeGptOssMxfp4(bool shardScales)
+{
+    Mxfp4Model m;
+    const std::string root = test::makeTempDir();
+    m.dir = root + "/mxfp4";
+    m.bf16Dir = root + "/bf16";
+    fs::create_directories(m.dir);
+    fs::create_directories(m.bf16Dir);
+    test::writeFile(m.dir + "/config.json", kGptOssMxfp4Config);
+    auto plain = nlohmann::json::parse(kGptOssMxfp4Config);
+    plain.erase("quantization_config");
+    test::writeFile(m.bf16Dir + "/config.json", plain.dump(2) + "\n");
+    auto config = readHfModelConfig(m.dir);
+    auto rules = config ? selectMappingRules(config->architectures, config->modelType) : Result<MappingRuleSet>(config.error());
+    auto vars = rules ? resolveConfigVars(*config, *rules, { { "value_model", 0 } }) : Result<ConfigVars>(rules.error());
+    auto expected = vars ? expectedHfParameters(*rules, *vars) : Result<std::vector<ExpectedParameter>>(vars.error());
+    if (!expected)
+        qFatal("%s", expected.error().message.c_str());
+
+    std::vector<SafetensorsEntry> weights, scales, bf16;
+    std::vector<std::string> weightBytes, scaleBytes, bf16Bytes;
+    std::uint16_t next = 0x3c00;
+    std::uint32_t seed = 1;
+    for (const auto& p : *expected) {
+        const bool quantized = endsWith(p.name, "mlp.experts.gate_up_proj") || endsWith(p.name, "mlp.experts.down_proj");
+        test::Values values;
+        if (quantized) {
+            const std::int64_t E = p.shape[0], C = p.shape[1], R = p.shape[2];
+            Mxfp4Tensor t = mxfp4Tensor(p.shape, seed++);
+            weights.push_back({ p.name + "_blocks", DType::UInt8, { E, R, C / 32, 16 } });
+            weightBytes.push_back(t.codes);
+            (shardScales ? scales : weights).push_back({ p.name + "_scales", DType::UInt8, { E, R, C / 32 } });
+            (shardScales ? scaleBytes : weightBytes).push_back(t.scales);
+            values = std::move(t.values);
+        } else {
+            std::uint64_t n = 1;
+            for (auto d : p.shape)
+                n *= static_cast<std::uint64_t>(d);
+            for (std::uint64_t i = 0; i < n; ++i)
+                values.push_back(next++);
+            weights.push_back({ p.name, DType::BFloat16, p.shape });
+            weightBytes.emplace_back(reinterpret_cast<const char*>(values.data()), values.size() * 2);
+        }
+        bf16.push_back({ p.name, DType::BFloat16, p.shape });
+        bf16Bytes.emplace_back(reinterpret_cast<const char*>(values.data()), values.size() * 2);
+        m.dequantized[p.name] = std::move(values);
+    }
+    writeSafetensors(m.bf16Dir + "/model.safetensors", bf16, bf16Bytes);
+    if (!shardScales) {
+        writeSafetensors(m.dir + "/model.safetensors", weights, weightBytes);
+        return m;
+    }
+    writeSafetensors(m.dir + "/model-00001-of-00002.safetensors", weights, weightBytes);
+    writeSafetensors(m.dir + "/model-00002-of-00002.safetensors", scales, scaleBytes);
+    nlohmann::json index;
+    index["metadata"] = nlohmann::json::object();
+    for (const auto& e : weights)
+        index["weight_map"][e.name] = "model-00001-of-00002.safetensors";
+    for (const auto& e : scales)
+        index["weight_map"][e.name] = "model-00002-of-00002.safetensors";
+    test::writeFile(m.dir + "/model.safetensors.index.json", index.dump(2));
+    return m;
 }
 
 } // namespace
@@ -497,6 +633,90 @@ private Q_SLOTS:
             for (std::int64_t h = 0; h < H; ++h)
                 QCOMPARE(downBias[e * H + h], b2[h]);
         }
+    }
+
+    void mxfp4DequantizesAsTransformers()
+    {
+        // Low nibble first, through E2M1's table, times 2^(scale − 127) in float32: scale 128 doubles, scale 0 gives
+        // float32 subnormals, scale 255 is an infinite factor (±inf, and NaN for a zero code).
+        std::uint8_t codes[3 * 16] = {};
+        codes[0] = 0x21;  // 0.5, then 1
+        codes[1] = 0x9F;  // -6, then -0.5
+        codes[16] = 0x21;
+        codes[32] = 0x10; // 0, then 0.5
+        const std::uint8_t scales[3] = { 128, 0, 255 };
+        float out[96];
+        dequantizeMxfp4(codes, scales, 3, out);
+        QCOMPARE(out[0], 1.0f);
+        QCOMPARE(out[1], 2.0f);
+        QCOMPARE(out[2], -12.0f);
+        QCOMPARE(out[3], -1.0f);
+        QCOMPARE(out[31], 0.0f);
+        QCOMPARE(out[32], std::ldexp(1.0f, -128));
+        QCOMPARE(out[33], std::ldexp(1.0f, -127));
+        QVERIFY(std::isnan(out[64]));
+        QCOMPARE(out[65], std::numeric_limits<float>::infinity());
+    }
+
+    void mxfp4ExpertsReadAsTransformersLoadsThem_data()
+    {
+        QTest::addColumn<bool>("shardScales");
+        QTest::newRow("one file") << false;
+        QTest::newRow("scales in another shard") << true;
+    }
+
+    void mxfp4ExpertsReadAsTransformersLoadsThem()
+    {
+        // The Hub's GPT-OSS keeps its experts as <name>_blocks and <name>_scales; Tessera shows and reads them as
+        // the one bf16 tensor transformers loads, transposed, with the values its dequantizer gives.
+        QFETCH(bool, shardScales);
+        const Mxfp4Model m = writeGptOssMxfp4(shardScales);
+        auto info = scanCheckpoint(m.dir);
+        QVERIFY_RESULT(info);
+        for (const auto& problem : info->problems)
+            QFAIL(problem.text().c_str());
+        QCOMPARE(info->tensors.size(), m.dequantized.size());
+        const TensorInfo* gateUp = info->find("model.layers.1.mlp.experts.gate_up_proj");
+        QVERIFY(gateUp);
+        QCOMPARE(gateUp->dtype, DType::BFloat16);
+        QCOMPARE(gateUp->shape, (Shape { 4, 64, 64 }));
+        QCOMPARE(storedTypeName(gateUp->pieces.front()), std::string("MXFP4"));
+        QVERIFY(info->notes.count("mxfp4"));
+        for (const auto& t : info->tensors)
+            QVERIFY2(test::materialize(t) == m.dequantized.at(t.name), t.name.c_str());
+    }
+
+    void mxfp4ModelMergesDiffsAndSplits()
+    {
+        // Merged, it is the bf16 model transformers saves after dequantizing, and config.json loses its
+        // quantization_config; diffed against that model, every tensor is identical; split into Megatron, the
+        // experts go out as bf16 and merge back bit-exact.
+        const Mxfp4Model m = writeGptOssMxfp4(true);
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "inspect", m.dir }), &out, &err), 0);
+        QVERIFY(out.contains(QStringLiteral("4 MXFP4 tensors")));
+        const std::string merged = test::makeTempDir() + "/merged";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", m.dir, "--target_dir", merged, "--quiet" }), &out, &err), 0);
+        QVERIFY(sameFile(merged + "/model.safetensors", m.bf16Dir + "/model.safetensors"));
+        QVERIFY(!nlohmann::json::parse(test::readFile(merged + "/config.json")).contains("quantization_config"));
+
+        QCOMPARE(test::runTessera(A({ "diff", m.dir, m.bf16Dir, "--json" }), &out, &err), 0);
+        const auto report = nlohmann::json::parse(out.toStdString());
+        QCOMPARE(report["counts"]["identical"].get<std::size_t>(), m.dequantized.size());
+
+        const std::string split = test::makeTempDir() + "/split";
+        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", m.dir, "--target_dir", split, "--format", "megatron", "--tp",
+                                      "2", "--ep", "2", "--quiet" }),
+                                  &out, &err),
+                 0);
+        const std::string back = merge(split);
+        QVERIFY(!back.empty());
+        QVERIFY(sameFile(back + "/model.safetensors", m.bf16Dir + "/model.safetensors"));
+        QVERIFY(!nlohmann::json::parse(test::readFile(back + "/config.json")).contains("quantization_config"));
+        // A Megatron merge given the Hub's MXFP4 folder for its config writes bf16 weights: the config says so.
+        const std::string withHubConfig = merge(split, m.dir);
+        QVERIFY(!withHubConfig.empty());
+        QVERIFY(!nlohmann::json::parse(test::readFile(withHubConfig + "/config.json")).contains("quantization_config"));
     }
 
     void gptOssMappingShowsTheStackedExperts()

@@ -36,8 +36,17 @@ void MergePlanModel::setPlan(std::shared_ptr<const tessera::MergePlan> plan)
         for (const auto& side : m_plan->sideFiles) {
             const QString name = qs(side);
             QString contents = tr("copied from %1/").arg(config.dirName());
-            if (name == QLatin1String("config.json") && m_plan->configDtype)
-                contents = tr("copied, torch_dtype set to %1").arg(dtypeText(*m_plan->configDtype));
+            if (name == QLatin1String("config.json")) {
+                QStringList edits;
+                if (m_plan->configDtype)
+                    edits << tr("torch_dtype set to %1").arg(dtypeText(*m_plan->configDtype));
+                if (m_plan->configTied)
+                    edits << tr("tie_word_embeddings set to true");
+                if (m_plan->configDequantized)
+                    edits << tr("quantization_config removed (the weights are unquantized)");
+                if (!edits.isEmpty())
+                    contents = tr("copied, %1").arg(edits.join(QStringLiteral(", ")));
+            }
             m_rows.push_back({ Kind::SideFile, name, -1, quint64(QFileInfo(config.filePath(name)).size()), contents });
         }
     }

@@ -718,6 +718,8 @@ void MergePage::updatePlan()
                       bytesText(p.largestTensorBytes), bytesText(p.bufferBytes));
     if (p.configDtype)
         lines << tr("config.json torch_dtype becomes %1").arg(dtypeText(*p.configDtype));
+    if (p.configDequantized)
+        lines << tr("config.json loses its quantization_config: the weights are written unquantized");
     if (m_loraMerge) {
         const auto& c = m_loraMerge->checkpoint.config;
         const auto& plans = m_loraMerge->plans;

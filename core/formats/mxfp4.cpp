@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "formats/mxfp4.h"
+#include "model/quant_blocks.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace tessera {
+
+namespace {
+
+constexpr float kE2M1[16] = { +0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
+                              -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
+
+/// 2^(scale − 127) as a float32, as torch computes it (pow(2, int) in float32): 2^−127 is a subnormal, exact;
+/// 2^128 overflows to infinity.
+float scaleFactor(std::uint8_t scale)
+{
+    if (scale == 255)
+        return std::numeric_limits<float>::infinity();
+    return std::ldexp(1.0f, static_cast<int>(scale) - 127);
+}
+
+bool endsWith(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The one plain piece of a tensor as a Hugging Face folder stores it, or nullptr.
+const Piece* wholePiece(const TensorInfo& t)
+{
+    if (t.dtype != DType::UInt8 || t.pieces.size() != 1)
+        return nullptr;
+    const Piece& p = t.pieces.front();
+    return p.encoding == PieceEncoding::Plain && p.storedDtype == DType::UInt8 && p.shape == t.shape ? &p : nullptr;
+}
+
+/// `<name>` from its blocks and scales, when they have GPT-OSS's shapes: blocks [E, R, G, 16], scales [E, R, G].
+std::optional<TensorInfo> joined(const std::string& name, const TensorInfo& blocks, const TensorInfo& scales)
+{
+    const Piece* b = wholePiece(blocks);
+    const Piece* s = wholePiece(scales);
+    if (!b || !s || blocks.shape.size() != 4 || scales.shape.size() != 3
+        || blocks.shape[3] != static_cast<std::int64_t>(kMxfp4BlockBytes)
+        || !std::equal(scales.shape.begin(), scales.shape.end(), blocks.shape.begin()))
+        return std::nullopt;
+    const std::int64_t experts = blocks.shape[0], rows = blocks.shape[1], groups = blocks.shape[2];
+    if (experts <= 0 || rows <= 0 || groups <= 0
+        || groups > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(kMxfp4BlockElements))
+        return std::nullopt;
+    const std::int64_t columns = groups * static_cast<std::int64_t>(kMxfp4BlockElements);
+
+    TensorInfo t;
+    t.name = name;
+    t.dtype = DType::BFloat16;
+    t.shape = { experts, columns, rows };
+    Piece piece = *b;
+    piece.offsets = { 0, 0, 0 };
+    piece.shape = t.shape;
+    piece.strides = { rows * columns, 1, columns }; // stored as [E, R, G·32]: the transpose is in the strides
+    piece.storedDtype = DType::Float32;
+    piece.encoding = PieceEncoding::MXFP4;
+    piece.scaleFile = s->file;
+    piece.scaleOffset = s->dataOffset;
+    t.pieces.push_back(std::move(piece));
+    return t;
+}
+
+} // namespace
+
+void dequantizeMxfp4(const std::uint8_t* codes, const std::uint8_t* scales, std::uint64_t blocks, float* dst)
+{
+    for (std::uint64_t b = 0; b < blocks; ++b) {
+        const float factor = scaleFactor(scales[b]);
+        const std::uint8_t* code = codes + b * kMxfp4BlockBytes;
+        float* out = dst + b * kMxfp4BlockElements;
+        for (std::uint64_t j = 0; j < kMxfp4BlockBytes; ++j) {
+            out[2 * j] = kE2M1[code[j] & 0x0F] * factor;
+            out[2 * j + 1] = kE2M1[code[j] >> 4] * factor;
+        }
+    }
+}
+
+std::size_t joinMxfp4Pairs(CheckpointInfo& info)
+{
+    static const std::string kBlocks = "_blocks", kScales = "_scales";
+    std::map<std::string, std::size_t> indexOf;
+    for (std::size_t i = 0; i < info.tensors.size(); ++i)
+        indexOf.emplace(info.tensors[i].name, i);
+
+    std::map<std::size_t, TensorInfo> joinedAt; // blocks' index → the joined tensor, which takes its place
+    std::vector<bool> consumed(info.tensors.size(), false);
+    for (std::size_t i = 0; i < info.tensors.size(); ++i) {
+        const TensorInfo& t = info.tensors[i];
+        if (!endsWith(t.name, kBlocks))
+            continue;
+        const std::string name = t.name.substr(0, t.name.size() - kBlocks.size());
+        const auto scales = indexOf.find(name + kScales);
+        if (scales == indexOf.end() || indexOf.count(name)) // a tensor of that name already: leave both alone
+            continue;
+        if (auto one = joined(name, t, info.tensors[scales->second])) {
+            consumed[i] = consumed[scales->second] = true;
+            joinedAt.emplace(i, std::move(*one));
+        }
+    }
+    if (joinedAt.empty())
+        return 0;
+    std::vector<TensorInfo> tensors;
+    for (std::size_t i = 0; i < info.tensors.size(); ++i) {
+        if (const auto one = joinedAt.find(i); one != joinedAt.end())
+            tensors.push_back(std::move(one->second));
+        else if (!consumed[i])
+            tensors.push_back(std::move(info.tensors[i]));
+    }
+    info.tensors = std::move(tensors);
+    info.notes["mxfp4"] = std::to_string(joinedAt.size()) + " MXFP4 tensors (<name>_blocks with <name>_scales) read "
+        "as the bfloat16 values transformers dequantizes them to";
+    return joinedAt.size();
+}
+
+} // namespace tessera
