@@ -686,6 +686,35 @@ private Q_SLOTS:
             QVERIFY2(test::materialize(t) == m.dequantized.at(t.name), t.name.c_str());
     }
 
+    void mxfp4PairsOfOtherShapesStayAsStored()
+    {
+        // Only blocks [E, R, G, 16] with scales [E, R, G] are one MXFP4 tensor; anything else is shown as stored.
+        const std::string dir = test::makeTempDir() + "/hf";
+        fs::create_directories(dir);
+        writeSafetensors(dir + "/model.safetensors",
+                         { { "a_blocks", DType::UInt8, { 2, 3, 1, 16 } }, { "a_scales", DType::UInt8, { 2, 3, 1 } },
+                           { "b_blocks", DType::UInt8, { 2, 3, 1, 16 } }, { "b_scales", DType::UInt8, { 2, 3, 2 } },
+                           { "c_blocks", DType::UInt8, { 3, 1, 16 } }, { "c_scales", DType::UInt8, { 3, 1 } },
+                           { "d_blocks", DType::UInt8, { 1, 1, 1, 16 } }, { "d_scales", DType::UInt8, { 1, 1, 1 } },
+                           { "d", DType::UInt8, { 1 } } },
+                         { std::string(96, '\x11'), std::string(6, '\x7f'), std::string(96, '\0'), std::string(12, '\0'),
+                           std::string(48, '\0'), std::string(3, '\0'), std::string(16, '\0'), std::string(1, '\0'),
+                           std::string(1, '\0') });
+        auto info = scanCheckpoint(dir);
+        QVERIFY_RESULT(info);
+        std::set<std::string> names;
+        for (const auto& t : info->tensors)
+            names.insert(t.name);
+        QCOMPARE(names, (std::set<std::string> { "a", "b_blocks", "b_scales", "c_blocks", "c_scales", "d", "d_blocks",
+                                                 "d_scales" }));
+        const TensorInfo* a = info->find("a");
+        QCOMPARE(a->shape, (Shape { 2, 32, 3 }));
+        const auto values = test::materialize(*a);
+        QCOMPARE(values.size(), std::size_t(2 * 32 * 3));
+        for (std::uint16_t v : values)
+            QCOMPARE(test::bf16ToFloat(v), 0.5f); // code 1 (0.5) × 2^(127 − 127)
+    }
+
     void mxfp4ModelMergesDiffsAndSplits()
     {
         // Merged, it is the bf16 model transformers saves after dequantizing, and config.json loses its
