@@ -101,15 +101,25 @@ const char* const kGptOssConfig = R"({
   "layer_types": ["sliding_attention", "full_attention"], "tie_word_embeddings": false, "torch_dtype": "bfloat16"
 })";
 
-/// Splits `model` into `layout` and merges it back; true when the bytes are the model's.
-bool roundTrips(const std::string& model, const QStringList& layout, std::string* splitDir = nullptr)
+/// Splits the Hugging Face model `model` into `layout` (split's flags) in a fresh folder; returns it, or nothing
+/// (with split's message) when split fails.
+std::string splitModel(const std::string& model, const QStringList& layout)
 {
     const std::string split = test::makeTempDir() + "/split";
     QString out, err;
     if (test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--quiet" }) + layout, &out, &err) != 0) {
         qWarning("%s", qPrintable(err));
-        return false;
+        return {};
     }
+    return split;
+}
+
+/// Splits `model` into `layout` and merges it back; true when the bytes are the model's.
+bool roundTrips(const std::string& model, const QStringList& layout, std::string* splitDir = nullptr)
+{
+    const std::string split = splitModel(model, layout);
+    if (split.empty())
+        return false;
     if (splitDir)
         *splitDir = split;
     const std::string merged = merge(split, model);
@@ -314,9 +324,8 @@ private Q_SLOTS:
     void deepSeekV3RoundTripsThroughEveryLegacyLayout()
     {
         QFETCH(QStringList, layout);
-        const std::string split = test::makeTempDir() + "/split";
-        QString out, err;
-        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", reference(), "--target_dir", split, "--quiet" }) + layout, &out, &err), 0);
+        const std::string split = splitModel(reference(), layout);
+        QVERIFY(!split.empty());
         const std::string merged = merge(split, reference());
         QVERIFY(!merged.empty());
         QVERIFY(sameFile(merged + "/model.safetensors", reference() + "/model.safetensors"));
@@ -459,12 +468,8 @@ private Q_SLOTS:
     {
         // verl's converter and Megatron-core before 2026 call the MTP layer's transformer layer transformer_layer.
         const std::string model = deepSeekWithMtp();
-        const std::string split = test::makeTempDir() + "/split";
-        QString out, err;
-        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--format", "megatron", "--tp",
-                                      "2", "--ep", "2", "--quiet" }),
-                                  &out, &err),
-                 0);
+        const std::string split = splitModel(model, A({ "--format", "megatron", "--tp", "2", "--ep", "2" }));
+        QVERIFY(!split.empty());
         auto info = scanCheckpoint(split);
         QVERIFY_RESULT(info);
         std::set<std::string> expected;
@@ -517,11 +522,8 @@ private Q_SLOTS:
 
         // An MTP layer under a config.json that declares none is named as such.
         const std::string model = deepSeekWithMtp();
-        const std::string split = test::makeTempDir() + "/split";
-        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--format", "megatron",
-                                      "--quiet" }),
-                                  &out, &err),
-                 0);
+        const std::string split = splitModel(model, A({ "--format", "megatron" }));
+        QVERIFY(!split.empty());
         QCOMPARE(test::runTessera(A({ "merge", "--backend", "megatron", "--local_dir", split, "--target_dir",
                                       test::makeTempDir() + "/m", "--hf_model_path", reference() }),
                                   &out, &err),
@@ -595,12 +597,8 @@ private Q_SLOTS:
         // are Hugging Face's interleaved columns (gate = [..., ::2], up = [..., 1::2]) of its entry, transposed,
         // and linear_fc2 is down_proj's entry transposed, as Megatron-Bridge's GPT-OSS mappings convert them.
         const std::string model = test::writeHfModel(kGptOssConfig);
-        const std::string split = test::makeTempDir() + "/split";
-        QString out, err;
-        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--format", "megatron", "--tp",
-                                      "2", "--ep", "2", "--quiet" }),
-                                  &out, &err),
-                 0);
+        const std::string split = splitModel(model, A({ "--format", "megatron", "--tp", "2", "--ep", "2" }));
+        QVERIFY(!split.empty());
         auto megatron = scanCheckpoint(split);
         QVERIFY_RESULT(megatron);
         auto hf = scanCheckpoint(model);
@@ -733,11 +731,8 @@ private Q_SLOTS:
         const auto report = nlohmann::json::parse(out.toStdString());
         QCOMPARE(report["counts"]["identical"].get<std::size_t>(), m.dequantized.size());
 
-        const std::string split = test::makeTempDir() + "/split";
-        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", m.dir, "--target_dir", split, "--format", "megatron", "--tp",
-                                      "2", "--ep", "2", "--quiet" }),
-                                  &out, &err),
-                 0);
+        const std::string split = splitModel(m.dir, A({ "--format", "megatron", "--tp", "2", "--ep", "2" }));
+        QVERIFY(!split.empty());
         const std::string back = merge(split);
         QVERIFY(!back.empty());
         QVERIFY(sameFile(back + "/model.safetensors", m.bf16Dir + "/model.safetensors"));
@@ -751,12 +746,8 @@ private Q_SLOTS:
     void gptOssMappingShowsTheStackedExperts()
     {
         const std::string model = test::writeHfModel(kGptOssConfig);
-        const std::string split = test::makeTempDir() + "/split";
-        QString out, err;
-        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--format", "megatron", "--tp",
-                                      "2", "--ep", "2", "--quiet" }),
-                                  &out, &err),
-                 0);
+        const std::string split = splitModel(model, A({ "--format", "megatron", "--tp", "2", "--ep", "2" }));
+        QVERIFY(!split.empty());
         auto info = scanCheckpoint(split);
         QVERIFY_RESULT(info);
         MappingOptions options;
@@ -835,9 +826,8 @@ private Q_SLOTS:
         QFETCH(QString, config);
         QFETCH(QStringList, layout);
         const std::string model = test::writeHfModel(config.toStdString());
-        const std::string split = test::makeTempDir() + "/split";
-        QString out, err;
-        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", model, "--target_dir", split, "--quiet" }) + layout, &out, &err), 0);
+        const std::string split = splitModel(model, layout);
+        QVERIFY(!split.empty());
         // The Megatron names are Megatron-Bridge's: the post-attention and post-feed-forward norms inside the row
         // linears, q/k norms as their own modules (Gemma 3).
         auto info = scanCheckpoint(split);
@@ -989,12 +979,9 @@ private Q_SLOTS:
     void droppedExpertFoldersAreNamed()
     {
         // What verl's legacy saver leaves with EP 2: the expert rank 0 folders only.
-        const std::string split = test::makeTempDir() + "/split";
+        const std::string split = splitModel(reference(), A({ "--format", "megatron", "--tp", "2", "--pp", "1", "--ep", "2" }));
+        QVERIFY(!split.empty());
         QString out, err;
-        QCOMPARE(test::runTessera(A({ "split", "--hf_dir", reference(), "--target_dir", split, "--format", "megatron",
-                                      "--tp", "2", "--pp", "1", "--ep", "2", "--quiet" }),
-                                  &out, &err),
-                 0);
         fs::remove_all(split + "/model/mp_rank_00_001");
         fs::remove_all(split + "/model/mp_rank_01_001");
         QCOMPARE(test::runTessera(A({ "merge", "--backend", "megatron", "--local_dir", split, "--target_dir",
