@@ -138,6 +138,32 @@ struct FakeMerge {
     }
 };
 
+/// Starts `tessera args…` and kills it (SIGKILL) as soon as a part's output folder below `parent` holds a file
+/// with `extension`; true when it was still running then (false: it finished before).
+bool killWhileWriting(const QStringList& args, const std::string& parent, const std::string& extension)
+{
+    QProcess p;
+    p.start(q(test::tesseraBinary()), args);
+    if (!p.waitForStarted())
+        return false;
+    QElapsedTimer waited;
+    waited.start();
+    auto writing = [&] {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(parent, ec))
+            for (const auto& f : fs::directory_iterator(entry.path() / "out", ec))
+                if (f.path().extension() == extension)
+                    return true;
+        return false;
+    };
+    while (p.state() != QProcess::NotRunning && waited.elapsed() < 20000 && !writing())
+        QThread::usleep(200);
+    const bool running = p.state() != QProcess::NotRunning;
+    ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+    p.waitForFinished(30000);
+    return running;
+}
+
 } // namespace
 
 class TestParts : public QObject {
@@ -260,25 +286,7 @@ private Q_SLOTS:
         test::writeFile(target + "/README.md", "kept\n");
         QString so, se;
         // Part 1 is killed once its bytes are being written into the shared folder.
-        QProcess p;
-        p.start(q(test::tesseraBinary()), part(args, target, 1, 3));
-        QVERIFY(p.waitForStarted());
-        QElapsedTimer waited;
-        waited.start();
-        auto writing = [&] {
-            std::error_code ec;
-            for (const auto& entry : fs::directory_iterator(target, ec))
-                if (entry.path().filename().string().rfind(".tessera-parts-", 0) == 0)
-                    for (const auto& f : fs::directory_iterator(entry.path() / "out", ec))
-                        if (f.path().extension() == ".safetensors")
-                            return true;
-            return false;
-        };
-        while (p.state() != QProcess::NotRunning && waited.elapsed() < 20000 && !writing())
-            QThread::usleep(200);
-        QVERIFY(p.state() != QProcess::NotRunning);
-        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
-        QVERIFY(p.waitForFinished(30000));
+        QVERIFY(killWhileWriting(part(args, target, 1, 3), target, ".safetensors"));
         QVERIFY(!fs::exists(fs::path(target) / "model.safetensors"));
         QCOMPARE(test::runTessera(part(args, target, 2, 3), &so, &se), 0);
         QVERIFY2(so.isEmpty(), qPrintable(so)); // --quiet
@@ -596,26 +604,10 @@ private Q_SLOTS:
         QCOMPARE(test::runTessera(args + A({ "--target_dir", single }), &so, &se), 0);
         const std::string parent = test::makeTempDir();
         const std::string target = parent + "/split";
-        QProcess p;
-        p.start(q(test::tesseraBinary()), args + A({ "--target_dir", target, "--part", "0/2" }));
-        QVERIFY(p.waitForStarted());
-        QElapsedTimer waited;
-        waited.start();
-        auto writing = [&] {
-            std::error_code ec;
-            for (const auto& entry : fs::directory_iterator(parent, ec))
-                for (const auto& f : fs::directory_iterator(entry.path() / "out", ec))
-                    if (f.path().extension() == ".pt")
-                        return true;
-            return false;
-        };
-        while (p.state() != QProcess::NotRunning && waited.elapsed() < 20000 && !writing())
-            QThread::usleep(200);
-        const bool killedWhileWriting = p.state() != QProcess::NotRunning;
+        const bool killedWhileWriting
+            = killWhileWriting(args + A({ "--target_dir", target, "--part", "0/2" }), parent, ".pt");
         if (!killedWhileWriting)
             qInfo("part 0 finished before it could be killed");
-        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
-        QVERIFY(p.waitForFinished(30000));
         QCOMPARE(test::runTessera(args + A({ "--target_dir", target, "--part", "1/2" }), &so, &se), 0);
         if (killedWhileWriting) {
             QVERIFY(!fs::exists(target));
@@ -701,24 +693,7 @@ private Q_SLOTS:
         QVERIFY(!expected.empty());
         const std::string parent = test::makeTempDir();
         const std::string target = parent + "/merged";
-        QProcess p;
-        p.start(q(test::tesseraBinary()), part(args, target, 1, 3));
-        QVERIFY(p.waitForStarted());
-        QElapsedTimer waited;
-        waited.start();
-        auto writing = [&] {
-            std::error_code ec;
-            for (const auto& entry : fs::directory_iterator(parent, ec))
-                for (const auto& f : fs::directory_iterator(entry.path() / "out", ec))
-                    if (f.path().extension() == ".gguf")
-                        return true;
-            return false;
-        };
-        while (p.state() != QProcess::NotRunning && waited.elapsed() < 20000 && !writing())
-            QThread::usleep(200);
-        QVERIFY(p.state() != QProcess::NotRunning);
-        ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
-        QVERIFY(p.waitForFinished(30000));
+        QVERIFY(killWhileWriting(part(args, target, 1, 3), parent, ".gguf"));
         QString so, se;
         for (unsigned k : { 2u, 0u })
             QVERIFY2(test::runTessera(part(args, target, k, 3), &so, &se) == 0, qPrintable(se));
