@@ -52,6 +52,15 @@ nlohmann::json parallelToJson(const ParallelConfig& p)
     put("dp", p.dataParallel);
     return j;
 }
+
+/// "  stored as MXFP4" for a tensor whose pieces are block-quantized (read as the values they stand for).
+std::string storedAsNote(const TensorInfo& t)
+{
+    for (const auto& p : t.pieces)
+        if (p.encoding != PieceEncoding::Plain)
+            return "  stored as " + storedTypeName(p);
+    return {};
+}
 } // namespace
 
 std::string dtypeLabel(DType dtype)
@@ -136,8 +145,9 @@ std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
     std::size_t pieces = 0;
     for (const auto& t : info.tensors)
         pieces += t.pieces.size();
-    out << "Tensors     " << info.tensors.size() << " (" << formatBytes(info.totalBytes()) << ", " << pieces
-        << " pieces in " << info.files.size() << " files)\n";
+    auto counted = [](std::size_t n, const char* noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); };
+    out << "Tensors     " << info.tensors.size() << " (" << formatBytes(info.totalBytes()) << ", "
+        << counted(pieces, "piece") << " in " << counted(info.files.size(), "file") << ")\n";
     out << "HF config   " << (info.hfConfigDir.empty() ? "not found (use --hf_model_path)" : info.hfConfigDir) << "\n";
     for (const auto& [key, value] : info.notes)
         out << "Note        " << key << ": " << value << "\n";
@@ -146,7 +156,7 @@ std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
         for (const auto& t : info.tensors)
             out << "  " << printableText(t.name) << "  " << dtypeLabel(t.dtype) << " " << shapeToString(t.outputShape())
                 << (t.savedShape.empty() ? "" : " (boxed as " + shapeToString(t.shape) + ")")
-                << (t.placement.empty() ? "" : "  " + t.placement) << "\n";
+                << (t.placement.empty() ? "" : "  " + t.placement) << storedAsNote(t) << "\n";
     }
     if (info.problems.empty()) {
         out << "Problems    none\n";

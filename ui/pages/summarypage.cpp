@@ -97,11 +97,11 @@ void SummaryPage::render()
                                         .arg(p.tensorParallel).arg(p.pipelineParallel).arg(p.virtualPipeline)
                                         .arg(p.expertParallel).arg(p.dataParallel));
     }
-    html += row(tr("Tensors"), tr("%1 (%2, %3 pieces in %4 files)")
+    html += row(tr("Tensors"), tr("%1 (%2, %3 in %4)")
                                    .arg(info.tensors.size())
-                                   .arg(bytesText(info.totalBytes()))
-                                   .arg(pieces)
-                                   .arg(info.files.size()));
+                                   .arg(bytesText(info.totalBytes()),
+                                        countText(static_cast<long long>(pieces), tr("piece"), tr("pieces")),
+                                        countText(static_cast<long long>(info.files.size()), tr("file"), tr("files"))));
     html += row(tr("HF config"), info.hfConfigDir.empty() ? tr("not found") : qs(info.hfConfigDir));
     for (const auto& [key, value] : info.notes)
         html += row(qs(key), qs(value));
