@@ -5,6 +5,7 @@
 
 #include "io/crc32.h"
 #include "io/durable_file.h"
+#include "io/path_kinds.h"
 #include "io/text_file.h"
 #include "merge/output_staging.h"
 
@@ -41,27 +42,6 @@ constexpr const char* kOutFolder = "out";
 constexpr const char* kClaim = "finishing";
 
 std::string errnoText() { return std::strerror(errno); }
-
-bool pathExists(const fs::path& p)
-{
-    struct stat st {};
-    return ::lstat(p.c_str(), &st) == 0;
-}
-
-bool isFolder(const fs::path& p)
-{
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-fs::path normalTarget(const std::string& target)
-{
-    std::error_code ec;
-    fs::path p = fs::absolute(target, ec).lexically_normal();
-    if (!p.has_filename() && p.has_parent_path() && p != p.root_path())
-        p = p.parent_path();
-    return p;
-}
 
 /// A small text file's content, or `fallback` when it cannot be read.
 std::string textOr(const fs::path& path, const std::string& fallback)

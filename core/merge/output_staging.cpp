@@ -2,6 +2,7 @@
 #include "merge/output_staging.h"
 
 #include "io/durable_file.h"
+#include "io/path_kinds.h"
 #include "io/text_file.h"
 
 #include <fcntl.h>
@@ -34,34 +35,6 @@ constexpr const char* kReplaced = ".replaced";
 bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::string errnoText() { return std::strerror(errno); }
-
-bool pathExists(const fs::path& p)
-{
-    struct stat st {};
-    return ::lstat(p.c_str(), &st) == 0;
-}
-
-bool isFolder(const fs::path& p)
-{
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/// A folder itself, not a symbolic link to one (a rename replaces a link but cannot replace a folder).
-bool isRealFolder(const fs::path& p)
-{
-    struct stat st {};
-    return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-fs::path normalTarget(const std::string& target)
-{
-    std::error_code ec;
-    fs::path p = fs::absolute(target, ec).lexically_normal();
-    if (!p.has_filename() && p.has_parent_path() && p != p.root_path())
-        p = p.parent_path();
-    return p;
-}
 
 std::string randomSuffix()
 {

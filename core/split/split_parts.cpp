@@ -2,6 +2,7 @@
 #include "split/split_parts.h"
 
 #include "io/fnv_hash.h"
+#include "io/path_kinds.h"
 
 #include "merge/merge_parts.h"
 #include "merge/output_staging.h"
@@ -122,7 +123,7 @@ Result<SplitPartOutcome> runSplitPart(const CheckpointInfo& info, const MergePla
     TESSERA_TRY(OutputStaging::checkTarget(targetDir, {}));
     for (const auto& n : OutputStaging::removeStale(targetDir))
         note(n);
-    const std::string target = fs::absolute(targetDir).lexically_normal().string();
+    const std::string target = normalTarget(targetDir).string(); // as merge parts name it: "out/" is "out"
     auto set = parts::openSet(targetDir, parts.id,
                               parts::planJson(parts.id, parts.parts, target, parts.totalBytes, parts.shareBytes),
                               [&] { return checkSplitTarget(plan, targetDir); }, note);

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// What is at a path, asked without exceptions: the output staging and the merge parts decide on these before
+// every rename, where std::filesystem's throwing overloads would turn a race with another process into a crash.
+
+#include <filesystem>
+#include <string>
+
+namespace tessera {
+
+/// Something is at `path`, a dangling symbolic link included.
+bool pathExists(const std::filesystem::path& path);
+
+/// A folder, or a symbolic link to one.
+bool isFolder(const std::filesystem::path& path);
+
+/// A folder itself, not a symbolic link to one (a rename replaces a link but cannot replace a folder).
+bool isRealFolder(const std::filesystem::path& path);
+
+/// `path` made absolute and normal, without a trailing separator: "out/" and "./out" name the same target.
+std::filesystem::path normalTarget(const std::string& path);
+
+} // namespace tessera
