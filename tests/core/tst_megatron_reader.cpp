@@ -3,6 +3,7 @@
 // placement of every TP piece and the global layer numbers bit for bit; damaged copies check the problems.
 
 #include "testutil.h"
+#include "hostilefiles.h"
 
 #include "model/checkpoint_report.h"
 #include "io/mapped_file.h"
@@ -136,68 +137,8 @@ std::map<std::string, Shape> expectedLayer(bool qkvBias)
 // `[ {state dict} ]`; the same state dict opcodes wrapped in `{'args': Namespace(...), 'model': {...}}` and the
 // same storage records give exactly what Megatron-LM's torch.save writes, minus optimizer and RNG state.
 
-std::uint32_t crc32(const std::string& bytes)
-{
-    std::uint32_t crc = 0xFFFFFFFFu;
-    for (unsigned char c : bytes) {
-        crc ^= c;
-        for (int k = 0; k < 8; ++k)
-            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-    }
-    return ~crc;
-}
-
-void putLe(std::string& out, std::uint64_t value, int bytes)
-{
-    for (int i = 0; i < bytes; ++i)
-        out += static_cast<char>((value >> (8 * i)) & 0xFF);
-}
-
-/// A stored (uncompressed) ZIP archive of `records`, as torch.save writes them.
-std::string zipStored(const std::vector<std::pair<std::string, std::string>>& records)
-{
-    std::string out, central;
-    for (const auto& [name, data] : records) {
-        const std::uint64_t offset = out.size();
-        const std::uint32_t crc = crc32(data);
-        putLe(out, 0x04034b50, 4);
-        putLe(out, 20, 2);
-        putLe(out, 0, 2);
-        putLe(out, 0, 2);
-        putLe(out, 0, 4);
-        putLe(out, crc, 4);
-        putLe(out, data.size(), 4);
-        putLe(out, data.size(), 4);
-        putLe(out, name.size(), 2);
-        putLe(out, 0, 2);
-        out += name + data;
-        putLe(central, 0x02014b50, 4);
-        putLe(central, 20, 2);
-        putLe(central, 20, 2);
-        putLe(central, 0, 2);
-        putLe(central, 0, 2);
-        putLe(central, 0, 4);
-        putLe(central, crc, 4);
-        putLe(central, data.size(), 4);
-        putLe(central, data.size(), 4);
-        putLe(central, name.size(), 2);
-        putLe(central, 0, 6);
-        putLe(central, 0, 2);
-        putLe(central, 0, 4);
-        putLe(central, offset, 4);
-        central += name;
-    }
-    const std::uint64_t centralOffset = out.size();
-    out += central;
-    putLe(out, 0x06054b50, 4);
-    putLe(out, 0, 4);
-    putLe(out, records.size(), 2);
-    putLe(out, records.size(), 2);
-    putLe(out, central.size(), 4);
-    putLe(out, centralOffset, 4);
-    putLe(out, 0, 2);
-    return out;
-}
+using test::putLe;
+using test::zipStored;
 
 std::string pickleStr(const std::string& s)
 {
