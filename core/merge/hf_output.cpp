@@ -56,9 +56,11 @@ Result<HfConfigFacts> readHfConfig(const std::string& configDir)
         if (auto it = json.find(key); it != json.end() && it->is_string() && facts.torchDtype.empty())
             facts.torchDtype = it->get<std::string>();
     if (auto it = json.find("quantization_config"); it != json.end()) {
-        const auto method = it->is_object() ? it->find("quant_method") : it->end();
-        facts.quantization = it->is_object() && method != it->end() && method->is_string() && !method->get<std::string>().empty()
-            ? method->get<std::string>() : "unknown";
+        facts.quantization = "unknown";
+        if (it->is_object())
+            if (auto method = it->find("quant_method"); method != it->end() && method->is_string()
+                && !method->get<std::string>().empty())
+                facts.quantization = method->get<std::string>();
     }
     if (auto it = json.find("architectures"); it != json.end() && it->is_array())
         for (const auto& a : *it)

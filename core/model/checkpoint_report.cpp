@@ -104,6 +104,10 @@ nlohmann::json checkpointToJson(const CheckpointInfo& info)
                                   { "bytes", bytes } };
             if (p.encoding != PieceEncoding::Plain)
                 jp["encoding"] = storedTypeName(p);
+            if (p.encoding == PieceEncoding::MXFP4) {
+                jp["scale_file"] = relativeTo(p.scaleFile, info.root);
+                jp["scale_byte_offset"] = p.scaleOffset;
+            }
             pieces.push_back(std::move(jp));
         }
         jt["pieces"] = pieces;
