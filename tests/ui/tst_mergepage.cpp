@@ -71,6 +71,31 @@ private Q_SLOTS:
                  tessera::test::readFile(tessera::test::fixture(fixture.toStdString() + "/reference/model.safetensors")));
     }
 
+    void commandLineRunsAsShown_data()
+    {
+        QTest::addColumn<QString>("checkpoint");
+        QTest::addColumn<QString>("backend");
+        QTest::newRow("verl FSDP") << QStringLiteral("fsdp2_llama_w4/global_step_10/actor") << QStringLiteral("fsdp");
+        QTest::newRow("Megatron") << QString::fromLatin1(kLegacy) << QStringLiteral("megatron");
+        QTest::newRow("Hugging Face folder") << QStringLiteral("fsdp2_llama_w4/reference") << QStringLiteral("auto");
+    }
+
+    void commandLineRunsAsShown()
+    {
+        // The command line the page shows is one the CLI accepts: --backend fsdp would refuse a Hugging Face
+        // folder, which only auto takes.
+        QFETCH(QString, checkpoint);
+        QFETCH(QString, backend);
+        MergePage page;
+        page.setCheckpoint(scanFixture(checkpoint.toStdString()));
+        page.setTargetDir(QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/merged"));
+        const QString shown = page.commandLine();
+        QVERIFY2(shown.contains(QStringLiteral("--backend ") + backend + QLatin1Char(' ')), qPrintable(shown));
+        QStringList args = shown.split(QLatin1Char(' '), Qt::SkipEmptyParts).mid(1); // the fixtures' paths hold no spaces
+        QString out, err;
+        QVERIFY2(tessera::test::runTessera(args << QStringLiteral("--dry-run"), &out, &err) == 0, qPrintable(err));
+    }
+
     void badShardSizeIsExplained()
     {
         MergePage page;

@@ -388,10 +388,12 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
         m_hfModelPath->setPlaceholderText(m_checkpoint->hfConfigDir.empty() ? tr("not found: give --hf_model_path")
                                                                              : qs(m_checkpoint->hfConfigDir));
     const bool megatron = isMegatron();
-    m_backend->setCurrentText(!m_checkpoint ? QStringLiteral("auto")
-                                  : megatron ? QStringLiteral("megatron")
-                                  : m_checkpoint->layout == "dcp" ? QStringLiteral("dcp")
-                                                                  : QStringLiteral("fsdp"));
+    // The backend the command line accepts for this layout (a Hugging Face folder or a GGUF file only with auto).
+    const bool fsdp = m_checkpoint && (m_checkpoint->layout == "verl-fsdp" || m_checkpoint->layout == "torch-save");
+    m_backend->setCurrentText(megatron ? QStringLiteral("megatron")
+                              : m_checkpoint && m_checkpoint->layout == "dcp" ? QStringLiteral("dcp")
+                              : fsdp ? QStringLiteral("fsdp")
+                                     : QStringLiteral("auto"));
     for (QWidget* w : std::initializer_list<QWidget*> { m_paramMapping, m_loadRules, m_ignoreMissing, m_strict, m_valueModel })
         w->setEnabled(megatron);
     const bool lora = m_checkpoint && tessera::hasLoraTensors(*m_checkpoint);
