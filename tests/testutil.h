@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "progress.h"
+
 #include <QString>
 #include <QStringList>
 #include <QTest>
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -52,6 +55,16 @@ int runTessera(const QStringList& args, QString* out = nullptr, QString* err = n
 float bf16ToFloat(std::uint16_t bits);
 /// float to bfloat16 bits, rounded to nearest even as torch does (finite values).
 std::uint16_t floatToBf16(float value);
+
+/// A Progress that asks to cancel once it has been told of any progress: a run stopped partway through.
+class CancelAfterFirstReport final : public Progress {
+public:
+    void report(std::uint64_t, std::uint64_t, const std::string&) override { m_reported = true; }
+    bool isCanceled() const override { return m_reported.load(); }
+
+private:
+    std::atomic<bool> m_reported { false };
+};
 
 } // namespace tessera::test
 

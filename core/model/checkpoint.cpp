@@ -22,6 +22,13 @@ std::uint64_t storedByteOffset(const Piece& p, std::uint64_t elements)
     return elements * dtypeSize(p.storedDtype);
 }
 
+void skipStoredElements(Piece& p, std::uint64_t elements)
+{
+    p.dataOffset += storedByteOffset(p, elements);
+    if (p.encoding == PieceEncoding::MXFP4)
+        p.scaleOffset += elements / kMxfp4BlockElements; // one scale byte a block
+}
+
 std::string storedTypeName(const Piece& p)
 {
     switch (p.encoding) {

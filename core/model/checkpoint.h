@@ -69,6 +69,10 @@ struct Piece {
 /// 4-bit codes only, its scales lie elsewhere).
 std::uint64_t storedByteOffset(const Piece& p, std::uint64_t elements);
 
+/// Moves `p`'s data on by `elements` stored elements: its bytes, and an MXFP4 piece's scales with them. For an
+/// encoded piece a whole number of blocks, as every cut of one is (rows of a multiple of 32 values).
+void skipStoredElements(Piece& p, std::uint64_t elements);
+
 /// "float32", or "Q8_0"/"MXFP4" for an encoded piece: what the bytes on disk are, for reports and the workbench.
 std::string storedTypeName(const Piece& p);
 

@@ -34,7 +34,7 @@ Result<TensorInfo> permuteRotaryRows(const TensorInfo& t, std::int64_t heads, co
             q.shape.insert(q.shape.end(), p.shape.begin() + 1, p.shape.end());
             q.strides = { hd * st0, st0, half * st0 };
             q.strides.insert(q.strides.end(), p.strides.begin() + 1, p.strides.end());
-            q.dataOffset = p.dataOffset + storedByteOffset(p, static_cast<std::uint64_t>((firstRow - p.offsets[0]) * st0));
+            skipStoredElements(q, static_cast<std::uint64_t>((firstRow - p.offsets[0]) * st0));
             out.pieces.push_back(std::move(q));
         };
         std::int64_t row = p.offsets[0];

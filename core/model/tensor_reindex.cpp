@@ -20,7 +20,7 @@ std::vector<Piece> slicePieces(const TensorInfo& tensor, std::size_t dim, std::i
         q.offsets[dim] = destBegin + (lo - begin);
         q.shape[dim] = hi - lo;
         // Strides are in stored elements; the skipped entries are never read.
-        q.dataOffset += storedByteOffset(p, static_cast<std::uint64_t>((lo - p.offsets[dim]) * p.strides[dim]));
+        skipStoredElements(q, static_cast<std::uint64_t>((lo - p.offsets[dim]) * p.strides[dim]));
         out.push_back(std::move(q));
     }
     return out;

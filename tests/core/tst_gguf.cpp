@@ -597,11 +597,7 @@ private Q_SLOTS:
         const std::string target = test::makeTempDir() + "/target";
         fs::create_directories(target);
         test::writeFile(target + "/keep.txt", "mine");
-        struct CancelAfterFirst : Progress {
-            std::atomic<int> reports { 0 };
-            void report(std::uint64_t, std::uint64_t, const std::string&) override { ++reports; }
-            bool isCanceled() const override { return reports.load() > 0; }
-        } progress;
+        test::CancelAfterFirstReport progress;
         MergeRunOptions run;
         run.threads = 1;
         run.progress = &progress;

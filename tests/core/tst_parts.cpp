@@ -732,11 +732,7 @@ private Q_SLOTS:
         QVERIFY_RESULT(gguf);
         auto parts = planGgufParts(*gguf, 3);
         QVERIFY_RESULT(parts);
-        struct CancelAfterFirst : Progress {
-            std::atomic<int> reports { 0 };
-            void report(std::uint64_t, std::uint64_t, const std::string&) override { ++reports; }
-            bool isCanceled() const override { return reports.load() > 0; }
-        } progress;
+        test::CancelAfterFirstReport progress;
         MergeRunOptions run;
         run.threads = 1;
         run.progress = &progress;
