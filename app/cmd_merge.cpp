@@ -159,10 +159,17 @@ int runMerge(const std::vector<std::string>& args)
         if (!quiet)
             std::cerr << "tessera merge: note: " << note << "\n";
     };
+    if (parser.isSet("save_intermediate"))
+        run.beforePublish = [&](const std::string& dir, const std::vector<std::string>& files) {
+            return writeMergeReport(dir, std::filesystem::absolute(target).lexically_normal().string(), outputs,
+                                    files, setup.mappingRows);
+        };
     auto outcome = outputs.empty() ? Result<MergeOutcome>(MergeOutcome {}) : mergeCheckpoints(outputs, target, run);
     const bool fusedWritten = outcome && !outputs.empty();
     if (outcome && separateAdapter) {
-        auto adapter = mergeCheckpoints({ *separateAdapter }, peftTarget, run);
+        MergeRunOptions adapterRun = run;
+        adapterRun.beforePublish = nullptr; // the report goes with the fused model
+        auto adapter = mergeCheckpoints({ *separateAdapter }, peftTarget, adapterRun);
         if (!adapter && adapter.error().message == "canceled" && fusedWritten) {
             outcome = makeError("canceled while writing the adapter; the fused model is in " + target
                                 + ", the adapter folder " + peftTarget + " was left as it was");
@@ -191,15 +198,6 @@ int runMerge(const std::vector<std::string>& args)
     }
     for (const auto& w : outcome->warnings)
         std::cerr << "tessera merge: warning: " << w << "\n";
-    if (parser.isSet("save_intermediate") && !outputs.empty()) {
-        if (const Status saved = writeMergeReport(outcome->outputDir, outputs, *outcome, setup.mappingRows); !saved) {
-            std::cerr << "tessera merge: the model is written, but " << kMergeReportFile
-                      << " is not: " << saved.error().message << "\n";
-            return ExitProblems;
-        }
-        outcome->files.push_back(kMergeReportFile);
-        setup.debug.stage("report");
-    }
     std::size_t tensors = 0;
     std::vector<std::string> dropped;
     if (separateAdapter)

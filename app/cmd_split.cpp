@@ -188,7 +188,7 @@ int runSplit(const std::vector<std::string>& args)
     const bool json = parser.isSet("json");
     const bool quiet = parser.isSet("quiet") || json;
     if (parser.isSet("dry_run")) {
-        if (auto usable = checkSplitTarget(*plan, target); !usable)
+        if (auto usable = checkSplitTarget(info, model, *plan, target); !usable)
             return fail(parser, ExitProblems, usable.error().message);
         if (json)
             printJson(splitPlanToJson(*plan, model));

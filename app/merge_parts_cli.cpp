@@ -7,6 +7,7 @@
 #include "io/byte_size.h"
 #include "merge/gguf_parts.h"
 #include "merge/merge_parts.h"
+#include "publish/part_set.h"
 #include "split/split_parts.h"
 
 #include <nlohmann/json.hpp>
@@ -55,7 +56,14 @@ int runStatus(const ArgParser& parser)
     const bool json = parser.isSet("json");
     if (target.empty())
         return fail(parser, "--status: needs the target folder of the split " + parser.command(), ExitUsage);
-    const auto sets = partsStatus(target);
+    if (parser.isSet("discard")) {
+        auto discarded = PartSet::discardAll(target);
+        if (!discarded)
+            return fail(parser, discarded.error().message);
+        for (const auto& note : *discarded)
+            std::cerr << "tessera " << parser.command() << ": " << note << "\n";
+    }
+    const auto sets = PartSet::status(target);
     bool pending = false;
     nlohmann::json j { { "target", target }, { "sets", nlohmann::json::array() } };
     std::ostringstream text;
@@ -98,6 +106,9 @@ int runStatus(const ArgParser& parser)
             text << "  every part is done but the model was not published (the publishing process stopped); run any "
                     "part again to publish it\n";
     }
+    if (!sets.empty() && !json)
+        text << "A job that will not be finished can be discarded: tessera " << parser.command() << " --status "
+             << target << " --discard\n";
     if (sets.empty()) {
         const bool model = std::filesystem::exists(std::filesystem::path(target) / "config.json");
         text << "No parts of a merge or split are under way for " << target
@@ -206,6 +217,7 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
                             { "bytes_written", outcome->bytesWritten }, { "already_done", outcome->alreadyDone },
                             { "seconds", outcome->seconds }, { "missing", outcome->missing },
                             { "published", outcome->published },
+                            { "completed_earlier_publish", outcome->completedEarlier },
                             { "publishing_elsewhere", outcome->finishingElsewhere },
                             { "output_dir", outcome->published ? absTarget : "" }, { "files", outcome->files },
                             { "set_folder", outcome->setFolder }, { "warnings", outcome->warnings },
@@ -215,14 +227,17 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
     }
     if (parser.isSet("quiet"))
         return ExitOk;
-    if (outcome->alreadyDone)
+    if (outcome->completedEarlier)
+        std::cout << "Part " << spec.part << "/" << spec.parts << ": every part was done and a publish of "
+                  << absTarget << " had begun; it is now complete\n";
+    else if (outcome->alreadyDone)
         std::cout << "Part " << spec.part << "/" << spec.parts << ": already done (" << count(tensors, "tensor")
                   << ", " << formatBytes(mine.bytes) << ", checked against its CRC-32s)\n";
     else
         std::cout << "Part " << spec.part << "/" << spec.parts << " (" << spec.source << "): wrote "
                   << count(tensors, "tensor") << " (" << formatBytes(outcome->bytesWritten) << ") in "
                   << seconds(outcome->seconds) << "\n";
-    if (outcome->published) {
+    if (outcome->published && !outcome->completedEarlier) {
         std::cout << "All " << spec.parts << " parts are done: published " << absTarget << "\n";
         for (const auto& f : outcome->files)
             std::cout << "  " << f << "\n";
@@ -246,6 +261,8 @@ void addPartOptions(ArgParser& parser)
                                     "'auto' takes K and N from Slurm, mpirun or a Kubernetes indexed Job");
     parser.addOption("parts", "N", "with --part auto: the number of parts (needed for a Kubernetes indexed Job)");
     parser.addOption("status", "TARGET", "say which parts of a --part run into TARGET are done and which are missing");
+    parser.addSwitch("discard", "with --status: discard the unfinished parts of jobs into TARGET (their shared folder "
+                                "and the target's lock), so that another run may write it");
 }
 
 bool isPartRun(const ArgParser& parser) { return parser.isSet("part") || parser.isSet("parts"); }
@@ -254,6 +271,8 @@ std::optional<int> checkPartFlags(const ArgParser& parser)
 {
     if (parser.isSet("status"))
         return runStatus(parser);
+    if (parser.isSet("discard"))
+        return fail(parser, "--discard goes with --status TARGET", ExitUsage);
     if (!isPartRun(parser))
         return std::nullopt;
     if (!parser.isSet("part"))
@@ -314,7 +333,7 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
         files += owner == spec->part ? 1 : 0;
     const std::string label = "part " + std::to_string(spec->part) + "/" + std::to_string(spec->parts);
     if (parser.isSet("dry_run")) {
-        if (auto usable = checkSplitTarget(plan, target); !usable)
+        if (auto usable = checkSplitTarget(info, model, plan, target); !usable)
             return fail(parser, usable.error().message);
         nlohmann::json shares = nlohmann::json::array();
         for (unsigned k = 0; k < spec->parts; ++k) {
@@ -362,6 +381,7 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
                             { "bytes_written", outcome->bytesWritten }, { "already_done", outcome->alreadyDone },
                             { "seconds", outcome->seconds }, { "missing", outcome->missing },
                             { "published", outcome->published },
+                            { "completed_earlier_publish", outcome->completedEarlier },
                             { "publishing_elsewhere", outcome->finishingElsewhere },
                             { "output_dir", outcome->outputDir }, { "files", outcome->files },
                             { "set_folder", outcome->setFolder }, { "notes", outcome->notes } })
@@ -370,15 +390,21 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
     }
     if (parser.isSet("quiet"))
         return ExitOk;
-    if (outcome->alreadyDone)
+    if (outcome->completedEarlier)
+        std::cout << "Part " << spec->part << "/" << spec->parts << ": every part was done and a publish of "
+                  << outcome->outputDir << " had begun; it is now complete\n";
+    else if (outcome->alreadyDone)
         std::cout << "Part " << spec->part << "/" << spec->parts << ": already done (" << count(files, "file")
                   << ", checked against their CRC-32s)\n";
     else
         std::cout << "Part " << spec->part << "/" << spec->parts << " (" << spec->source << "): wrote "
                   << count(outcome->filesWritten, "file") << " (" << formatBytes(outcome->bytesWritten) << ") in "
                   << seconds(outcome->seconds) << "\n";
-    if (outcome->published)
+    if (outcome->published && !outcome->completedEarlier) {
         std::cout << "All " << spec->parts << " parts are done: published " << outcome->outputDir << "\n";
+        for (const auto& f : outcome->files)
+            std::cout << "  " << f << "\n";
+    }
     else if (outcome->finishingElsewhere)
         std::cout << "All " << spec->parts << " parts are done; another process is publishing " << target << "\n";
     else

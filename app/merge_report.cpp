@@ -26,19 +26,22 @@ std::string hex32(std::uint32_t v)
 
 } // namespace
 
-Status writeMergeReport(const std::string& targetDir, const std::vector<MergeOutput>& outputs,
-                        const MergeOutcome& outcome, const std::vector<MappingRow>& mapping)
+Result<std::vector<std::string>> writeMergeReport(const std::string& dir, const std::string& targetDir,
+                                                  const std::vector<MergeOutput>& outputs,
+                                                  const std::vector<std::string>& files,
+                                                  const std::vector<MappingRow>& mapping)
 {
     std::map<std::string, const MappingRow*> ruleOf;
     for (const auto& row : mapping)
         if (!row.target.empty())
             ruleOf.emplace(row.target, &row);
     nlohmann::json models = nlohmann::json::array();
+    std::uint64_t totalSize = 0;
     for (const auto& o : outputs) {
         nlohmann::json model = mergePlanToJson(*o.plan, *o.info);
         model["folder"] = o.subfolder;
-        const fs::path dir = fs::path(targetDir) / o.subfolder;
-        std::map<std::size_t, std::shared_ptr<MappedFile>> files;
+        const fs::path folder = fs::path(dir) / o.subfolder;
+        std::map<std::size_t, std::shared_ptr<MappedFile>> mapped;
         for (std::size_t i = 0; i < o.plan->tensors.size(); ++i) {
             const PlannedTensor& t = o.plan->tensors[i];
             auto& entry = model["tensors"][i];
@@ -47,36 +50,31 @@ Status writeMergeReport(const std::string& targetDir, const std::vector<MergeOut
                 entry["rule"] = it->second->rule;
                 entry["transform"] = it->second->transform;
             }
-            auto& file = files[t.file];
+            auto& file = mapped[t.file];
             if (!file) {
-                auto mapped = MappedFile::open((dir / o.plan->files[t.file].name).string());
-                TESSERA_TRY(mapped);
-                file = *mapped;
+                auto opened = MappedFile::open((folder / o.plan->files[t.file].name).string());
+                TESSERA_TRY(opened);
+                file = *opened;
             }
             auto bytes = file->view().slice(t.fileOffset, t.bytes);
             TESSERA_TRY(bytes);
             entry["crc32"] = hex32(crc32Update(0, bytes->data(), bytes->size()));
             file->adviseDontNeed(t.fileOffset, t.bytes);
         }
+        totalSize += o.plan->totalBytes;
         models.push_back(std::move(model));
     }
+    std::vector<std::string> listed = files;
+    listed.push_back(kMergeReportFile);
     nlohmann::json report { { "tessera_version", TESSERA_VERSION },
-                            { "target_dir", outcome.outputDir },
-                            { "files", outcome.files },
-                            { "total_size", outcome.bytesWritten },
-                            { "seconds", outcome.seconds },
-                            { "warnings", outcome.warnings },
-                            { "notes", outcome.notes },
+                            { "target_dir", targetDir },
+                            { "files", listed },
+                            { "total_size", totalSize },
                             { "models", models } };
-    // Written under a temporary name and renamed, so a reader never sees half a report.
-    const fs::path path = fs::path(targetDir) / kMergeReportFile;
-    const std::string temp = path.string() + ".tmp";
-    TESSERA_TRY(writeFileSynced(temp, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
-    std::error_code ec;
-    fs::rename(temp, path, ec);
-    if (ec)
-        return makeError(path.string() + ": cannot be written: " + ec.message());
-    return syncFolder(targetDir);
+    // In the staging folder, published with the model: a reader never sees half a report, or a model without it.
+    TESSERA_TRY(writeFileSynced((fs::path(dir) / kMergeReportFile).string(),
+                                report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+    return std::vector<std::string> { kMergeReportFile };
 }
 
 } // namespace tessera::cli

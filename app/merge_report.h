@@ -16,9 +16,13 @@ namespace tessera::cli {
 
 inline constexpr const char* kMergeReportFile = "merge_report.json";
 
-/// Writes merge_report.json into `targetDir` after a merge of `outputs` published there; `mapping` holds the
-/// rows of a Megatron mapping (empty for other layouts). Reads back each written tensor to checksum it.
-Status writeMergeReport(const std::string& targetDir, const std::vector<MergeOutput>& outputs,
-                        const MergeOutcome& outcome, const std::vector<MappingRow>& mapping);
+/// Writes merge_report.json into `dir`, the staging folder of a merge of `outputs` into `targetDir` holding
+/// `files`, before it is published (so the report appears with the model, atomically); `mapping` holds the rows of
+/// a Megatron mapping (empty for other layouts). Reads back each written tensor to checksum it. Returns the name
+/// of the file written.
+Result<std::vector<std::string>> writeMergeReport(const std::string& dir, const std::string& targetDir,
+                                                  const std::vector<MergeOutput>& outputs,
+                                                  const std::vector<std::string>& files,
+                                                  const std::vector<MappingRow>& mapping);
 
 } // namespace tessera::cli

@@ -10,6 +10,7 @@ packages=(
   libqcustomplot-dev
   nlohmann-json3-dev
   openmpi-bin          # tests only: tst_parts starts merge parts with mpirun -n 3 (--part auto)
+  strace               # tests only: tst_crash_points kills every publishing path at its system calls
 )
 
 missing=()

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/gguf_tokenizer.h"
 
-#include "io/text_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -45,19 +44,20 @@ std::optional<std::string> tokenContent(const json& v)
     return std::nullopt;
 }
 
-std::optional<json> readJson(const fs::path& file, std::vector<std::string>& problems)
+/// A JSON file of the folder; nullopt when the folder does not list it (absent, or not readable: see ConfigFolder).
+std::optional<json> readJson(const ConfigFolder& folder, const std::string& name, std::vector<std::string>& problems)
 {
-    std::error_code ec;
-    if (!fs::exists(file, ec))
+    if (!folder.has(name))
         return std::nullopt;
-    auto text = readTextFile(file.string(), kMaxTokenizerBytes);
+    const std::string file = folder.pathOf(name);
+    auto text = folder.readText(name, kMaxTokenizerBytes);
     if (!text) {
         problems.push_back(text.error().message);
         return std::nullopt;
     }
     auto parsed = json::parse(*text, nullptr, false);
     if (parsed.is_discarded()) {
-        problems.push_back(file.string() + ": not valid JSON");
+        problems.push_back(file + ": not valid JSON");
         return std::nullopt;
     }
     return parsed;
@@ -146,7 +146,7 @@ void addSpecialIds(std::vector<GgufKeyValue>& md, const Vocab& vocab, const std:
     }
 }
 
-void addFlagsAndTemplate(std::vector<GgufKeyValue>& md, const std::optional<json>& tokConfig, const fs::path& dir,
+void addFlagsAndTemplate(std::vector<GgufKeyValue>& md, const std::optional<json>& tokConfig, const ConfigFolder& folder,
                          std::optional<bool> defaultAddBos, std::vector<std::string>& problems)
 {
     std::optional<bool> addBos = defaultAddBos, addEos;
@@ -162,9 +162,8 @@ void addFlagsAndTemplate(std::vector<GgufKeyValue>& md, const std::optional<json
         md.push_back({ "tokenizer.ggml.add_eos_token", GgufValue::boolean(*addEos) });
     // The chat template: chat_template.jinja (newer transformers) or tokenizer_config.json's chat_template, a
     // string or a list of named templates (the one named "default" is the main one).
-    std::error_code ec;
-    if (fs::exists(dir / "chat_template.jinja", ec)) {
-        auto text = readTextFile((dir / "chat_template.jinja").string());
+    if (folder.has("chat_template.jinja")) {
+        auto text = folder.readText("chat_template.jinja");
         if (text) {
             md.push_back({ "tokenizer.chat_template", GgufValue::string(*text) });
             return;
@@ -202,11 +201,11 @@ bool looksSpecial(const std::string& token)
         || (token.size() >= 2 && token.front() == '[' && token.back() == ']');
 }
 
-Result<GgufTokenizer> fromTokenizerJson(const json& tok, const fs::path& dir, std::uint64_t vocabSize,
+Result<GgufTokenizer> fromTokenizerJson(const json& tok, const ConfigFolder& folder, std::uint64_t vocabSize,
                                         const std::optional<json>& tokConfig, const std::optional<json>& specialMap,
                                         const json& config)
 {
-    const std::string source = (dir / "tokenizer.json").string();
+    const std::string source = folder.pathOf("tokenizer.json");
     GgufTokenizer out;
     const json& model = tok["model"];
     if (!model.contains("vocab") || !model["vocab"].is_object())
@@ -289,15 +288,16 @@ Result<GgufTokenizer> fromTokenizerJson(const json& tok, const fs::path& dir, st
     return out;
 }
 
-Result<GgufTokenizer> fromSentencePiece(const fs::path& file, const fs::path& dir, std::uint64_t vocabSize,
+Result<GgufTokenizer> fromSentencePiece(const ConfigFolder& folder, std::uint64_t vocabSize,
                                         const std::optional<json>& tokConfig, const std::optional<json>& specialMap,
                                         const json& config)
 {
-    auto bytes = readTextFile(file.string(), kMaxTokenizerBytes);
+    const std::string file = folder.pathOf("tokenizer.model");
+    auto bytes = folder.readText("tokenizer.model", kMaxTokenizerBytes);
     TESSERA_TRY(bytes);
     auto sp = parseSentencePieceModel(*bytes);
     if (!sp)
-        return sp.error().withContext(file.string());
+        return sp.error().withContext(file);
     GgufTokenizer out;
     Vocab v;
     for (std::size_t i = 0; i < sp->pieces.size(); ++i) {
@@ -309,7 +309,7 @@ Result<GgufTokenizer> fromSentencePiece(const fs::path& file, const fs::path& di
     }
     // Tokens added on top of the SentencePiece model (added_tokens.json), as user-defined tokens.
     std::vector<std::string> problems;
-    if (auto extra = readJson(dir / "added_tokens.json", problems); extra && extra->is_object()) {
+    if (auto extra = readJson(folder, "added_tokens.json", problems); extra && extra->is_object()) {
         std::map<std::int64_t, std::string> byId;
         for (auto it = extra->begin(); it != extra->end(); ++it)
             if (it.value().is_number_integer())
@@ -319,7 +319,7 @@ Result<GgufTokenizer> fromSentencePiece(const fs::path& file, const fs::path& di
                 continue; // already a piece
             }
             if (id != static_cast<std::int64_t>(v.tokens.size()))
-                return makeError((dir / "added_tokens.json").string() + ": token " + text + " has id "
+                return makeError(folder.pathOf("added_tokens.json") + ": token " + text + " has id "
                                  + std::to_string(id) + " but the vocabulary has " + std::to_string(v.tokens.size()));
             v.tokens.push_back(text);
             v.scores.push_back(-1000.0);
@@ -327,7 +327,7 @@ Result<GgufTokenizer> fromSentencePiece(const fs::path& file, const fs::path& di
             v.ids.emplace(text, id);
         }
     }
-    TESSERA_TRY(padVocab(v, vocabSize, true, file.string()));
+    TESSERA_TRY(padVocab(v, vocabSize, true, file));
     out.model = "llama";
     out.pre = "default";
     out.tokens = v.tokens.size();
@@ -357,21 +357,19 @@ std::string ggufPreTokenizerForRegex(const std::string& regex)
     return {};
 }
 
-Result<GgufTokenizer> readGgufTokenizer(const std::string& configDir, std::uint64_t vocabSize,
+Result<GgufTokenizer> readGgufTokenizer(const ConfigFolder& folder, std::uint64_t vocabSize,
                                         const std::string& configJson)
 {
-    const fs::path dir(configDir);
     std::vector<std::string> problems;
-    const auto tokConfig = readJson(dir / "tokenizer_config.json", problems);
-    const auto specialMap = readJson(dir / "special_tokens_map.json", problems);
+    const auto tokConfig = readJson(folder, "tokenizer_config.json", problems);
+    const auto specialMap = readJson(folder, "special_tokens_map.json", problems);
     json config = configJson.empty() ? json::object() : json::parse(configJson, nullptr, false);
     if (config.is_discarded())
         config = json::object();
-    const auto tok = readJson(dir / "tokenizer.json", problems);
+    const auto tok = readJson(folder, "tokenizer.json", problems);
     if (!problems.empty())
         return makeError(problems.front());
-    std::error_code ec;
-    const bool hasSentencePiece = fs::exists(dir / "tokenizer.model", ec);
+    const bool hasSentencePiece = folder.has("tokenizer.model");
     Result<GgufTokenizer> result = makeError("");
     bool byteLevelBpe = false;
     if (tok && tok->is_object() && tok->contains("model") && (*tok)["model"].is_object()
@@ -385,22 +383,28 @@ Result<GgufTokenizer> readGgufTokenizer(const std::string& configDir, std::uint6
         byteLevelBpe = byteLevel || byteDecoder;
     }
     if (byteLevelBpe) {
-        result = fromTokenizerJson(*tok, dir, vocabSize, tokConfig, specialMap, config);
+        result = fromTokenizerJson(*tok, folder, vocabSize, tokConfig, specialMap, config);
     } else if (hasSentencePiece) {
-        result = fromSentencePiece(dir / "tokenizer.model", dir, vocabSize, tokConfig, specialMap, config);
+        result = fromSentencePiece(folder, vocabSize, tokConfig, specialMap, config);
     } else if (tok) {
-        return makeError((dir / "tokenizer.json").string()
+        return makeError(folder.pathOf("tokenizer.json")
                          + ": not a byte-level BPE tokenizer, and there is no tokenizer.model (SentencePiece) beside "
                            "it; Tessera writes GGUF tokenizers from those two only");
     } else {
-        return makeError(configDir + " has no tokenizer.json or tokenizer.model; llama.cpp cannot load a GGUF "
+        return makeError(folder.path + " has no tokenizer.json or tokenizer.model; llama.cpp cannot load a GGUF "
                          "without a tokenizer (give the folder with --hf_model_path)");
     }
     TESSERA_TRY(result);
     std::optional<bool> defaultAddBos;
     if (result->model == "llama")
         defaultAddBos = true; // SentencePiece llama tokenizers add <s> unless told otherwise
-    addFlagsAndTemplate(result->metadata, tokConfig, dir, defaultAddBos, problems);
+    addFlagsAndTemplate(result->metadata, tokConfig, folder, defaultAddBos, problems);
+    // What was read, for the plan: the files whose content the GGUF file carries.
+    for (const char* name : { "tokenizer_config.json", "special_tokens_map.json",
+                              byteLevelBpe ? "tokenizer.json" : "tokenizer.model",
+                              byteLevelBpe ? "" : "added_tokens.json", "chat_template.jinja" })
+        if (folder.has(name))
+            result->filesRead.push_back(name);
     for (const auto& p : problems)
         result->warnings.push_back(p);
     return result;

@@ -5,6 +5,7 @@
 // (`gpt2`), SentencePiece from tokenizer.model (`llama`), special token ids, add_bos/add_eos and the chat template
 // from tokenizer_config.json.
 
+#include "formats/config_folder.h"
 #include "formats/gguf_file.h"
 #include "result.h"
 
@@ -21,14 +22,15 @@ struct GgufTokenizer {
     std::size_t tokens = 0;             ///< after padding to the model's vocabulary size
     std::string summary;                ///< one line for the plan: "gpt2 (pre gpt-2), 512 tokens, 253 merges, bos 509, eos 510"
     std::vector<std::string> warnings;
+    std::vector<std::string> filesRead; ///< the folder's files whose content the metadata carries
 };
 
-/// Reads the tokenizer of `configDir` for a model with `vocabSize` embedding rows (0: unknown): the vocabulary
+/// Reads the tokenizer of the config folder (only the files it lists: see ConfigFolder) for a model with `vocabSize` embedding rows (0: unknown): the vocabulary
 /// is padded with `[PAD{i}]` tokens (type unused) up to it, as llama.cpp's converter does; a vocabulary larger
 /// than the embedding is an error. `configJson` is config.json's text (for bos/eos ids it may hold), or empty.
 /// Errors name the file; a folder with no tokenizer Tessera can convert is an error too (llama.cpp cannot load
 /// a model without one).
-Result<GgufTokenizer> readGgufTokenizer(const std::string& configDir, std::uint64_t vocabSize,
+Result<GgufTokenizer> readGgufTokenizer(const ConfigFolder& folder, std::uint64_t vocabSize,
                                         const std::string& configJson);
 
 /// The llama.cpp pre-tokenizer name for a split regex (`gpt-2`, `llama-bpe`, `qwen2`…), empty when unknown.

@@ -125,15 +125,43 @@ fs::path newestStep(const fs::path& root)
     return best;
 }
 
-/// Where verl puts config.json and the tokenizer next to a checkpoint.
-std::string findHfConfig(const std::vector<fs::path>& visited)
+/// Where verl puts config.json and the tokenizer next to a checkpoint: the first folder of that name holding a
+/// config.json, from the innermost folder visited outwards.
+struct FoundConfig {
+    std::string dir;
+    std::optional<Problem> outside; ///< the folder found is a link that leads out of the checkpoint
+};
+
+/// True when `dir`, with every link resolved, lies in `folder` (or is it).
+bool liesIn(const fs::path& dir, const fs::path& folder)
+{
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(dir, ec);
+    const fs::path base = fs::weakly_canonical(folder, ec);
+    if (ec)
+        return false;
+    const auto rel = real.lexically_relative(base);
+    return !rel.empty() && *rel.begin() != "..";
+}
+
+FoundConfig findHfConfig(const std::vector<fs::path>& visited)
 {
     for (auto it = visited.rbegin(); it != visited.rend(); ++it)
         for (const char* sub : { "huggingface", "model/huggingface", "hf_config_and_tokenizer", "hf_config", "" }) {
             const fs::path dir = *sub ? *it / sub : *it;
             std::error_code ec;
-            if (fs::exists(dir / "config.json", ec))
-                return fs::absolute(dir).lexically_normal().string();
+            if (!fs::exists(dir / "config.json", ec))
+                continue;
+            // Its files are copied into what Tessera writes: a folder of the checkpoint that is a link to some
+            // other place (huggingface → ~/project) must not bring that place's files in unasked.
+            if (!liesIn(dir, *it)) {
+                const std::string real = fs::weakly_canonical(dir, ec).string();
+                return { {}, Problem { dir.string(), "",
+                                       "a symbolic link to " + real + ", outside the checkpoint: its config and "
+                                       "tokenizer files are not used unasked; pass --hf_model_path " + real
+                                           + " to use them" } };
+            }
+            return { fs::absolute(dir).lexically_normal().string(), std::nullopt };
         }
     return {};
 }
@@ -208,7 +236,10 @@ Result<CheckpointInfo> scanCheckpoint(const std::string& path, const ScanOptions
             info->problems.push_back({ options.hfModelPath, "", "no config.json in the --hf_model_path folder" });
         info->hfConfigDir = fs::absolute(options.hfModelPath).lexically_normal().string();
     } else if (info->hfConfigDir.empty()) {
-        info->hfConfigDir = findHfConfig(visited);
+        auto found = findHfConfig(visited);
+        info->hfConfigDir = found.dir;
+        if (found.outside)
+            info->problems.push_back(*found.outside);
     }
     return info;
 }

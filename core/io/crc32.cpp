@@ -118,4 +118,34 @@ std::uint32_t crc32Update(std::uint32_t crc, const std::uint8_t* data, std::size
     return ~crc;
 }
 
+namespace {
+
+/// a·b mod P in the bit-reflected domain of the ZIP CRC (bit 31 is x^0).
+std::uint32_t multiplyModP(std::uint32_t a, std::uint32_t b)
+{
+    std::uint32_t product = 0;
+    for (std::uint32_t m = 1u << 31; m != 0; m >>= 1) {
+        if (a & m)
+            product ^= b;
+        b = (b & 1) ? (b >> 1) ^ 0xEDB88320u : b >> 1;
+    }
+    return product;
+}
+
+} // namespace
+
+/// The CRC-32 of A followed by B from crc(A), crc(B) and B's length: crc(A) is carried over B's 8·lengthB zero
+/// bits by multiplying with x^(8·lengthB) mod P (computed by squaring), then crc(B) is added.
+std::uint32_t crc32Combine(std::uint32_t crcA, std::uint32_t crcB, std::uint64_t lengthB)
+{
+    std::uint32_t power = 1u << 31; // x^0
+    std::uint32_t square = 1u << 23; // x^8: one byte
+    for (std::uint64_t n = lengthB; n != 0; n >>= 1) {
+        if (n & 1)
+            power = multiplyModP(power, square);
+        square = multiplyModP(square, square);
+    }
+    return multiplyModP(power, crcA) ^ crcB;
+}
+
 } // namespace tessera

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <random>
 #include <vector>
 
 namespace tessera {
@@ -59,7 +61,7 @@ Status syncAndClose(Descriptor& out, const std::string& path)
 
 Status writeFileSynced(const std::string& path, const std::string& bytes)
 {
-    Descriptor out { ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) };
+    Descriptor out { ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644) };
     if (out.fd < 0)
         return failure(path, "cannot be created");
     TESSERA_TRY(writeAll(out.fd, bytes.data(), bytes.size(), path));
@@ -71,12 +73,17 @@ Status copyFileSynced(const std::string& from, const std::string& to)
     Descriptor in { ::open(from.c_str(), O_RDONLY | O_CLOEXEC) };
     if (in.fd < 0)
         return failure(from, "cannot be opened");
-    Descriptor out { ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) };
+    return copyOpenFileSynced(in.fd, from, to);
+}
+
+Status copyOpenFileSynced(int fromFd, const std::string& from, const std::string& to)
+{
+    Descriptor out { ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644) };
     if (out.fd < 0)
         return failure(to, "cannot be created");
     std::vector<char> buffer(1u << 20);
-    for (;;) {
-        const ssize_t n = ::read(in.fd, buffer.data(), buffer.size());
+    for (off_t at = 0;;) {
+        const ssize_t n = ::pread(fromFd, buffer.data(), buffer.size(), at);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -84,9 +91,49 @@ Status copyFileSynced(const std::string& from, const std::string& to)
         }
         if (n == 0)
             break;
+        at += n;
         TESSERA_TRY(writeAll(out.fd, buffer.data(), static_cast<std::size_t>(n), to));
     }
     return syncAndClose(out, to);
+}
+
+std::string uniqueSiblingName(const std::string& path, const std::string& tag)
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    std::random_device device;
+    std::mt19937_64 gen((static_cast<std::uint64_t>(device()) << 32) ^ device());
+    std::string random(12, 'x');
+    for (auto& c : random)
+        c = chars[gen() % (sizeof(chars) - 1)];
+    const std::filesystem::path p(path);
+    return (p.parent_path() / ("." + p.filename().string() + "." + tag + "-" + std::to_string(::getpid()) + "-"
+                               + random))
+        .string();
+}
+
+Status replaceFileAtomically(const std::string& path, const std::string& bytes)
+{
+    std::string temp;
+    Descriptor out;
+    for (int attempt = 0; attempt < 8 && out.fd < 0; ++attempt) {
+        temp = uniqueSiblingName(path, "tessera-new");
+        out.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (out.fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (out.fd < 0)
+        return failure(path, "cannot be written (no temporary file beside it)");
+    Status written = writeAll(out.fd, bytes.data(), bytes.size(), temp);
+    if (written)
+        written = syncAndClose(out, temp);
+    if (written && ::rename(temp.c_str(), path.c_str()) != 0)
+        written = failure(path, "cannot be replaced");
+    if (!written) {
+        ::unlink(temp.c_str());
+        return written;
+    }
+    const auto folder = std::filesystem::path(path).parent_path();
+    return syncFolder(folder.empty() ? "." : folder.string());
 }
 
 Status syncFolder(const std::string& dir)

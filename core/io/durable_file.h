@@ -12,10 +12,22 @@ namespace tessera {
 /// rename must never make a name point at data still only in the page cache (a crash would leave an empty or
 /// partial file under a final name). Errors name the file and say why (e.g. "No space left on device").
 
-/// Creates or truncates `path`, writes `bytes` and flushes them to disk.
+/// Every file written here is opened without following a symbolic link at its name: a link planted where an
+/// output goes would otherwise make Tessera write through it, outside the folder it writes.
+
+/// Creates or truncates `path`, writes `bytes` and flushes them to disk. A symbolic link at `path` is refused.
 Status writeFileSynced(const std::string& path, const std::string& bytes);
-/// Copies `from` to `to` byte for byte (replacing `to`) and flushes the copy to disk.
+/// Copies `from` to `to` byte for byte (replacing `to`) and flushes the copy to disk. A symbolic link at `to` is
+/// refused.
 Status copyFileSynced(const std::string& from, const std::string& to);
+/// Copies the open file `fromFd` (read from its start; `from` names it in errors) to `to`, as copyFileSynced().
+Status copyOpenFileSynced(int fromFd, const std::string& from, const std::string& to);
+/// Replaces `path` with a file holding `bytes`, atomically: written and flushed under a fresh name in the same
+/// folder (created exclusively, so nothing planted there is ever opened), then renamed over `path`. Readers see
+/// the old content or the new, never a part; several processes writing the same bytes do not disturb each other.
+Status replaceFileAtomically(const std::string& path, const std::string& bytes);
+/// A name for a temporary file or folder beside `path` that no other process picks: ".<name>.<tag>-<pid>-<random>".
+std::string uniqueSiblingName(const std::string& path, const std::string& tag);
 /// Flushes a folder's entries (created, renamed or removed names) to disk.
 Status syncFolder(const std::string& dir);
 

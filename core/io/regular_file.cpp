@@ -36,6 +36,11 @@ Result<RegularFile> RegularFile::open(const std::string& path)
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return makeError(path + ": cannot open: " + std::strerror(errno));
+    return adopt(fd, path);
+}
+
+Result<RegularFile> RegularFile::adopt(int fd, const std::string& path)
+{
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
         const int err = errno;

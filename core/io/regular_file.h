@@ -17,6 +17,8 @@ public:
     /// Opens `path` without blocking and checks it is a regular file. The error names the path and what it is
     /// instead ("is a FIFO (named pipe), not a regular file").
     static Result<RegularFile> open(const std::string& path);
+    /// Takes over the open descriptor `fd` (closed on every path) if it is a regular file; `path` names it.
+    static Result<RegularFile> adopt(int fd, const std::string& path);
     RegularFile(RegularFile&& other) noexcept;
     RegularFile& operator=(RegularFile&& other) noexcept;
     RegularFile(const RegularFile&) = delete;

@@ -14,14 +14,19 @@ Result<std::string> readTextFile(const std::string& path, std::uint64_t maxBytes
 {
     auto file = RegularFile::open(path);
     TESSERA_TRY(file);
-    if (file->size() > maxBytes)
-        return makeError(path + ": is " + formatBytes(file->size()) + ", more than the "
+    return readTextFile(*file, path, maxBytes);
+}
+
+Result<std::string> readTextFile(const RegularFile& file, const std::string& path, std::uint64_t maxBytes)
+{
+    if (file.size() > maxBytes)
+        return makeError(path + ": is " + formatBytes(file.size()) + ", more than the "
                          + formatBytes(maxBytes) + " a file of this kind can hold; it is not one");
-    std::string text(static_cast<std::size_t>(file->size()), '\0');
+    std::string text(static_cast<std::size_t>(file.size()), '\0');
     std::size_t got = 0;
     // Read what stat promised and no more: a file that grows meanwhile cannot make this unbounded.
     while (got < text.size()) {
-        const ssize_t n = ::read(file->fd(), text.data() + got, text.size() - got);
+        const ssize_t n = ::pread(file.fd(), text.data() + got, text.size() - got, static_cast<off_t>(got));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)

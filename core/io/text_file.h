@@ -16,4 +16,9 @@ constexpr std::uint64_t kMaxTextFileBytes = 64ull << 20;
 /// Never used for tensor data.
 Result<std::string> readTextFile(const std::string& path, std::uint64_t maxBytes = kMaxTextFileBytes);
 
+class RegularFile;
+/// The same for a file already open (e.g. by openBeneath()); `path` names it in errors.
+Result<std::string> readTextFile(const RegularFile& file, const std::string& path,
+                                 std::uint64_t maxBytes = kMaxTextFileBytes);
+
 } // namespace tessera

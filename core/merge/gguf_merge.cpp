@@ -9,7 +9,8 @@
 #include "formats/gguf_quant.h"
 #include "io/durable_file.h"
 #include "merge/gguf_plan.h"
-#include "merge/output_staging.h"
+#include "publish/staged_run.h"
+#include "publish/target_checks.h"
 #include "parallel.h"
 
 #include <fcntl.h>
@@ -70,7 +71,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
         return Status::success();
     // Created and sized here when no streamed tensor of this run opened it first (a part of Q8_0 tensors only);
     // never truncated, since other parts' bytes may be in it.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return makeError(path + ": cannot be opened for writing: " + std::strerror(errno));
     struct Closer {
@@ -199,29 +200,25 @@ Result<MergeOutcome> writeGgufTensors(const GgufPlan& plan, const std::string& d
 
 Result<MergeOutcome> writeGgufFile(const GgufPlan& plan, const std::string& targetDir, const MergeRunOptions& options)
 {
-    TESSERA_TRY(OutputStaging::checkTarget(targetDir, { plan.fileName }));
-    const auto notes = OutputStaging::removeStale(targetDir);
-    if (options.onNote)
-        for (const auto& note : notes)
-            options.onNote(note);
-    TESSERA_TRY(checkGgufTarget(plan, targetDir));
-    auto staging = OutputStaging::create(targetDir);
-    TESSERA_TRY(staging);
+    TESSERA_TRY(checkTarget(targetDir, { plan.fileName }));
+    auto run = StagedRun::begin(targetDir, "GGUF export", [&] { return checkGgufTarget(plan, targetDir); },
+                                options.onNote);
+    TESSERA_TRY(run);
     const auto start = std::chrono::steady_clock::now();
-    auto outcome = writeGgufTensors(plan, staging->path(), GgufSelection {}, options);
+    auto outcome = writeGgufTensors(plan, run->path(), GgufSelection {}, options);
     if (!outcome) {
         if (outcome.error().message == "canceled")
             return outcome.error();
-        return makeError(outcome.error().message + " (nothing was written to " + staging->target()
+        return makeError(outcome.error().message + " (nothing was written to " + run->target()
                          + "; the temporary folder is removed)");
     }
-    TESSERA_TRY(staging->publish({ plan.fileName }));
+    TESSERA_TRY(run->publish({ plan.fileName }, { plan.fileName }));
     MergeOutcome result;
-    result.outputDir = staging->target();
+    result.outputDir = run->target();
     result.files = { plan.fileName };
     result.bytesWritten = plan.fileSize;
     result.warnings = outcome->warnings;
-    result.notes = notes;
+    result.notes = run->notes();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
 }

@@ -8,7 +8,7 @@
 #include "listed_items.h"
 #include "merge/checkpoint_problems.h"
 #include "merge/hf_output.h"
-#include "merge/output_staging.h"
+#include "publish/target_checks.h"
 #include "model/rope_permute.h"
 
 #include <nlohmann/json.hpp>
@@ -251,12 +251,16 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     if (info.tensors.empty())
         return makeError(info.root + ": the checkpoint holds no tensors");
     GgufPlan plan;
-    plan.configDir = options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir;
-    if (plan.configDir.empty())
+    auto folder = listConfigFolder(options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir);
+    TESSERA_TRY(folder);
+    plan.config = std::move(*folder);
+    if (plan.config.empty())
         return makeError("no config.json was found next to the checkpoint; GGUF needs the model's config and tokenizer "
                          "(give their folder with --hf_model_path)");
-    const std::string configFile = (fs::path(plan.configDir) / "config.json").string();
-    auto configText = readTextFile(configFile);
+    for (const auto& skipped : plan.config.skipped)
+        plan.warnings.push_back(skipped);
+    const std::string configFile = plan.config.pathOf("config.json");
+    auto configText = plan.config.readText("config.json");
     TESSERA_TRY(configText);
     const json config = json::parse(*configText, nullptr, false);
     if (config.is_discarded() || !config.is_object())
@@ -276,7 +280,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     plan.architecture = arch->name;
     auto hp = readHparams(config, *arch, configFile);
     TESSERA_TRY(hp);
-    auto facts = readHfConfig(plan.configDir);
+    auto facts = readHfConfig(plan.config);
     TESSERA_TRY(facts);
     plan.outType = options.outType.value_or(GgufOutType::F16);
     plan.modelName = options.name.empty() ? defaultModelName(config, info.root) : options.name;
@@ -460,11 +464,13 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
         }
     }
     md.push_back({ "general.quantization_version", GgufValue::u32(2) });
-    auto tokenizer = readGgufTokenizer(plan.configDir, vocabRows, *configText);
+    auto tokenizer = readGgufTokenizer(plan.config, vocabRows, *configText);
     TESSERA_TRY(tokenizer);
     for (auto& kv : tokenizer->metadata)
         md.push_back(std::move(kv));
     plan.tokenizerSummary = tokenizer->summary;
+    plan.embeddedFiles = { "config.json" };
+    plan.embeddedFiles.insert(plan.embeddedFiles.end(), tokenizer->filesRead.begin(), tokenizer->filesRead.end());
     for (const auto& w : tokenizer->warnings)
         plan.warnings.push_back(w);
 
@@ -537,7 +543,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     merge.diskBytes = plan.fileSize;
     plan.view.layout = info.layout;
     plan.view.root = info.root;
-    plan.view.hfConfigDir = plan.configDir;
+    plan.view.hfConfigDir = plan.config.path;
     plan.view.files = info.files;
     plan.view.parallel = info.parallel;
     // The engine's budget holds the largest gathered tensor; conversions stage 16 MiB per thread; a Q8_0 tensor
@@ -570,8 +576,12 @@ std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
     if (stacked)
         out << "Experts     " << stacked << " stacked expert tensors\n";
     out << "Tokenizer   " << plan.tokenizerSummary << "\n";
+    std::string embedded;
+    for (const auto& name : plan.embeddedFiles)
+        embedded += (embedded.empty() ? "" : ", ") + name;
+    out << "Read        " << embedded << " (carried in the file's metadata)\n";
     out << "Output      " << plan.fileName << "  " << formatBytes(plan.fileSize) << "\n";
-    out << "Config      " << plan.configDir << "\n";
+    out << "Config      " << plan.config.path << "\n";
     for (const auto& d : plan.dropped)
         out << "Not written " << d << "\n";
     out << "Disk        " << formatBytes(plan.fileSize) << "\n";
@@ -612,6 +622,7 @@ json ggufPlanToJson(const GgufPlan& plan)
              { "memory_bytes", plan.memoryBytes },
              { "largest_tensor_bytes", plan.largestTensorBytes },
              { "tokenizer", plan.tokenizerSummary },
+             { "embedded_files", plan.embeddedFiles },
              { "metadata", metadata },
              { "tensors", tensors },
              { "dropped", plan.dropped },
@@ -620,7 +631,8 @@ json ggufPlanToJson(const GgufPlan& plan)
 
 Status checkGgufTarget(const GgufPlan& plan, const std::string& targetDir)
 {
-    TESSERA_TRY(OutputStaging::checkTarget(targetDir, { plan.fileName }));
+    TESSERA_TRY(checkTarget(targetDir, { plan.fileName }));
+    TESSERA_TRY(checkTargetApart(targetDir, mergeSourceFolders({ MergeOutput { &plan.view, &plan.merge, "" } })));
     if (auto free = freeDiskBytes(targetDir); free && *free < plan.fileSize)
         return makeError("the export writes " + std::to_string(plan.fileSize) + " bytes but only "
                          + std::to_string(*free) + " are free on the disk holding "

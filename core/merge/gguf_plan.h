@@ -56,7 +56,7 @@ struct GgufPlan {
     GgufOutType outType = GgufOutType::F16;
     std::string fileName;                ///< "<name>-<outtype>.gguf"
     std::string modelName;               ///< general.name
-    std::string configDir;
+    ConfigFolder config;                 ///< the config and tokenizer folder; embeddedFiles are read from it
     CheckpointInfo view;                 ///< the tensors under GGUF names, pieces re-indexed into the source files
     /// The file and the tensors written as plain floats, in the merge engine's terms (the file's header is the
     /// GGUF header; offsets are the GGUF data offsets).
@@ -66,6 +66,7 @@ struct GgufPlan {
     std::vector<GgufPlannedTensor> tensors; ///< in file order
     std::vector<GgufKeyValue> metadata;
     std::string tokenizerSummary;
+    std::vector<std::string> embeddedFiles; ///< the config folder's files read into the metadata
     std::vector<std::string> dropped;    ///< "lm_head.weight (tied to model.embed_tokens.weight)"
     std::vector<std::string> warnings;
     std::uint64_t fileSize = 0;

@@ -17,14 +17,6 @@ namespace tessera {
 
 namespace {
 
-Result<std::string> readText(const fs::path& path)
-{
-    auto text = readTextFile(path.string());
-    if (!text)
-        return makeError(path.string() + ": cannot be read");
-    return std::move(*text);
-}
-
 bool endsWith(const std::string& s, const std::string& suffix)
 {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -33,16 +25,13 @@ bool startsWith(const std::string& s, const std::string& prefix) { return s.rfin
 
 } // namespace
 
-Result<HfConfigFacts> readHfConfig(const std::string& configDir)
+Result<HfConfigFacts> readHfConfig(const ConfigFolder& folder)
 {
     HfConfigFacts facts;
-    if (configDir.empty())
+    if (!folder.has("config.json"))
         return facts;
-    const fs::path path = fs::path(configDir) / "config.json";
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec))
-        return facts;
-    auto text = readText(path);
+    const fs::path path = folder.pathOf("config.json");
+    auto text = folder.readText("config.json");
     TESSERA_TRY(text);
     auto json = nlohmann::json::parse(*text, nullptr, false);
     if (json.is_discarded() || !json.is_object())
@@ -78,44 +67,6 @@ Result<HfConfigFacts> readHfConfig(const std::string& configDir)
                     facts.tieWordEmbeddings = value == "1";
     }
     return facts;
-}
-
-bool isHfSideFile(const std::string& name)
-{
-    if (name.empty() || name[0] == '.')
-        return false;
-    static const char* exact[] = { "config.json", "generation_config.json", "special_tokens_map.json",
-                                   "added_tokens.json", "merges.txt", "tokenizer.model", "spiece.model",
-                                   "sentencepiece.bpe.model", "preprocessor_config.json", "processor_config.json",
-                                   "video_preprocessor_config.json", "image_processor_config.json",
-                                   "feature_extractor_config.json", "chat_template.json", "chat_template.jinja" };
-    for (const char* e : exact)
-        if (name == e)
-            return true;
-    if (startsWith(name, "tokenizer") && (endsWith(name, ".json") || endsWith(name, ".model")))
-        return true;
-    if (startsWith(name, "vocab."))
-        return true;
-    if (startsWith(name, "chat_template") || startsWith(name, "additional_chat_templates"))
-        return true;
-    if (endsWith(name, ".tiktoken") || endsWith(name, ".py"))
-        return true;
-    return false;
-}
-
-std::vector<std::string> listHfSideFiles(const std::string& configDir)
-{
-    std::vector<std::string> names;
-    if (configDir.empty())
-        return names;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(configDir, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (entry.is_regular_file(ec) && isHfSideFile(name))
-            names.push_back(name);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
 }
 
 Result<std::string> rewriteConfigDtype(const std::string& text, DType dtype)
@@ -204,13 +155,13 @@ Result<std::string> rewriteConfigUnquantized(const std::string& text)
     return json.dump(2) + "\n";
 }
 
-Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, const ConfigEdits& edits)
+Status copyHfSideFiles(const ConfigFolder& folder, const std::string& destDir, const ConfigEdits& edits)
 {
-    for (const auto& name : listHfSideFiles(configDir)) {
-        const fs::path from = fs::path(configDir) / name;
+    for (const auto& name : folder.files) {
+        const std::string from = folder.pathOf(name);
         const fs::path to = fs::path(destDir) / name;
         if (name == "config.json" && edits.any()) {
-            auto text = readText(from);
+            auto text = folder.readText(name);
             TESSERA_TRY(text);
             Result<std::string> rewritten = *text;
             if (edits.dtype)
@@ -220,11 +171,13 @@ Status copyHfSideFiles(const std::string& configDir, const std::string& destDir,
             if (rewritten && edits.dropQuantization)
                 rewritten = rewriteConfigUnquantized(*rewritten);
             if (!rewritten)
-                return rewritten.error().withContext(from.string());
+                return rewritten.error().withContext(from);
             TESSERA_TRY(writeFileSynced(to.string(), *rewritten));
             continue;
         }
-        TESSERA_TRY(copyFileSynced(from.string(), to.string()));
+        auto source = folder.open(name);
+        TESSERA_TRY(source);
+        TESSERA_TRY(copyOpenFileSynced(source->fd(), from, to.string()));
     }
     return Status::success();
 }

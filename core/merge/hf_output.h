@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "formats/config_folder.h"
 #include "model/dtype.h"
 #include "result.h"
 
@@ -21,18 +22,9 @@ struct HfConfigFacts {
     std::string quantization;
 };
 
-/// Reads `configDir/config.json`. A missing folder or file gives `found == false`; a file that is not valid
-/// JSON is an error naming it.
-Result<HfConfigFacts> readHfConfig(const std::string& configDir);
-
-/// True for the files of a config folder that belong in a merged model: config.json, generation_config.json,
-/// tokenizer files (tokenizer*.json, tokenizer.model, vocab.*, merges.txt, special_tokens_map.json,
-/// added_tokens.json, *.tiktoken, spiece.model…), chat templates, processor configs and remote-code `*.py`.
-/// Weights and anything else are not carried over.
-bool isHfSideFile(const std::string& fileName);
-
-/// The side files present in `configDir` (names only, sorted). Empty when the folder is missing.
-std::vector<std::string> listHfSideFiles(const std::string& configDir);
+/// Reads the folder's `config.json`. No folder, or no usable config.json in it, gives `found == false`; a file
+/// that is not valid JSON is an error naming it.
+Result<HfConfigFacts> readHfConfig(const ConfigFolder& folder);
 
 /// `config.json` text with every `"torch_dtype"` (and a top-level v5 `"dtype"`) set to `dtype`'s torch name.
 /// Only those values change: every other byte of the file stays as it was. When the file has no dtype key,
@@ -47,9 +39,10 @@ struct ConfigEdits {
     bool any() const { return dtype || tieWordEmbeddings || dropQuantization; }
 };
 
-/// Copies every side file of `configDir` into `destDir` byte for byte, each flushed to disk, except config.json
-/// when `edits` change it. Errors name the file.
-Status copyHfSideFiles(const std::string& configDir, const std::string& destDir, const ConfigEdits& edits);
+/// Copies the folder's listed side files (`folder.files`, and nothing else) into `destDir` byte for byte, each
+/// read through the folder's confinement and flushed to disk, except config.json when `edits` change it. Errors
+/// name the file.
+Status copyHfSideFiles(const ConfigFolder& folder, const std::string& destDir, const ConfigEdits& edits);
 
 /// `configText` without its `"quantization_config"` (for weights written unquantized: left there, transformers
 /// would look for the quantized tensors). Unchanged when it has none.

@@ -6,7 +6,8 @@
 #include "model/convert.h"
 #include "merge/hf_output.h"
 #include "merge/lora_fuse.h"
-#include "merge/output_staging.h"
+#include "publish/staged_run.h"
+#include "publish/target_checks.h"
 #include "io/durable_file.h"
 #include "parallel.h"
 #include "model/placement.h"
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 namespace fs = std::filesystem;
 
@@ -266,13 +268,13 @@ Result<std::string> checkTie(SourceFiles& files, const CheckpointInfo& info, con
     return std::string();
 }
 
+} // namespace
+
 bool isCanceled(const MergeRunOptions& options)
 {
     return (options.progress && options.progress->isCanceled())
         || (options.cancel && options.cancel->load(std::memory_order_relaxed));
 }
-
-} // namespace
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -451,7 +453,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
             outputs.push_back(std::move(out));
             continue;
         }
-        out->fd = ::open(out->path.c_str(), O_WRONLY | O_CREAT | (partial ? 0 : O_TRUNC) | O_CLOEXEC, 0644);
+        // Never through a link: the folder is the run's own, and a link there was not put there by it.
+        out->fd = ::open(out->path.c_str(), O_WRONLY | O_CREAT | (partial ? 0 : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (out->fd < 0)
             return makeError(out->path + ": cannot be created: " + std::strerror(errno));
         // The header is written last (below): a file cut short by a crash or a kill has none, so it can never
@@ -592,8 +595,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     }
     if (options.writeFinish && !plan.indexJson.empty())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / "model.safetensors.index.json").string(), plan.indexJson));
-    if (options.writeFinish && !plan.configDir.empty())
-        TESSERA_TRY(copyHfSideFiles(plan.configDir, dir, plan.configEdits()));
+    if (options.writeFinish)
+        TESSERA_TRY(copyHfSideFiles(plan.config, dir, plan.configEdits()));
     for (const auto& [name, content] : options.writeFinish ? plan.generatedFiles : decltype(plan.generatedFiles)())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / name).string(), content));
     if (canceled())
@@ -605,7 +608,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
 
 Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir)
 {
-    TESSERA_TRY(OutputStaging::checkTarget(targetDir, plan.outputFileNames()));
+    TESSERA_TRY(checkTarget(targetDir, plan.outputFileNames()));
     const auto conflicts = conflictingWeightFiles(targetDir, plan.outputFileNames());
     if (!conflicts.empty()) {
         std::string names;
@@ -645,8 +648,32 @@ Status checkSubfolder(const std::string& targetDir, const MergeOutput& output)
 
 } // namespace
 
+std::vector<std::string> mergeSourceFolders(const std::vector<MergeOutput>& outputs)
+{
+    std::set<std::string> folders;
+    for (const auto& o : outputs) {
+        folders.insert(o.info->root);
+        folders.insert(o.plan->config.path);
+        auto addPieces = [&](const TensorInfo& t) {
+            for (const auto& p : t.pieces)
+                folders.insert(fs::path(p.file).parent_path().string());
+        };
+        for (const auto& planned : o.plan->tensors) {
+            if (planned.source < o.info->tensors.size())
+                addPieces(o.info->tensors[planned.source]);
+            if (planned.delta) {
+                addPieces(planned.delta->a);
+                addPieces(planned.delta->b);
+            }
+        }
+    }
+    folders.erase("");
+    return { folders.begin(), folders.end() };
+}
+
 Status checkMergeTargets(const std::vector<MergeOutput>& outputs, const std::string& targetDir)
 {
+    TESSERA_TRY(checkTargetApart(targetDir, mergeSourceFolders(outputs)));
     std::uint64_t diskBytes = 0;
     for (const auto& o : outputs) {
         TESSERA_TRY(o.subfolder.empty() ? checkMergeTarget(*o.plan, targetDir) : checkSubfolder(targetDir, o));
@@ -667,19 +694,15 @@ Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, c
     for (const auto& o : outputs)
         if (o.subfolder.empty())
             top = &o;
-    TESSERA_TRY(OutputStaging::checkTarget(targetDir, top ? top->plan->outputFileNames() : std::vector<std::string>()));
-    // Folders of dead runs go first: they hold disk space the checks below count.
-    const auto notes = OutputStaging::removeStale(targetDir);
-    if (options.onNote)
-        for (const auto& note : notes)
-            options.onNote(note);
-    TESSERA_TRY(checkMergeTargets(outputs, targetDir));
-    auto staging = OutputStaging::create(targetDir);
-    TESSERA_TRY(staging);
+    TESSERA_TRY(checkTarget(targetDir, top ? top->plan->outputFileNames() : std::vector<std::string>()));
+    // Folders of dead runs go before the checks: they hold disk space the checks count.
+    auto run = StagedRun::begin(targetDir, "merge", [&] { return checkMergeTargets(outputs, targetDir); },
+                                options.onNote);
+    TESSERA_TRY(run);
     MergeOutcome total;
     const auto start = std::chrono::steady_clock::now();
     for (const auto& o : outputs) {
-        std::string dir = staging->path();
+        std::string dir = run->path();
         if (!o.subfolder.empty()) {
             dir = (fs::path(dir) / o.subfolder).string();
             if (::mkdir(dir.c_str(), 0755) != 0)
@@ -687,7 +710,7 @@ Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, c
         }
         auto outcome = writeMergedFiles(*o.info, *o.plan, dir, options);
         if (!outcome && outcome.error().message != "canceled")
-            return makeError(outcome.error().message + " (nothing was written to " + staging->target()
+            return makeError(outcome.error().message + " (nothing was written to " + run->target()
                              + "; the temporary folder is removed)");
         TESSERA_TRY(outcome);
         for (const auto& f : outcome->files)
@@ -697,6 +720,11 @@ Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, c
         if (!o.subfolder.empty())
             TESSERA_TRY(syncFolder(dir));
     }
+    if (options.beforePublish) {
+        auto added = options.beforePublish(run->path(), total.files);
+        TESSERA_TRY(added);
+        total.files.insert(total.files.end(), added->begin(), added->end());
+    }
     // What makes the folder a loadable model goes in last: the index (or the single file), then config.json.
     std::vector<std::string> keystones;
     if (top && !top->plan->indexJson.empty())
@@ -704,9 +732,9 @@ Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, c
     else if (top && !top->plan->files.empty())
         keystones.push_back(top->plan->files.front().name);
     keystones.push_back("config.json");
-    TESSERA_TRY(staging->publish(keystones));
-    total.outputDir = staging->target();
-    total.notes = notes;
+    TESSERA_TRY(run->publish(total.files, keystones));
+    total.outputDir = run->target();
+    total.notes = run->notes();
     total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return total;
 }

@@ -52,7 +52,15 @@ struct MergeRunOptions {
     /// in MergePlan::files, its offset there and the bytes. A split merge's parts checksum what they write with it.
     std::function<void(std::size_t file, std::uint64_t offset, const std::uint8_t* data, std::uint64_t length)>
         onTensorBytes;
+    /// Called once everything is written into the staging folder `dir` (holding `files`) and before it is
+    /// published: writes files of its own there (e.g. a report of what was written) and returns their names, so
+    /// they are published with the model, atomically.
+    std::function<Result<std::vector<std::string>>(const std::string& dir, const std::vector<std::string>& files)>
+        beforePublish;
 };
+
+/// True when the run was asked to stop (its Progress or its cancel flag).
+bool isCanceled(const MergeRunOptions& options);
 
 /// What a finished merge did.
 struct MergeOutcome {
@@ -94,8 +102,12 @@ struct MergeOutput {
     std::string subfolder;
 };
 
-/// checkMergeTarget() for several models: the top-level one against the target, each sub-folder's against what
-/// is already in it, and the disk for all of them. --dry-run uses it too.
+/// The folders a merge reads: each checkpoint, its config folder and every folder its tensors' files lie in.
+std::vector<std::string> mergeSourceFolders(const std::vector<MergeOutput>& outputs);
+
+/// checkMergeTarget() for several models: the target apart from every folder the merge reads, the top-level
+/// model against the target, each sub-folder's against what is already in it, and the disk for all of them.
+/// --dry-run uses it too.
 Status checkMergeTargets(const std::vector<MergeOutput>& outputs, const std::string& targetDir);
 
 /// mergeCheckpoint() for several models published together: all of them appear at once, or none. A sub-folder

@@ -6,19 +6,13 @@
 // into a folder they all find by name, and records that it is done; the process that completes the set verifies
 // the records, writes the headers, index and config files and publishes the folder as a single merge would.
 //
-// The shared folder, `.tessera-parts-<id>` inside the target (or `.<name>.tessera-parts-<id>` beside it when the
-// target does not exist yet), where <id> is a hash of the plan, the assignment and the source files:
-//   plan.json            the assignment, for `tessera merge --status` (written by every part, same bytes)
-//   out/                 the model being written (published as a whole: see OutputStaging::adopt())
-//   part-K-of-N.json     part K's record: the byte ranges it wrote and their CRC-32, written when they are on disk
-//   finishing            the claim of the process publishing the set (link()ed into place, so only one wins;
-//                        held with flock, so a dead finisher's claim is taken over by the next part that finishes)
-// A GGUF export is split the same way (merge/gguf_parts.h): its one file is cut into byte ranges, and the
-// finishing part writes its header and generated tensors.
-// Dead single-process runs' temporary folders are removed as always (OutputStaging::removeStale()); their names
-// never match a shared folder's, so no part's work is ever taken for a dead run's.
+// The shared folder, the records, the claim and the publish are publish/part_set.h's and publish/part_run.h's;
+// this file assigns the bytes of a merge's files to parts and writes a part's share. <id> is a hash of the plan,
+// the assignment and the source files. A GGUF export is split the same way (merge/gguf_parts.h): its one file is
+// cut into byte ranges, and the finishing part writes its header and generated tensors.
 
 #include "merge/merge_engine.h"
+#include "publish/part_run.h"
 #include "result.h"
 
 #include <cstdint>
@@ -64,18 +58,9 @@ struct PartsPlan {
 /// at fixed offsets after a header is cut the same way (safetensors here; a GGUF file in merge/gguf_parts.h).
 Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned parts);
 
-/// What one part did.
-struct PartOutcome {
-    std::string setFolder;              ///< the shared folder (gone once published)
-    std::uint64_t bytesWritten = 0;     ///< tensor bytes this part wrote (0 when its bytes were already there)
-    bool alreadyDone = false;           ///< its record was there and its bytes checked out: nothing rewritten
-    double seconds = 0;
-    std::vector<unsigned> missing;      ///< parts not done yet when this one finished
-    bool published = false;             ///< this process completed the set and published it
-    bool finishingElsewhere = false;    ///< the set is complete and another live process is publishing it
-    std::vector<std::string> files;     ///< with `published`: the files in publish order
+/// What one part did (see publish/part_run.h), and the warnings of the finishing write.
+struct PartOutcome : PartRunOutcome {
     std::vector<std::string> warnings;
-    std::vector<std::string> notes;
 };
 
 /// How a part writes outputs that writeMergedFiles() does not write alone (a GGUF file, whose Q8_0 and generated
@@ -91,93 +76,13 @@ struct PartWriting {
     std::vector<std::string> keystones;
 };
 
-/// Runs part `part` (0-based) of `parts` into `targetDir`: checks the target, writes the part's ranges into the
+/// Runs part `part` (0-based) of `parts` into `targetDir` (publish/part_run.h): writes the part's ranges into the
 /// shared folder (or checks them, when a record says they are there), records them, and when every part's record
-/// is there, claims, verifies and publishes the set. Idempotent: re-running a part (killed, failed or finished)
-/// only completes the set. On any error the target is left as it was and the shared folder kept for a re-run.
+/// is there, claims the set, checks every recorded byte, writes the headers, index and config files and publishes.
+/// Idempotent: re-running a part (killed, failed or finished) only completes the set. On any error the target is
+/// left as it was and the shared folder kept for a re-run.
 Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const PartsPlan& plan, unsigned part,
                                  const std::string& targetDir, const MergeRunOptions& options,
                                  const PartWriting& writing = {});
-
-/// One part's record, as read back.
-struct PartRecord {
-    unsigned part = 0;
-    std::uint64_t bytes = 0;
-    double seconds = 0;
-    std::string host;
-    long pid = 0;
-};
-
-/// A shared folder of a split merge into a target, as `tessera merge --status` reports it.
-struct PartsSetStatus {
-    std::string folder;
-    std::string id;
-    unsigned parts = 0;                ///< 0 when plan.json is unreadable
-    std::uint64_t totalBytes = 0;
-    std::vector<std::uint64_t> shareBytes;
-    std::vector<PartRecord> done;
-    std::vector<unsigned> missing;
-    std::optional<std::string> finisher; ///< the claim's holder ("host pid"), when a claim is there
-    bool finisherAlive = false;          ///< the claim is held (flock) by a live process
-};
-
-/// Every shared folder of split merges into `targetDir` (inside it and beside it).
-std::vector<PartsSetStatus> partsStatus(const std::string& targetDir);
-
-/// The same mechanics for other jobs split into parts whose parts write whole files (`tessera split --part`):
-/// the shared folder, the records, the claim and the publish. `tessera merge --status` reports their sets too.
-namespace parts {
-
-/// A whole file a part wrote: its path in the output folder, its size and CRC-32.
-struct RecordedFile {
-    std::string path;
-    std::uint64_t size = 0;
-    std::uint32_t crc = 0;
-};
-
-/// plan.json for a set of `parts` parts with these shares.
-std::string planJson(const std::string& id, unsigned parts, const std::string& target, std::uint64_t totalBytes,
-                     const std::vector<std::uint64_t>& shareBytes);
-/// The set's folder, found or made (with out/ and plan.json); `checkNew` runs before a new set is made.
-Result<std::string> openSet(const std::string& targetDir, const std::string& id, const std::string& planJson,
-                            const std::function<Status()>& checkNew, const std::function<void(const std::string&)>& note);
-/// Where parts write: out/ of the set.
-std::string outFolder(const std::string& set);
-/// Part `part`'s record: the files it wrote and its own data (a JSON object as text).
-Status writeRecord(const std::string& set, const std::string& id, unsigned part, unsigned parts,
-                   const std::vector<RecordedFile>& files, const std::string& extraJson, double seconds);
-/// The files part `part` recorded; nullopt when it has no valid record.
-Result<std::optional<std::vector<RecordedFile>>> readRecordFiles(const std::string& set, const std::string& id,
-                                                                 unsigned part, unsigned parts);
-/// The record's own data, when it lists exactly `expected`; nullopt otherwise.
-Result<std::optional<std::string>> readRecordExtra(const std::string& set, const std::string& id, unsigned part,
-                                                   unsigned parts, const std::vector<RecordedFile>& expected);
-/// Removes a record before its part's files are written again.
-void removeRecord(const std::string& set, unsigned part, unsigned parts);
-/// Parts without a record.
-std::vector<unsigned> missingParts(const std::string& set, unsigned parts);
-
-/// The right to publish a complete set, held until destroyed; empty when another live process holds it.
-class PublishClaim {
-public:
-    PublishClaim();
-    PublishClaim(PublishClaim&&) noexcept;
-    ~PublishClaim();
-    explicit operator bool() const { return m_held != nullptr; }
-
-private:
-    struct Held;
-    std::unique_ptr<Held> m_held;
-    friend Result<PublishClaim> claimPublish(const std::string& set, std::vector<std::string>& notes);
-};
-Result<PublishClaim> claimPublish(const std::string& set, std::vector<std::string>& notes);
-
-/// Publishes out/ of the set into the target (keystones last) and removes the set.
-Status publishSet(const std::string& targetDir, const std::string& set, const std::vector<std::string>& keystones);
-
-/// CRC-32 of a file's first `size` bytes.
-Result<std::uint32_t> crcOfFile(const std::string& path, std::uint64_t size, const std::function<bool()>& canceled);
-
-} // namespace parts
 
 } // namespace tessera

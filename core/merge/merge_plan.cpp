@@ -25,28 +25,6 @@ namespace tessera {
 
 namespace {
 
-/// Side files are copied into the output, so a symbolic link among them must not reach outside the checkpoint
-/// (huggingface/tokenizer_extra.json → /etc/shadow). Links inside the folder are fine, and so are a Hugging Face
-/// hub cache's links from snapshots/<rev>/ into its blobs/ folder.
-bool staysInConfigFolder(const fs::path& configDir, const std::string& name)
-{
-    std::error_code ec;
-    const fs::path file = configDir / name;
-    if (!fs::is_symlink(fs::symlink_status(file, ec)))
-        return true;
-    const fs::path target = fs::weakly_canonical(file, ec);
-    const fs::path folder = fs::weakly_canonical(configDir, ec);
-    if (ec)
-        return false;
-    auto inside = [&](const fs::path& dir) {
-        const auto rel = target.lexically_relative(dir);
-        return !rel.empty() && *rel.begin() != "..";
-    };
-    if (inside(folder))
-        return true;
-    return folder.parent_path().filename() == "snapshots" && inside(folder.parent_path().parent_path() / "blobs");
-}
-
 /// The input embedding a tied lm_head.weight must equal.
 std::optional<std::size_t> findEmbedding(const CheckpointInfo& info)
 {
@@ -175,7 +153,7 @@ std::vector<std::string> MergePlan::outputFileNames() const
         names.push_back(f.name);
     if (!indexJson.empty())
         names.push_back("model.safetensors.index.json");
-    for (const auto& s : sideFiles)
+    for (const auto& s : config.files)
         names.push_back(s);
     for (const auto& g : generatedFiles)
         if (std::find(names.begin(), names.end(), g.first) == names.end())
@@ -233,27 +211,23 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
     MergePlan plan;
     plan.checkpoint = info.root;
     plan.layout = info.layout;
-    plan.configDir = options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir;
-    if (!plan.configDir.empty()) {
-        std::error_code ec;
-        if (!fs::is_directory(plan.configDir, ec))
-            return makeError(plan.configDir + ": the config folder does not exist");
+    const std::string configDir = options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir;
+    if (!configDir.empty()) {
         // A config.json that is a FIFO or a device must fail here, not count as "no config.json".
-        const fs::path configJson = fs::path(plan.configDir) / "config.json";
+        const fs::path configJson = fs::path(configDir) / "config.json";
+        std::error_code ec;
         if (fs::exists(configJson, ec) && !fs::is_regular_file(configJson, ec))
             return makeError(configJson.string() + ": is " + describeFileKind(configJson.string())
                              + ", not a regular file");
-        for (auto& name : listHfSideFiles(plan.configDir)) {
-            if (staysInConfigFolder(fs::path(plan.configDir), name))
-                plan.sideFiles.push_back(std::move(name));
-            else
-                plan.warnings.push_back((fs::path(plan.configDir) / name).string()
-                                        + ": a symbolic link that leads out of the config folder; not copied");
-        }
     }
-    auto config = readHfConfig(plan.configDir);
+    auto folder = listConfigFolder(configDir);
+    TESSERA_TRY(folder);
+    plan.config = std::move(*folder);
+    for (const auto& skipped : plan.config.skipped)
+        plan.warnings.push_back(skipped);
+    auto config = readHfConfig(plan.config);
     TESSERA_TRY(config);
-    if (options.expectConfig && (plan.configDir.empty() || !config->found))
+    if (options.expectConfig && (plan.config.path.empty() || !config->found))
         plan.warnings.push_back("no config.json found (pass --hf_model_path): the output holds only the weights");
 
     plan.generatedFiles = options.generatedFiles;
@@ -378,9 +352,9 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         plan.indexJson = makeShardIndexJson(plan.totalBytes, weightMap);
         plan.diskBytes += plan.indexJson.size();
     }
-    for (const auto& name : plan.sideFiles) {
+    for (const auto& name : plan.config.files) {
         std::error_code ec;
-        plan.diskBytes += fs::file_size(fs::path(plan.configDir) / name, ec);
+        plan.diskBytes += fs::file_size(plan.config.pathOf(name), ec);
     }
     for (const auto& [name, content] : plan.generatedFiles)
         plan.diskBytes += content.size();
@@ -395,8 +369,8 @@ nlohmann::json mergePlanToJson(const MergePlan& plan, const CheckpointInfo& info
     nlohmann::json j;
     j["checkpoint"] = plan.checkpoint;
     j["layout"] = plan.layout;
-    j["config_dir"] = plan.configDir;
-    j["copied_files"] = plan.sideFiles;
+    j["config_dir"] = plan.config.path;
+    j["copied_files"] = plan.config.files;
     if (plan.configDtype)
         j["config_torch_dtype"] = std::string(torchName(*plan.configDtype));
     j["config_tie_word_embeddings"] = plan.configTied;
@@ -478,10 +452,10 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
     if (!plan.indexJson.empty())
         out << "\n            model.safetensors.index.json";
     out << "\n";
-    if (!plan.configDir.empty()) {
-        out << "Config      " << plan.configDir << "\n";
+    if (!plan.config.path.empty()) {
+        out << "Config      " << plan.config.path << "\n";
         std::string names;
-        for (const auto& s : plan.sideFiles)
+        for (const auto& s : plan.config.files)
             names += (names.empty() ? "" : ", ") + s;
         out << "Copied      " << (names.empty() ? "(none)" : names) << "\n";
         if (plan.configDtype)

@@ -95,8 +95,7 @@ struct TieCheck {
 struct MergePlan {
     std::string checkpoint;              ///< CheckpointInfo::root
     std::string layout;
-    std::string configDir;               ///< where config/tokenizer files come from, empty if none
-    std::vector<std::string> sideFiles;  ///< file names copied from configDir
+    ConfigFolder config;                 ///< where config/tokenizer files come from; config.files are copied
     std::vector<std::pair<std::string, std::string>> generatedFiles; ///< written from memory (name → content)
     std::optional<DType> configDtype;    ///< set when config.json's torch_dtype is rewritten
     bool configTied = false;             ///< config.json gets tie_word_embeddings: true (--tie-word-embedding)

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace tessera {
@@ -138,6 +139,14 @@ public:
     ZipWriter(std::FILE* f, std::string prefix) : m_file(f), m_prefix(std::move(prefix)) { }
     std::uint64_t cursor() const { return m_cursor; }
     std::uint64_t recordBytes() const { return m_records.empty() ? 0 : m_written; }
+    /// The records written so far, named with their CRC-32: what the archive holds, wherever it is written.
+    std::string contentKey() const
+    {
+        std::string key;
+        for (const Record& r : m_records)
+            key += r.name + ":" + std::to_string(r.crc) + ";";
+        return key;
+    }
 
     bool begin(const std::string& record, std::uint64_t size)
     {
@@ -501,8 +510,9 @@ std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSave
     return p.out;
 }
 
-/// torch 2.6 records a random 40-digit serialization id; a stable one derived from the content serves the same
-/// purpose (telling archives apart) and keeps outputs reproducible.
+/// torch 2.6 records a random 40-digit serialization id; a stable one derived from the content (the records and
+/// their CRC-32, never the folder the file is written in) serves the same purpose (telling archives apart) and keeps
+/// outputs reproducible: the same split gives the same bytes in any folder, in one process or in parts.
 std::string serializationId(const std::string& pickle)
 {
     std::string id;
@@ -616,10 +626,7 @@ Result<std::uint64_t> TorchSaveWriter::finish()
         if (!s.record("data/" + key, bytes))
             return s.ioError();
     }
-    std::string pickleKey;
-    for (const auto& k : s.keys)
-        pickleKey += k + (s.tensors.empty() ? std::string() : s.tensors.front().name);
-    if (!s.record("version", "3\n") || !s.record(".data/serialization_id", serializationId(s.path + pickleKey))
+    if (!s.record("version", "3\n") || !s.record(".data/serialization_id", serializationId(s.zip->contentKey()))
         || !s.zip->finish())
         return s.ioError();
     return s.zip->cursor();
@@ -627,15 +634,20 @@ Result<std::uint64_t> TorchSaveWriter::finish()
 
 Status writeTorchSavePickle(const std::string& path, const std::string& archiveName, const std::string& pickle)
 {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
-    if (!file)
+    // Never through a link: the folder is the run's own, and a link there was not put there by it.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(fd < 0 ? nullptr : ::fdopen(fd, "wb"), &std::fclose);
+    if (!file) {
+        if (fd >= 0)
+            ::close(fd);
         return makeError(path + ": cannot be created");
+    }
     ZipWriter zip(file.get(), archiveName);
     auto record = [&](const std::string& name, const std::string& bytes) {
         return zip.begin(name, bytes.size()) && zip.data(bytes.data(), bytes.size()) && zip.end();
     };
     if (!record("data.pkl", pickle) || !record("byteorder", "little") || !record("version", "3\n")
-        || !record(".data/serialization_id", serializationId(path + pickle)) || !zip.finish()
+        || !record(".data/serialization_id", serializationId(zip.contentKey())) || !zip.finish()
         || std::fflush(file.get()) != 0 || ::fdatasync(::fileno(file.get())) != 0)
         return makeError(path + ": write failed (disk full?)");
     return Status::success();

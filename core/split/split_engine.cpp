@@ -7,7 +7,8 @@
 #include "merge/box_copy.h"
 #include "merge/hf_output.h"
 #include "merge/merge_engine.h"
-#include "merge/output_staging.h"
+#include "publish/staged_run.h"
+#include "publish/target_checks.h"
 #include "merge/source_files.h"
 #include "io/mapped_file.h"
 #include "pickle/dcp_metadata_writer.h"
@@ -23,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -263,21 +265,19 @@ Status writeRunIteration(const std::string& target, std::int64_t iteration, std:
             return Status::success();
         }
     }
-    const std::string temp = file.string() + ".tessera-new";
-    TESSERA_TRY(writeFileSynced(temp, std::to_string(iteration)));
-    if (::rename(temp.c_str(), file.c_str()) != 0) {
-        ::unlink(temp.c_str());
-        return makeError(file.string() + ": cannot be written: " + std::strerror(errno));
-    }
+    // Through a fresh, exclusive temporary name: a fixed one could be a link someone planted in the run folder.
+    TESSERA_TRY(replaceFileAtomically(file.string(), std::to_string(iteration)));
     note = file.string() + " now says " + std::to_string(iteration);
-    return syncFolder(root.string());
+    return Status::success();
 }
 
 } // namespace
 
-Status checkSplitTarget(const SplitPlan& plan, const std::string& targetDir)
+Status checkSplitTarget(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
+                        const std::string& targetDir)
 {
-    TESSERA_TRY(OutputStaging::checkTarget(targetDir, {}));
+    TESSERA_TRY(checkTarget(targetDir, {}));
+    TESSERA_TRY(checkTargetApart(targetDir, mergeSourceFolders({ MergeOutput { &info, &model, "" } })));
     std::error_code ec;
     if (fs::is_directory(targetDir, ec)) {
         const auto names = plan.topLevelNames();
@@ -326,7 +326,11 @@ Result<SplitItems> writeSplitFiles(const CheckpointInfo& info, const MergePlan& 
         for (const auto& t : f.tensors)
             selectedBytes += t.spec.storageBytes();
         fs::create_directories(fs::path(o->path).parent_path());
-        o->file = std::fopen(o->path.c_str(), "wb");
+        // Never through a link: the folder is the run's own, and a link there was not put there by it.
+        const int fd = ::open(o->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        o->file = fd < 0 ? nullptr : ::fdopen(fd, "wb");
+        if (fd >= 0 && !o->file)
+            ::close(fd);
         if (!o->file)
             return makeError(o->path + ": cannot be created: " + std::strerror(errno)
                              + (errno == EMFILE ? " (too many open files: raise `ulimit -n`)" : ""));
@@ -436,11 +440,11 @@ Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const
     }
     if (!plan.dcpFolder.empty())
         TESSERA_TRY(syncFolder((dir / plan.dcpFolder).string()));
-    if (!plan.configDir.empty() && !plan.sideFiles.empty()) {
+    if (!plan.config.path.empty() && !plan.config.files.empty()) {
         const fs::path side = plan.sideFolder.empty() ? dir : dir / plan.sideFolder;
         fs::create_directories(side);
-        TESSERA_TRY(copyHfSideFiles(plan.configDir, side.string(), model.configEdits()));
-        for (const auto& sf : plan.sideFiles)
+        TESSERA_TRY(copyHfSideFiles(plan.config, side.string(), model.configEdits()));
+        for (const auto& sf : plan.config.files)
             files.push_back(plan.sideFolder.empty() ? sf : plan.sideFolder + "/" + sf);
         TESSERA_TRY(syncFolder(side.string()));
     }
@@ -466,26 +470,23 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
                               const std::string& targetDir, const SplitRunOptions& options)
 {
     const auto start = std::chrono::steady_clock::now();
-    const auto stale = OutputStaging::removeStale(targetDir);
-    if (options.onNote)
-        for (const auto& note : stale)
-            options.onNote(note);
-    TESSERA_TRY(checkSplitTarget(plan, targetDir));
-    auto staging = OutputStaging::create(targetDir);
-    TESSERA_TRY(staging);
-    auto items = writeSplitFiles(info, model, plan, staging->path(), options, nullptr);
+    TESSERA_TRY(checkTarget(targetDir, {}));
+    auto run = StagedRun::begin(targetDir, "split", [&] { return checkSplitTarget(info, model, plan, targetDir); },
+                                options.onNote);
+    TESSERA_TRY(run);
+    auto items = writeSplitFiles(info, model, plan, run->path(), options, nullptr);
     if (!items)
         return items.error().message == "canceled"
             ? items.error()
-            : makeError(items.error().message + " (nothing was written to " + staging->target() + ")");
-    auto files = finishSplitFolder(model, plan, staging->path(), *items);
+            : makeError(items.error().message + " (nothing was written to " + run->target() + ")");
+    auto files = finishSplitFolder(model, plan, run->path(), *items);
     TESSERA_TRY(files);
     SplitOutcome outcome;
     outcome.files = std::move(*files);
     // What makes the folder a checkpoint goes in last.
-    TESSERA_TRY(staging->publish({ plan.keystone }));
-    outcome.outputDir = staging->target();
-    outcome.notes = stale;
+    TESSERA_TRY(run->publish(outcome.files, { plan.keystone }));
+    outcome.outputDir = run->target();
+    outcome.notes = run->notes();
     TESSERA_TRY(recordRunIteration(plan, outcome.outputDir, options, outcome.notes));
     outcome.bytesWritten = plan.totalBytes;
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

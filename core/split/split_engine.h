@@ -52,9 +52,11 @@ Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const
 Status recordRunIteration(const SplitPlan& plan, const std::string& outputDir, const SplitRunOptions& options,
                           std::vector<std::string>& notes);
 
-/// Refuses, before anything is written, a target the split cannot complete: not a folder, not writable, a
-/// checkpoint (or any file the split would write) already there, too little free disk. --dry-run uses it too.
-Status checkSplitTarget(const SplitPlan& plan, const std::string& targetDir);
+/// Refuses, before anything is written, a target the split cannot complete: not a folder, not writable, a folder
+/// the split reads (or one holding or inside it), a checkpoint (or any file the split would write) already there,
+/// too little free disk. --dry-run uses it too.
+Status checkSplitTarget(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
+                        const std::string& targetDir);
 
 /// The whole split: every model tensor of `model` (read from `info`, the checkpoint or Hugging Face folder
 /// it was planned from) is assembled once, in model order, and its boxes appended to every output file that

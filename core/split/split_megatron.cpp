@@ -408,7 +408,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         errors.push_back("--iteration must be between 0 and 9999999");
     if (options.vocabDivisibleBy < 1)
         errors.push_back("--make_vocab_size_divisible_by must be positive");
-    if (model.configDir.empty())
+    if (model.config.path.empty())
         errors.push_back("no config.json was found for the model; Megatron names and sizes come from it (give "
                          "--hf_model_path)");
     auto fail = [&]() -> Error {
@@ -425,7 +425,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     if (!errors.empty())
         return fail();
 
-    auto config = readHfModelConfig(model.configDir);
+    auto config = readHfModelConfig(model.config.path);
     TESSERA_TRY(config);
     auto builtin = selectMappingRules(config->architectures, config->modelType);
     if (!builtin && options.userRulesFile.empty())
@@ -689,7 +689,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     CheckpointInfo planned;
     planned.layout = "megatron-legacy";
     planned.root = "(planned split)";
-    planned.hfConfigDir = model.configDir;
+    planned.hfConfigDir = model.config.path;
     planned.parallel.tensorParallel = tp;
     planned.parallel.pipelineParallel = pp;
     planned.parallel.virtualPipeline = vpp;
@@ -760,7 +760,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         planned.tensors.push_back(std::move(t));
     }
     MappingOptions mappingOptions;
-    mappingOptions.configDir = model.configDir;
+    mappingOptions.configDir = model.config.path;
     mappingOptions.userRulesFile = options.userRulesFile;
     mappingOptions.valueModel = valueModel;
     auto mapped = mapMegatronToHf(planned, mappingOptions);
@@ -822,8 +822,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     plan.worldSize = tp * pp * ep;
     plan.mesh = { pp, ep, tp };
     plan.meshDimNames = { "pp", "ep", "tp" };
-    plan.configDir = model.configDir;
-    plan.sideFiles = model.sideFiles;
+    plan.config = model.config;
     plan.sideFolder = "hf_config_and_tokenizer";
     plan.runIteration = options.runIteration;
     for (const auto& t : model.tensors)

@@ -4,8 +4,8 @@
 #include "io/fnv_hash.h"
 #include "io/path_kinds.h"
 
-#include "merge/merge_parts.h"
-#include "merge/output_staging.h"
+#include "parallel.h"
+#include "publish/part_set.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,15 +28,6 @@ bool isCanceled(const SplitRunOptions& o)
     return (o.cancel && o.cancel->load()) || (o.progress && o.progress->isCanceled());
 }
 
-std::vector<std::string> ownFiles(const SplitPlan& plan, const SplitPartsPlan& parts, unsigned part)
-{
-    std::vector<std::string> names;
-    for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
-        if (parts.owner[fi] == part)
-            names.push_back(plan.files[fi].name);
-    return names;
-}
-
 } // namespace
 
 Result<SplitPartsPlan> planSplitParts(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
@@ -44,6 +35,11 @@ Result<SplitPartsPlan> planSplitParts(const CheckpointInfo& info, const MergePla
 {
     if (parts == 0)
         return makeError("the number of parts must be at least 1");
+    // Parts write whole files: more parts than files would leave some with nothing to do.
+    if (parts > std::max<std::size_t>(plan.files.size(), 1))
+        return makeError("the split writes " + std::to_string(plan.files.size()) + " file"
+                         + (plan.files.size() == 1 ? "" : "s") + ", so it cannot be cut into " + std::to_string(parts)
+                         + " parts; use at most " + std::to_string(std::max<std::size_t>(plan.files.size(), 1)));
     SplitPartsPlan p;
     p.parts = parts;
     std::vector<std::uint64_t> ends;
@@ -105,6 +101,83 @@ Result<SplitPartsPlan> planSplitParts(const CheckpointInfo& info, const MergePla
     return p;
 }
 
+namespace {
+
+/// What a split part brings to the part run: its files, and at the end the DCP .metadata from every part's items.
+struct SplitPartJob {
+    const CheckpointInfo& info;
+    const MergePlan& model;
+    const SplitPlan& plan;
+    const SplitPartsPlan& parts;
+    unsigned part;
+    const SplitRunOptions& options;
+    std::size_t filesWritten = 0;
+
+    std::vector<RecordedRange> expectedRanges(unsigned k) const
+    {
+        std::vector<RecordedRange> ranges;
+        for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
+            if (parts.owner[fi] == k)
+                ranges.push_back({ plan.files[fi].name, 0, plan.files[fi].bytes, 0 });
+        return ranges;
+    }
+
+    Result<PartRecord> writeShare(const fs::path& out)
+    {
+        std::vector<bool> selected(plan.files.size(), false);
+        for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
+            selected[fi] = parts.owner[fi] == part;
+        auto items = writeSplitFiles(info, model, plan, out.string(), options, &selected);
+        TESSERA_TRY(items);
+        PartRecord record;
+        nlohmann::json extra { { "items", nlohmann::json::object() } };
+        for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
+            if (!selected[fi])
+                continue;
+            const fs::path path = out / plan.files[fi].name;
+            auto crc = crcOfFileRange(path.string(), 0, plan.files[fi].bytes, [&] { return isCanceled(options); });
+            TESSERA_TRY(crc);
+            record.ranges.push_back({ plan.files[fi].name, 0, plan.files[fi].bytes, *crc });
+            record.bytes += plan.files[fi].bytes;
+            ++filesWritten;
+            if (!(*items)[fi].empty())
+                extra["items"][plan.files[fi].name] = (*items)[fi];
+        }
+        record.extraJson = extra.dump();
+        return record;
+    }
+
+    /// The DCP items each part recorded, then the .metadata, generated and config files.
+    Result<std::vector<std::string>> finish(const fs::path& out, const std::vector<PartRecord>& records) const
+    {
+        SplitItems items(plan.files.size());
+        std::string problems;
+        for (const auto& record : records) {
+            auto j = nlohmann::json::parse(record.extraJson, nullptr, false);
+            for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
+                if (parts.owner[fi] != record.part || plan.files[fi].kind != SplitFile::Kind::DcpItems)
+                    continue;
+                try {
+                    items[fi] = j.at("items").at(plan.files[fi].name)
+                                    .get<std::vector<std::pair<std::uint64_t, std::uint64_t>>>();
+                } catch (const nlohmann::json::exception&) {
+                    problems += "\n  part " + std::to_string(record.part) + ": no DCP items recorded for "
+                        + plan.files[fi].name;
+                }
+                if (items[fi].size() != plan.files[fi].tensors.size())
+                    problems += "\n  part " + std::to_string(record.part) + ": the DCP items of "
+                        + plan.files[fi].name + " do not match the plan";
+            }
+        }
+        if (!problems.empty())
+            return makeError("the parts' records in " + out.parent_path().string() + " do not match the plan:"
+                             + problems);
+        return finishSplitFolder(model, plan, out.string(), items);
+    }
+};
+
+} // namespace
+
 Result<SplitPartOutcome> runSplitPart(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
                                       const SplitPartsPlan& parts, unsigned part, const std::string& targetDir,
                                       const SplitRunOptions& options)
@@ -112,124 +185,35 @@ Result<SplitPartOutcome> runSplitPart(const CheckpointInfo& info, const MergePla
     if (part >= parts.parts || parts.owner.size() != plan.files.size())
         return makeError("part " + std::to_string(part) + " does not exist: parts are numbered 0 to "
                          + std::to_string(parts.parts - 1));
-    const auto start = std::chrono::steady_clock::now();
-    SplitPartOutcome outcome;
-    auto note = [&](const std::string& text) {
-        outcome.notes.push_back(text);
-        if (options.onNote)
-            options.onNote(text);
-    };
-    auto canceled = [&] { return isCanceled(options); };
-    TESSERA_TRY(OutputStaging::checkTarget(targetDir, {}));
-    for (const auto& n : OutputStaging::removeStale(targetDir))
-        note(n);
     const std::string target = normalTarget(targetDir).string(); // as merge parts name it: "out/" is "out"
-    auto set = parts::openSet(targetDir, parts.id,
-                              parts::planJson(parts.id, parts.parts, target, parts.totalBytes, parts.shareBytes),
-                              [&] { return checkSplitTarget(plan, targetDir); }, note);
-    TESSERA_TRY(set);
-    outcome.setFolder = *set;
-    const fs::path out = parts::outFolder(*set);
+    SplitPartJob split { info, model, plan, parts, part, options };
+    PartJob job;
+    job.target = target;
+    job.id = parts.id;
+    job.part = part;
+    job.parts = parts.parts;
+    job.planJson = PartSet::planJson(parts.id, parts.parts, target, parts.totalBytes, parts.shareBytes);
+    job.what = "split";
+    job.threads = resolveThreads(static_cast<int>(options.threads));
+    job.canceled = [&] { return isCanceled(options); };
+    job.onNote = options.onNote;
+    job.checkNewTarget = [&] { return checkSplitTarget(info, model, plan, targetDir); };
+    job.expectedRanges = [&](unsigned k) { return split.expectedRanges(k); };
+    job.writeShare = [&](const std::string& out) { return split.writeShare(out); };
+    job.finish = [&](const std::string& out, const std::vector<PartRecord>& records) {
+        return split.finish(out, records);
+    };
+    job.keystones = { plan.keystone };
 
-    // This part's files: checked when its record lists them, else written and recorded.
-    const auto mine = ownFiles(plan, parts, part);
-    auto recorded = parts::readRecordFiles(*set, parts.id, part, parts.parts);
-    TESSERA_TRY(recorded);
-    if (*recorded && recorded->value().size() == mine.size()) {
-        bool same = true;
-        for (std::size_t i = 0; same && i < mine.size(); ++i) {
-            const auto& r = recorded->value()[i];
-            auto crc = parts::crcOfFile((out / r.path).string(), r.size, canceled);
-            struct stat st {};
-            same = r.path == mine[i] && crc && *crc == r.crc && ::stat((out / r.path).c_str(), &st) == 0
-                && std::uint64_t(st.st_size) == r.size;
-        }
-        outcome.alreadyDone = same;
+    auto ran = runPart(job);
+    TESSERA_TRY(ran);
+    SplitPartOutcome outcome;
+    static_cast<PartRunOutcome&>(outcome) = std::move(*ran);
+    outcome.filesWritten = split.filesWritten;
+    if (outcome.published) {
+        outcome.outputDir = target;
+        TESSERA_TRY(recordRunIteration(plan, target, options, outcome.notes));
     }
-    if (!outcome.alreadyDone) {
-        parts::removeRecord(*set, part, parts.parts);
-        std::vector<bool> selected(plan.files.size(), false);
-        for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
-            selected[fi] = parts.owner[fi] == part;
-        auto items = writeSplitFiles(info, model, plan, out.string(), options, &selected);
-        TESSERA_TRY(items);
-        std::vector<parts::RecordedFile> files;
-        nlohmann::json extra { { "items", nlohmann::json::object() } };
-        for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
-            if (!selected[fi])
-                continue;
-            const fs::path path = out / plan.files[fi].name;
-            std::error_code ec;
-            const auto size = fs::file_size(path, ec);
-            if (ec)
-                return makeError(path.string() + ": cannot be read back: " + ec.message());
-            auto crc = parts::crcOfFile(path.string(), size, canceled);
-            TESSERA_TRY(crc);
-            files.push_back({ plan.files[fi].name, size, *crc });
-            outcome.bytesWritten += size;
-            ++outcome.filesWritten;
-            if (!(*items)[fi].empty())
-                extra["items"][plan.files[fi].name] = (*items)[fi];
-        }
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        TESSERA_TRY(parts::writeRecord(*set, parts.id, part, parts.parts, files, extra.dump(), seconds));
-    }
-    outcome.missing = parts::missingParts(*set, parts.parts);
-    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!outcome.missing.empty())
-        return outcome;
-    auto claim = parts::claimPublish(*set, outcome.notes);
-    TESSERA_TRY(claim);
-    if (!*claim) {
-        outcome.finishingElsewhere = true;
-        return outcome;
-    }
-
-    // The last part: every record must list the files the plan gives its part, as they are on disk; the DCP items
-    // they wrote make the .metadata.
-    SplitItems items(plan.files.size());
-    std::string problems;
-    for (unsigned k = 0; k < parts.parts; ++k) {
-        auto files = parts::readRecordFiles(*set, parts.id, k, parts.parts);
-        TESSERA_TRY(files);
-        const auto expected = ownFiles(plan, parts, k);
-        bool ok = *files && files->value().size() == expected.size();
-        for (std::size_t i = 0; ok && i < expected.size(); ++i) {
-            struct stat st {};
-            ok = files->value()[i].path == expected[i] && ::stat((out / expected[i]).c_str(), &st) == 0
-                && std::uint64_t(st.st_size) == files->value()[i].size;
-        }
-        if (!ok) {
-            problems += "\n  part " + std::to_string(k) + ": its record does not list the files of the plan as they are";
-            continue;
-        }
-        auto extra = parts::readRecordExtra(*set, parts.id, k, parts.parts, files->value());
-        TESSERA_TRY(extra);
-        auto j = nlohmann::json::parse(extra->value_or("{}"), nullptr, false);
-        for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
-            if (parts.owner[fi] != k || plan.files[fi].kind != SplitFile::Kind::DcpItems)
-                continue;
-            try {
-                items[fi] = j.at("items").at(plan.files[fi].name).get<std::vector<std::pair<std::uint64_t, std::uint64_t>>>();
-            } catch (const nlohmann::json::exception&) {
-                problems += "\n  part " + std::to_string(k) + ": no DCP items recorded for " + plan.files[fi].name;
-            }
-            if (items[fi].size() != plan.files[fi].tensors.size())
-                problems += "\n  part " + std::to_string(k) + ": the DCP items of " + plan.files[fi].name
-                    + " do not match the plan";
-        }
-    }
-    if (!problems.empty())
-        return makeError("the parts' records in " + *set + " do not match the plan:" + problems);
-    auto files = finishSplitFolder(model, plan, out.string(), items);
-    TESSERA_TRY(files);
-    TESSERA_TRY(parts::publishSet(targetDir, *set, { plan.keystone }));
-    outcome.published = true;
-    outcome.files = std::move(*files);
-    outcome.outputDir = target;
-    outcome.setFolder.clear();
-    TESSERA_TRY(recordRunIteration(plan, target, options, outcome.notes));
-    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return outcome;
 }
 

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-// `tessera split --part K/N`: one split across N processes, like a merge's parts (merge/merge_parts.h): every
-// process plans the same split, writes only the output files assigned to it (whole files: a rank file is written
-// as one stream) into the shared folder, and records them; the part that completes the set writes the DCP
-// .metadata, the generated and config files, and publishes the folder.
+// `tessera split --part K/N`: one split across N processes, through the same part run as a merge's parts
+// (publish/part_run.h): every process plans the same split, writes only the output files assigned to it (whole
+// files: a rank file is written as one stream) into the shared folder, and records them; the part that completes
+// the set writes the DCP .metadata, the generated and config files, and publishes the folder.
 
 #include "merge/merge_plan.h"
 #include "model/checkpoint.h"
+#include "publish/part_run.h"
 #include "result.h"
 #include "split/split_engine.h"
 #include "split/split_plan.h"
@@ -31,19 +32,10 @@ struct SplitPartsPlan {
 Result<SplitPartsPlan> planSplitParts(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
                                       unsigned parts);
 
-/// What one part of a split did.
-struct SplitPartOutcome {
-    std::string setFolder;
-    std::uint64_t bytesWritten = 0;
+/// What one part of a split did (see publish/part_run.h).
+struct SplitPartOutcome : PartRunOutcome {
     std::size_t filesWritten = 0;
-    bool alreadyDone = false;
-    std::vector<unsigned> missing;
-    bool published = false;
-    bool finishingElsewhere = false;
     std::string outputDir;
-    std::vector<std::string> files;
-    std::vector<std::string> notes;
-    double seconds = 0;
 };
 
 /// Runs part `part` of the split into `targetDir`: idempotent, the target untouched until the last part publishes.

@@ -110,10 +110,10 @@ std::vector<std::string> SplitPlan::topLevelNames() const
     };
     for (const auto& f : files)
         add(f.name);
-    if (!sideFiles.empty())
-        add(sideFolder.empty() ? sideFiles.front() : sideFolder);
+    if (!config.files.empty())
+        add(sideFolder.empty() ? config.files.front() : sideFolder);
     if (sideFolder.empty())
-        for (const auto& s : sideFiles)
+        for (const auto& s : config.files)
             add(s);
     for (const auto& g : generatedFiles)
         add(g.first);
@@ -158,7 +158,7 @@ nlohmann::json splitPlanToJson(const SplitPlan& plan, const MergePlan& model)
         generated.push_back(g.first);
     return { { "format", splitFormatName(plan.format) }, { "layout", plan.layout }, { "world_size", plan.worldSize },
              { "mesh", plan.mesh }, { "mesh_dim_names", plan.meshDimNames }, { "files", files },
-             { "generated_files", generated }, { "config_dir", plan.configDir }, { "side_files", plan.sideFiles },
+             { "generated_files", generated }, { "config_dir", plan.config.path }, { "side_files", plan.config.files },
              { "side_folder", plan.sideFolder }, { "total_bytes", plan.totalBytes }, { "disk_bytes", plan.diskBytes },
              { "largest_tensor_bytes", plan.largestTensorBytes }, { "memory_bytes", plan.memoryBytes },
              { "warnings", plan.warnings } };
@@ -178,9 +178,9 @@ std::string splitPlanSummary(const SplitPlan& plan, const MergePlan& model, bool
         s << "  … and " << plan.files.size() - shown << " more\n";
     for (const auto& g : plan.generatedFiles)
         s << "  " << g.first << "\n";
-    if (!plan.sideFiles.empty())
-        s << "  " << (plan.sideFolder.empty() ? std::string() : plan.sideFolder + "/") << " " << plan.sideFiles.size()
-          << " config and tokenizer files from " << plan.configDir << "\n";
+    if (!plan.config.files.empty())
+        s << "  " << (plan.sideFolder.empty() ? std::string() : plan.sideFolder + "/") << " " << plan.config.files.size()
+          << " config and tokenizer files from " << plan.config.path << "\n";
     else
         s << "  (no config.json found: the checkpoint will have no config or tokenizer files)\n";
     if (plan.runIteration)

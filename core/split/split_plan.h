@@ -131,8 +131,7 @@ struct SplitPlan {
     std::string dcpFolder;
     /// The file published last, whose presence makes the folder a checkpoint (fsdp_config.json, .metadata, …).
     std::string keystone;
-    std::string configDir;                ///< where config and tokenizer files come from, empty if none
-    std::vector<std::string> sideFiles;   ///< file names copied from configDir
+    ConfigFolder config;                  ///< where config and tokenizer files come from; config.files are copied
     std::string sideFolder;               ///< where they go ("huggingface"; "" = the target itself)
     std::optional<std::int64_t> runIteration;
     std::uint64_t totalBytes = 0;         ///< tensor bytes written (padding included)

@@ -105,8 +105,7 @@ Result<SplitPlan> planShardedSplit(const MergePlan& model, const SplitOptions& o
     plan.format = options.format;
     TESSERA_TRY(checkSizes(options, plan.mesh, plan.meshDimNames, plan.worldSize));
     plan.runIteration = options.runIteration;
-    plan.configDir = model.configDir;
-    plan.sideFiles = model.sideFiles;
+    plan.config = model.config;
 
     DeviceMesh mesh; // its ranks are plan.meshRanks (see SplitTensor::spec)
     mesh.shape = plan.mesh;

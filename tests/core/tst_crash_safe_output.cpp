@@ -6,7 +6,7 @@
 
 #include "../../bench/synthetic_checkpoint.h"
 #include "formats/safetensors_reader.h"
-#include "merge/output_staging.h"
+#include "publish/output_staging.h"
 
 #include <QElapsedTimer>
 #include <QProcess>
@@ -215,8 +215,9 @@ private Q_SLOTS:
         QCOMPARE(folderFiles(parent + "/model"), m_reference);
     }
 
-    /// A publish killed halfway (old keystone moved aside, some new files moved in) is undone by the next run.
-    void interruptedPublishIsRolledBack()
+    /// A publish killed halfway after its journal was committed (old keystone moved aside, some new files moved
+    /// in) is completed by the next run: the target holds the complete new output, and the files of other names.
+    void interruptedPublishIsCompleted()
     {
         const std::string target = test::makeTempDir() + "/model";
         fs::create_directories(target + "/.tessera-partial-999999-abc123/.replaced");
@@ -229,15 +230,31 @@ private Q_SLOTS:
         test::writeFile(temp + "/model.safetensors", "new model");     // not moved yet
         test::writeFile(temp + "/config.json", "new config");          // not moved yet
         test::writeFile(target + "/config.json", "old config");        // not replaced yet
-        test::writeFile(temp + "/.publish-journal",
-                        "0 vocab.txt\n1 tokenizer.json\n1 model.safetensors\n1 config.json\n");
+        test::writeFile(temp + "/.publish-journal", "tessera-publish-journal 2\nf vocab.txt\nf tokenizer.json\n"
+                                                    "k model.safetensors\nk config.json\n");
         const auto notes = OutputStaging::removeStale(target);
         QCOMPARE(notes.size(), std::size_t(1));
-        QVERIFY(notes[0].find("restored") != std::string::npos);
+        QVERIFY(notes[0].find("after completing the publish") != std::string::npos);
         const std::map<std::string, std::string> expected { { "README.md", "other file\n" },
-                                                            { "tokenizer.json", "old tokenizer" },
-                                                            { "model.safetensors", "old model" },
-                                                            { "config.json", "old config" } };
+                                                            { "tokenizer.json", "new tokenizer" },
+                                                            { "vocab.txt", "new vocab" },
+                                                            { "model.safetensors", "new model" },
+                                                            { "config.json", "new config" } };
+        QCOMPARE(folderFiles(target), expected);
+        QVERIFY(hiddenFolders(target).empty());
+    }
+
+    /// A run killed before its journal was committed decided nothing: its folder goes, the target stays as it was.
+    void publishKilledBeforeItsJournalLeavesTheTarget()
+    {
+        const std::string target = test::makeTempDir() + "/model";
+        const std::string temp = target + "/.tessera-partial-999999-abc123";
+        fs::create_directories(temp + "/.replaced");
+        test::writeFile(target + "/config.json", "old config");
+        test::writeFile(temp + "/config.json", "new config");
+        test::writeFile(temp + "/..publish-journal.tessera-new-999999-abcdef", "tessera-publish-journal 2\nk con");
+        OutputStaging::removeStale(target);
+        const std::map<std::string, std::string> expected { { "config.json", "old config" } };
         QCOMPARE(folderFiles(target), expected);
         QVERIFY(hiddenFolders(target).empty());
     }

@@ -369,7 +369,7 @@ private Q_SLOTS:
         const std::string dir = test::makeTempDir();
         test::writeFile(dir + "/tokenizer.model", model);
         test::writeFile(dir + "/tokenizer_config.json", R"({"bos_token": "<s>", "add_bos_token": true})");
-        auto tok = readGgufTokenizer(dir, 5, "");
+        auto tok = readGgufTokenizer(*listConfigFolder(dir), 5, "");
         QVERIFY_RESULT(tok);
         QCOMPARE(tok->model, std::string("llama"));
         QCOMPARE(tok->tokens, std::size_t(5));
@@ -384,13 +384,13 @@ private Q_SLOTS:
         QVERIFY(!md.count("tokenizer.ggml.padding_token_id"));
         QCOMPARE(std::get<bool>(md.at("tokenizer.ggml.add_space_prefix")->data), false);
         QCOMPARE(std::get<bool>(md.at("tokenizer.ggml.add_bos_token")->data), true);
-        QVERIFY(!readGgufTokenizer(dir, 2, "")); // more tokens than embedding rows
+        QVERIFY(!readGgufTokenizer(*listConfigFolder(dir), 2, "")); // more tokens than embedding rows
     }
 
     void sentencePieceFolderBecomesLlamaVocabulary()
     {
         const std::string dir = std::string(TESSERA_TEST_DATA_DIR) + "/gguf_families/sentencepiece_tokenizer";
-        auto tok = readGgufTokenizer(dir, 512, "");
+        auto tok = readGgufTokenizer(*listConfigFolder(dir), 512, "");
         QVERIFY_RESULT(tok);
         QCOMPARE(tok->model, std::string("llama"));
         std::map<std::string, const GgufValue*> md;

@@ -252,7 +252,7 @@ private Q_SLOTS:
         QVERIFY_RESULT(info);
         auto plan = planMerge(*info, {});
         QVERIFY_RESULT(plan);
-        const auto& side = plan->sideFiles;
+        const auto& side = plan->config.files;
         QVERIFY(std::find(side.begin(), side.end(), "tokenizer_extra.json") == side.end());
         QVERIFY(std::find(side.begin(), side.end(), "tokenizer_alias.json") != side.end());
         bool warned = false;

@@ -147,7 +147,7 @@ private Q_SLOTS:
         QCOMPARE(plan->tensors.size(), std::size_t(51));
         for (const auto& t : plan->tensors)
             QCOMPARE(int(t.mode), int(CopyMode::Direct)); // HSDP: Shard(0) rows of one replica group
-        QVERIFY(plan->sideFiles.size() >= 3);
+        QVERIFY(plan->config.files.size() >= 3);
         QVERIFY(mergePlanSummary(*plan, *info, false).find("model.safetensors") != std::string::npos);
     }
 };

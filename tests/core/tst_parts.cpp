@@ -12,7 +12,7 @@
 #include "formats/scan.h"
 #include "merge/gguf_parts.h"
 #include "merge/merge_parts.h"
-#include "merge/output_staging.h"
+#include "publish/output_staging.h"
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -60,13 +60,28 @@ std::map<std::string, std::string> tree(const std::string& dir)
 }
 
 /// Names in `dir` (not below).
+/// The entries of `dir`, but for the target's lock file: once a job in parts has published, it stays beside the
+/// target as the record that lets a part run again see that its job is done (publish/target_lock.h).
 std::vector<std::string> names(const std::string& dir)
 {
     std::vector<std::string> found;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir, ec))
-        found.push_back(entry.path().filename().string());
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() < 13 || name.compare(name.size() - 13, 13, ".tessera-lock") != 0)
+            found.push_back(name);
+    }
     std::sort(found.begin(), found.end());
+    return found;
+}
+
+/// The parts' shared folders in `dir`.
+std::vector<std::string> setFolders(const std::string& dir)
+{
+    std::vector<std::string> found;
+    for (const auto& name : names(dir))
+        if (name.find("tessera-parts-") != std::string::npos)
+            found.push_back(name);
     return found;
 }
 
@@ -383,7 +398,7 @@ private Q_SLOTS:
         const std::string target = parent + "/merged";
         QString so, se;
         QCOMPARE(test::runTessera(part(args, target, 0, 2), &so, &se), 0);
-        const auto shared = names(parent);
+        const auto shared = setFolders(parent);
         QCOMPARE(shared.size(), std::size_t(1));
         test::writeFile(parent + "/" + shared.front() + "/finishing", "elsewhere 12345\n");
         QCOMPARE(test::runTessera(part(args, target, 1, 2) + A({ "--json" }), &so, &se), 0);
@@ -393,10 +408,10 @@ private Q_SLOTS:
         QVERIFY(tree(target) == reference(args));
     }
 
-    /// A publish killed halfway (the journal OutputStaging keeps) is undone by the next claimant without losing the
-    /// new files: the replaced ones go back into the target, the moved ones back into the folder, which then
-    /// publishes.
-    void adoptUndoesAnInterruptedPublishKeepingTheNewFiles()
+    /// A publish killed after its journal was committed is decided: the next claimant completes it (the old files
+    /// it had not replaced yet are replaced, the files of other names are kept) and publishes nothing else. The
+    /// journal stays until the set is removed, so a kill before that is recognised again.
+    void adoptCompletesADecidedPublish()
     {
         const std::string parent = test::makeTempDir();
         const std::string target = parent + "/model";
@@ -409,28 +424,45 @@ private Q_SLOTS:
         test::writeFile(target + "/config.json", "old config");
         test::writeFile(folder + "/config.json", "new config");
         test::writeFile(folder + "/extra.json", "new extra");
-        test::writeFile(folder + "/.publish-journal", "1 model.safetensors\n1 config.json\n0 extra.json\n");
-        {
-            auto staging = OutputStaging::adopt(target, folder);
-            QVERIFY_RESULT(staging);
-            QCOMPARE(test::readFile(target + "/model.safetensors"), std::string("old weights"));
-            QCOMPARE(test::readFile(target + "/config.json"), std::string("old config"));
-            QVERIFY(!fs::exists(target + "/extra.json"));
-            QCOMPARE(test::readFile(folder + "/model.safetensors"), std::string("new weights"));
-            QVERIFY(!fs::exists(folder + "/.publish-journal") && !fs::exists(folder + "/.replaced"));
-            // Held: nobody else can adopt it meanwhile.
-            QVERIFY(!OutputStaging::adopt(target, folder));
-        }
-        // Not published: kept for the next claimant, who publishes it.
-        QVERIFY(fs::exists(folder + "/extra.json"));
+        test::writeFile(folder + "/.publish-journal",
+                        "tessera-publish-journal 2\nf extra.json\nk model.safetensors\nk config.json\n");
         auto staging = OutputStaging::adopt(target, folder);
         QVERIFY_RESULT(staging);
-        QVERIFY_RESULT(staging->publish({ "model.safetensors", "config.json" }));
+        QVERIFY(staging->completedEarlier());
         QCOMPARE(test::readFile(target + "/model.safetensors"), std::string("new weights"));
         QCOMPARE(test::readFile(target + "/config.json"), std::string("new config"));
         QCOMPARE(test::readFile(target + "/extra.json"), std::string("new extra"));
         QCOMPARE(test::readFile(target + "/README.md"), std::string("kept\n"));
-        QVERIFY(!fs::exists(folder));
+        QVERIFY(fs::exists(folder + "/.publish-journal"));
+        // Held: nobody else can adopt it meanwhile.
+        QVERIFY(!OutputStaging::adopt(target, folder));
+    }
+
+    /// A finisher killed while it wrote the journal decided nothing: what it left is cleared, the target is as it
+    /// was, and the next claimant publishes the folder.
+    void adoptClearsAJournalNeverCommitted()
+    {
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/model";
+        const std::string folder = target + "/.tessera-parts-0123456789abcdef/out";
+        fs::create_directories(folder + "/.replaced");
+        test::writeFile(target + "/config.json", "old config");
+        test::writeFile(folder + "/config.json", "new config");
+        test::writeFile(folder + "/model.safetensors", "new weights");
+        test::writeFile(folder + "/..publish-journal.tessera-new-12-abcdef", "tessera-publish-journal 2\nk mod");
+        {
+            auto staging = OutputStaging::adopt(target, folder);
+            QVERIFY_RESULT(staging);
+            QVERIFY(!staging->completedEarlier());
+            QCOMPARE(test::readFile(target + "/config.json"), std::string("old config"));
+            QVERIFY(!fs::exists(folder + "/.replaced"));
+            QVERIFY(!fs::exists(folder + "/..publish-journal.tessera-new-12-abcdef"));
+        }
+        auto staging = OutputStaging::adopt(target, folder);
+        QVERIFY_RESULT(staging);
+        QVERIFY_RESULT(staging->publish({ "model.safetensors", "config.json" }, { "model.safetensors", "config.json" }));
+        QCOMPARE(test::readFile(target + "/model.safetensors"), std::string("new weights"));
+        QCOMPARE(test::readFile(target + "/config.json"), std::string("new config"));
     }
 
     /// What interrupted parts left (a set being removed, a set begun long ago and never put in place) goes; a set
@@ -439,9 +471,10 @@ private Q_SLOTS:
     {
         const std::string parent = test::makeTempDir();
         const std::string target = parent + "/merged";
-        const std::string base = parent + "/.merged.tessera-parts-0123456789abcdef";
+        const std::string base = parent + "/..merged.tessera-parts-0123456789abcdef";
         for (const char* tail : { ".done-12-34", ".new-56-78", ".new-90-12" }) {
             fs::create_directories(base + tail + "/out");
+            fs::permissions(base + tail, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
             test::writeFile(base + tail + "/out/model.safetensors", "leftover");
         }
         fs::last_write_time(base + ".new-56-78", fs::file_time_type::clock::now() - std::chrono::hours(1));
@@ -453,21 +486,32 @@ private Q_SLOTS:
         QVERIFY2(so.contains(QStringLiteral("left by an interrupted part")), qPrintable(so));
     }
 
-    /// A plain merge into the same target meanwhile removes only dead runs' folders, never a set's.
-    void plainMergeKeepsTheSharedFolder()
+    /// While parts of a job are under way for a target, another run into it is refused, naming the job; the job
+    /// can be discarded (`--status TARGET --discard`), and then the other run goes ahead.
+    void anotherRunWaitsForASetOrItsDiscard()
     {
         const QStringList args = A({ "--local_dir", actor("fsdp2_qwen2_w2_fp32") });
         const std::string parent = test::makeTempDir();
         const std::string target = parent + "/merged";
         QString so, se;
         QCOMPARE(test::runTessera(part(args, target, 0, 2), &so, &se), 0);
-        const auto shared = names(parent);
+        const auto shared = setFolders(parent);
         QCOMPARE(shared.size(), std::size_t(1));
         const auto sharedBefore = tree(parent + "/" + shared.front());
-        QCOMPARE(test::runTessera(withTarget(args, target), &so, &se), 0);
+        // A plain merge, and parts of another plan (4 parts), are refused and touch nothing.
+        for (const auto& other : { withTarget(args, target), part(args, target, 0, 4) }) {
+            QCOMPARE(test::runTessera(other, &so, &se), 1);
+            QVERIFY2(se.contains(QStringLiteral("is being written by a job split into parts"))
+                         && se.contains(QStringLiteral("--discard")),
+                     qPrintable(se));
+        }
         QVERIFY(tree(parent + "/" + shared.front()) == sharedBefore);
-        // The set now lives beside a target that exists: the last part still finds it and publishes.
-        QCOMPARE(test::runTessera(part(args, target, 1, 2), &so, &se), 0);
+        QVERIFY(!fs::exists(target));
+        // The job's own parts go on; discarded, the plain merge goes ahead.
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target, "--discard" }), &so, &se), 0);
+        QVERIFY2(se.contains(QStringLiteral("discarded")), qPrintable(se));
+        QVERIFY(setFolders(parent).empty());
+        QCOMPARE(test::runTessera(withTarget(args, target), &so, &se), 0);
         QCOMPARE(names(parent), std::vector<std::string> { "merged" });
         QVERIFY(tree(target) == reference(args));
     }
@@ -568,14 +612,24 @@ private Q_SLOTS:
             for (unsigned k = 0; k < n; ++k)
                 order[k] = k;
             std::shuffle(order.begin(), order.end(), gen);
-            for (std::size_t i = 0; i < n; ++i) {
+            bool tooMany = false;
+            for (std::size_t i = 0; i < n && !tooMany; ++i) {
                 const QStringList line = A({ "split" }) + args
                     + A({ "--target_dir", target, "--quiet", "--part", std::to_string(order[i]) + "/" + std::to_string(n) });
-                QVERIFY2(test::runTessera(line, &so, &se) == 0, qPrintable(se));
+                // A split with fewer files than parts is refused, before anything is written.
+                const int code = test::runTessera(line, &so, &se);
+                if (code != 0 && se.contains(QStringLiteral("use at most"))) {
+                    QVERIFY(!fs::exists(root));
+                    tooMany = true;
+                    break;
+                }
+                QVERIFY2(code == 0, qPrintable(se));
                 if (i == 0)
                     QVERIFY2(test::runTessera(line, &so, &se) == 0, qPrintable(se));
                 QCOMPARE(fs::exists(target), i + 1 == n);
             }
+            if (tooMany)
+                continue;
             std::map<std::string, std::uint64_t> now;
             for (const auto& entry : fs::recursive_directory_iterator(target)) {
                 const std::string rel = fs::relative(entry.path(), target).string();
@@ -707,8 +761,9 @@ private Q_SLOTS:
     }
 
     /// A GGUF part that fails (canceled while it writes) leaves no record and the target untouched; with it
-    /// missing nothing is published and --status names it, while a q8_0 and an f16 export into the same target
-    /// keep separate sets; run again, the part publishes its export alone, byte-identical to the single one.
+    /// missing nothing is published and --status names it, while an f16 export into the same target is refused
+    /// (one job writes a target at a time); run again, the part publishes its export alone, byte-identical to the
+    /// single one, and the f16 export can follow.
     void ggufMissingPartLeavesTargetUntouched()
     {
         const std::string source = actor("gguf_llama_w2_fp32");
@@ -721,7 +776,8 @@ private Q_SLOTS:
         QString so, se;
         for (unsigned k : { 0u, 2u })
             QCOMPARE(test::runTessera(part(ggufArgs(source, "q8_0"), target, k, 3), &so, &se), 0);
-        QCOMPARE(test::runTessera(part(ggufArgs(source, "f16"), target, 1, 3), &so, &se), 0);
+        QCOMPARE(test::runTessera(part(ggufArgs(source, "f16"), target, 1, 3), &so, &se), 1);
+        QVERIFY2(se.contains(QStringLiteral("is being written by a job split into parts")), qPrintable(se));
 
         // Part 1 of the q8_0 export fails halfway (canceled after its first progress report).
         auto info = scanCheckpoint(source);
@@ -740,40 +796,25 @@ private Q_SLOTS:
         QVERIFY(!failed);
         QCOMPARE(failed.error().message, std::string("canceled"));
 
-        QCOMPARE(names(target).size(), std::size_t(3)); // README.md and the two sets
+        QCOMPARE(names(target).size(), std::size_t(2)); // README.md and the set
         QCOMPARE(test::readFile(target + "/README.md"), std::string("kept\n"));
         QCOMPARE(test::runTessera(A({ "merge", "--status", target, "--json" }), &so, &se), 1);
         const auto sets = QJsonDocument::fromJson(so.toUtf8()).object().value(QStringLiteral("sets")).toArray();
-        QCOMPARE(sets.size(), 2);
-        bool namedQ8 = false;
-        for (const auto& set : sets) {
-            const auto missing = set.toObject().value(QStringLiteral("missing")).toArray();
-            if (QString::fromStdString(parts->plan.id) == set.toObject().value(QStringLiteral("id")).toString()) {
-                QCOMPARE(missing, QJsonArray { 1 });
-                namedQ8 = true;
-            } else {
-                QCOMPARE(missing, (QJsonArray { 0, 2 }));
-            }
-        }
-        QVERIFY(namedQ8);
+        QCOMPARE(sets.size(), 1);
+        QCOMPARE(sets[0].toObject().value(QStringLiteral("id")).toString(), QString::fromStdString(parts->plan.id));
+        QCOMPARE(sets[0].toObject().value(QStringLiteral("missing")).toArray(), QJsonArray { 1 });
         QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
         QVERIFY2(so.contains(QStringLiteral("part 1: missing")), qPrintable(so));
 
-        // Run again, it completes the q8_0 set; the f16 set stays pending, untouched.
+        // Run again, it completes the q8_0 set; then the f16 export may write the target.
         QCOMPARE(test::runTessera(part(ggufArgs(source, "q8_0"), target, 1, 3), &so, &se), 0);
-        auto now = tree(target);
-        for (auto it = now.begin(); it != now.end();)
-            it = it->first.rfind(".tessera-parts-", 0) == 0 ? now.erase(it) : std::next(it);
         auto expected = q8;
         expected["README.md"] = "kept\n";
-        QVERIFY(now == expected);
-        QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
-        QVERIFY2(so.contains(QStringLiteral("missing: parts 0, 2")), qPrintable(so));
-        for (unsigned k : { 2u, 0u })
+        QVERIFY(tree(target) == expected);
+        for (unsigned k : { 2u, 0u, 1u })
             QCOMPARE(test::runTessera(part(ggufArgs(source, "f16"), target, k, 3), &so, &se), 0);
         for (const auto& [name, bytes] : f16)
-            expected[name] = bytes;
-        QVERIFY(tree(target) == expected);
+            QCOMPARE(test::readFile(target + "/" + name), bytes);
         // --dry-run shows the byte ranges of the file and writes nothing.
         const std::string fresh = test::makeTempDir() + "/merged";
         QCOMPARE(test::runTessera(A({ "merge" }) + ggufArgs(source, "q8_0")

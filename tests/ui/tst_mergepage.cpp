@@ -129,7 +129,7 @@ private Q_SLOTS:
         const int index = int(plan->files.size());
         QCOMPARE(model->index(index, MergePlanModel::FileColumn).data().toString(),
                  QStringLiteral("model.safetensors.index.json"));
-        QCOMPARE(model->rowCount(), int(plan->files.size() + 1 + plan->sideFiles.size()));
+        QCOMPARE(model->rowCount(), int(plan->files.size() + 1 + plan->config.files.size()));
     }
 
     void megatronMergeThroughThePanel()

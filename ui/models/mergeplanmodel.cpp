@@ -32,8 +32,8 @@ void MergePlanModel::setPlan(std::shared_ptr<const tessera::MergePlan> plan)
         if (!m_plan->indexJson.empty())
             m_rows.push_back({ Kind::Index, QStringLiteral("model.safetensors.index.json"), -1, m_plan->indexJson.size(),
                                tr("weight map: which file holds each tensor") });
-        const QDir config(qs(m_plan->configDir));
-        for (const auto& side : m_plan->sideFiles) {
+        const QDir config(qs(m_plan->config.path));
+        for (const auto& side : m_plan->config.files) {
             const QString name = qs(side);
             QString contents = tr("copied from %1/").arg(config.dirName());
             if (name == QLatin1String("config.json")) {
@@ -110,7 +110,7 @@ QVariant MergePlanModel::data(const QModelIndex& index, int role) const
         if (index.column() != ContentsColumn)
             return {};
         return row.kind == Kind::SideFile && m_plan
-            ? QVariant(QDir::toNativeSeparators(QDir(qs(m_plan->configDir)).filePath(row.name)))
+            ? QVariant(QDir::toNativeSeparators(QDir(qs(m_plan->config.path)).filePath(row.name)))
             : QVariant(row.contents);
     default:
         return {};

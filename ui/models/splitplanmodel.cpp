@@ -31,11 +31,11 @@ void SplitPlanModel::setPlan(std::shared_ptr<const tessera::SplitPlan> plan)
             m_rows.push_back({ qs(g.first), -1, -1, quint64(g.second.size()), tr("written by Tessera") });
         for (const auto& g : m_plan->generatedPickles)
             m_rows.push_back({ qs(g.first), -1, -1, 0, tr("written by Tessera (torch.save)") });
-        if (!m_plan->sideFiles.empty())
+        if (!m_plan->config.files.empty())
             m_rows.push_back({ qs(m_plan->sideFolder.empty() ? std::string(".") : m_plan->sideFolder + "/"), -1, -1, 0,
                                tr("%1 config and tokenizer files from %2")
-                                   .arg(m_plan->sideFiles.size())
-                                   .arg(qs(m_plan->configDir)) });
+                                   .arg(m_plan->config.files.size())
+                                   .arg(qs(m_plan->config.path)) });
     }
     endResetModel();
 }
