@@ -31,7 +31,8 @@ int runInspect(const std::vector<std::string>& args)
     parser.addOption("hf_model_path", "DIR", "folder with config.json and the tokenizer, if not found automatically");
     parser.addOption("threads", "N", "files read in parallel", "number of cores");
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file over the built-in rules");
-    parser.addOption("ignore_missing_params", "REGEX", "Megatron: names that may be missing or unmapped (an RE2 regex found in the name)");
+    parser.addOption("ignore_missing_params", "REGEX",
+                     "Megatron: names that may be missing or unmapped (an RE2 regex found in the name)");
     parser.addSwitch("is_value_model", "Megatron: map output_layer to score.weight");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;

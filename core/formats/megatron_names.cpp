@@ -110,7 +110,8 @@ std::optional<MegatronAdapterName> parseMegatronAdapterName(const std::string& n
 
 std::string megatronIndexProblem(const std::string& name)
 {
-    static const Regex number = Regex::fixed(R"((?:\blayers\.|\blocal_experts\.|\blinear_fc[12]\.(?:weight|bias))(\d+))");
+    static const Regex number
+        = Regex::fixed(R"((?:\blayers\.|\blocal_experts\.|\blinear_fc[12]\.(?:weight|bias))(\d+))");
     for (const std::string& digits : number.findAll(name, 1))
         if (!smallIndex(digits))
             return "the layer or expert number " + digits.substr(0, 24) + " in this name is out of range (at most "

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The command line facing hostile input end to end: names that are not UTF-8 or carry terminal escapes, regular
-// expressions built to crash or hang a backtracking engine, a config.json claiming a billion layers. Exit 1 or 2 with a message,
-// never an abort.
+// expressions built to crash or hang a backtracking engine, a config.json claiming a billion layers. Exit 1 or 2
+// with a message, never an abort.
 
 #include "testutil.h"
 

@@ -227,7 +227,8 @@ private Q_SLOTS:
         const std::string copy = copyFixtureFolder("megatron_dist_llama_tp2_pp2");
         const std::string metadata = copy + "/global_step_10/actor/dist_ckpt/.metadata";
         const std::string to = longName("decoder.layers.self_attention.linear_proj");
-        const std::string edited = renameInPickle(readFile(metadata), "decoder.layers.self_attention.linear_proj.weight", to);
+        const std::string edited
+            = renameInPickle(readFile(metadata), "decoder.layers.self_attention.linear_proj.weight", to);
         QVERIFY(edited.find(to) != std::string::npos);
         writeFile(metadata, edited);
         QString out, err;
