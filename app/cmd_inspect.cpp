@@ -5,10 +5,10 @@
 #include "commands.h"
 #include "terminal_progress.h"
 
+#include "io/regex.h"
 #include "model/checkpoint_report.h"
 #include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
-#include "mapping/user_regex.h"
 #include "mapping/megatron_mapping_report.h"
 #include "formats/scan.h"
 
@@ -31,12 +31,13 @@ int runInspect(const std::vector<std::string>& args)
     parser.addOption("hf_model_path", "DIR", "folder with config.json and the tokenizer, if not found automatically");
     parser.addOption("threads", "N", "files read in parallel", "number of cores");
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file over the built-in rules");
-    parser.addOption("ignore_missing_params", "REGEX", "Megatron: names that may be missing or unmapped");
+    parser.addOption("ignore_missing_params", "REGEX",
+                     "Megatron: names that may be missing or unmapped (an RE2 regex found in the name)");
     parser.addSwitch("is_value_model", "Megatron: map output_layer to score.weight");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
     if (parser.isSet("ignore_missing_params"))
-        if (auto re = compileUserRegex(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re) {
+        if (auto re = Regex::compile(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re) {
             std::cerr << "tessera inspect: " << re.error().message << "\n";
             return ExitUsage;
         }

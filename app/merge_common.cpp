@@ -3,8 +3,8 @@
 
 #include "terminal_progress.h"
 
+#include "io/regex.h"
 #include "mapping/megatron_mapping.h"
-#include "mapping/user_regex.h"
 #include "parallel.h"
 #include "formats/scan.h"
 
@@ -31,8 +31,8 @@ void addCommonMergeOptions(ArgParser& parser)
                                        "output_layer); FSDP: value heads always pass through");
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file that adds to or overrides the "
                                               "built-in rules (same schema as resources/mapping/*.json)");
-    parser.addOption("ignore_missing_params", "REGEX", "Megatron: parameters (or source tensors) matching REGEX may "
-                                                       "be missing (or unmapped) without failing");
+    parser.addOption("ignore_missing_params", "REGEX", "Megatron: parameters (or source tensors) in which REGEX (RE2 "
+                                                       "syntax) is found may be missing (or unmapped) without failing");
     parser.addSwitch("strict", "Megatron: fail on any unmapped source tensor or missing parameter (the default)");
     parser.addSwitch("no_strict", "Megatron: write what maps and only warn about unmapped or missing tensors");
     parser.addOption("lora", "WHAT", "LoRA checkpoints: fused (the base model with W + B·A·alpha/r), adapter (a PEFT "
@@ -80,7 +80,7 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     }
     // Checked for every backend before any reading: a bad pattern is a usage error even where it is not used.
     if (parser.isSet("ignore_missing_params"))
-        if (auto re = compileUserRegex(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re)
+        if (auto re = Regex::compile(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re)
             return fail(ExitUsage, re.error().message);
     auto loraOutput = loraOutputFromName(parser.value("lora"));
     if (!loraOutput)

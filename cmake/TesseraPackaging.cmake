@@ -53,7 +53,7 @@ install(FILES packaging/debian/copyright DESTINATION ${CMAKE_INSTALL_DATADIR}/do
 
 # The Debian package. Run-time dependencies come from dpkg-shlibdeps over the installed executable (Qt 6 Widgets,
 # Gui with its xcb and offscreen platform plugins, Svg with its icon engine, PrintSupport, Concurrent,
-# QCustomPlot); nothing for building, and no libtorch, which the executable does not link.
+# QCustomPlot, RE2's libre2-9); nothing for building, and no libtorch, which the executable does not link.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME tessera)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})

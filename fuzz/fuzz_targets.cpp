@@ -15,6 +15,7 @@ const std::vector<FuzzTarget>& fuzzTargets()
         { "megatron_dist", fuzzMegatronDist },
         { "model_config", fuzzModelConfig },
         { "mapping_rules", fuzzMappingRules },
+        { "regex", fuzzRegex },
         { "byte_size", fuzzByteSize },
         { "gguf", fuzzGguf },
         { "sentencepiece", fuzzSentencePiece },

@@ -23,6 +23,7 @@ int fuzzDcpMetadata(const std::uint8_t* data, std::size_t size);        ///< a D
 int fuzzMegatronDist(const std::uint8_t* data, std::size_t size);       ///< torch_dist's metadata.json or common.pt
 int fuzzModelConfig(const std::uint8_t* data, std::size_t size);        ///< transformer_config.json and config.json
 int fuzzMappingRules(const std::uint8_t* data, std::size_t size);       ///< a --param_mapping rules file
+int fuzzRegex(const std::uint8_t* data, std::size_t size);              ///< a user pattern and a tensor name
 int fuzzByteSize(const std::uint8_t* data, std::size_t size);           ///< parseByteSize (--max_shard_size)
 int fuzzGguf(const std::uint8_t* data, std::size_t size);               ///< parseGgufHeader (a .gguf file)
 int fuzzSentencePiece(const std::uint8_t* data, std::size_t size);      ///< parseSentencePieceModel (tokenizer.model)

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 S="${TESSERA_FIXTURES:-$PWD/../shared/fixtures}"; T="$PWD/tests/fixtures"; C="$PWD/fuzz/corpus"; M="$PWD/resources/mapping"
 scratch="$(mktemp -d)"; trap 'rm -rf "$scratch"' EXIT
-rm -rf $C; mkdir -p $C/{unpickler,zip,torch_save,safetensors_header,safetensors_index,dcp_metadata,megatron_dist,model_config,mapping_rules,byte_size,gguf,sentencepiece}
+rm -rf $C; mkdir -p $C/{unpickler,zip,torch_save,safetensors_header,safetensors_index,dcp_metadata,megatron_dist,model_config,mapping_rules,regex,byte_size,gguf,sentencepiece}
 python3 fuzz/make_tiny_torch_save.py "$scratch"
 cp $scratch/tiny_state_dict.pkl $scratch/tiny_tensor.pkl $C/unpickler/
 pkl() { python3 -c "import zipfile,sys;z=zipfile.ZipFile(sys.argv[1]);n=[x for x in z.namelist() if x.endswith('/data.pkl')][0];open(sys.argv[2],'wb').write(z.read(n))" "$1" "$2"; }
@@ -76,6 +76,25 @@ cp $S/megatron_legacy_qwen25vl_tp2_pp1/global_step_10/actor/hf_config_and_tokeni
 # mapping rules: the built-in families and a small user file
 cp $M/*.json $C/mapping_rules/
 echo '{"extends": "llama", "rules": [{"id": "final_norm", "megatron": "decoder.final_norm.weight", "hf": "model.norm.weight"}, {"id": "lm_head", "remove": true}, {"id": "extra", "after": "embedding", "megatron": "decoder.layers.{layer}.extra.{param}", "hf": "model.layers.{layer}.extra.{param}", "when": "num_hidden_layers > 1 && !value_model"}], "expected": [{"id": "extra", "hf": "model.layers.{layer}.extra.weight", "shape": ["hidden_size * 2", "(vocab_size + 1) / 2 % 7"], "when": "hidden_size >= 64"}]}' > $C/mapping_rules/user_overlay.json
+# rules whose templates backtracked for hours in std::regex (eight {param} groups, in both directions), and one
+# too long to be a pattern
+p8='{param}{param}{param}{param}{param}{param}{param}{param}'
+echo '{"rules": [{"id": "embedding", "megatron": "embedding.word_embeddings.weight", "hf": "'$p8'Q"}, {"id": "greedy", "megatron": "'$p8'Q", "hf": "model.{param}"}]}' > $C/mapping_rules/greedy_params.json
+echo '{"rules": [{"id": "long", "megatron": "decoder.'$(printf 'x%.0s' {1..5000})'", "hf": "model.long"}]}' > $C/mapping_rules/pattern_too_long.json
+# regex: a pattern, a newline, a name; the patterns the command line takes and the names the core's own patterns read
+cd $C/regex; i=0
+seed() { i=$((i+1)); printf '%s\n%s' "$1" "$2" > seed_$i; }
+seed 'final_layernorm|^model\.norm' 'model.norm.weight'
+seed '.*bias' 'decoder.layers.0.self_attention.linear_qkv.bias'
+seed '^(.|.)*Q$' 'decoder.layers.0.self_attention.linear_proj.weight'
+seed "$(printf '(?:.?)%.0s' {1..600})Q" 'model.layers.0.self_attn.o_proj.weight'
+seed '^(?!model\.)' 'model.norm.weight'
+seed '(?<=layers\.)0|(proj)\1|(?P<n>a)' 'model.layers.0.mlp.down_proj.weight'
+seed '[[:alpha:]_]+\.\d{1,3}\b\Q.weight\E$' 'language_model.decoder.layers.1.mlp.experts.local_experts.3.linear_fc1.weight'
+seed '' 'mtp.layers.0.transformer_layer.mlp.experts.linear_fc2.weight7'
+seed '' 'decoder.layers.0.self_attention.linear_qkv.adapter.linear_in.weight'
+seed '' 'decoder.layers.99999999999999999999.mlp.linear_fc1.weight'
+seed '' "decoder.layers.0.$(printf 'x%.0s' {1..3000}).weight"
 # byte sizes
 cd $C/byte_size; i=0
 for s in 5GB 100KB 500MB 1TB 1KiB 2GiB 1.5GB "123" "4 MB" 0B 18446744073709551615 16777216TiB 5G; do i=$((i+1)); printf '%s' "$s" > seed_$i; done

@@ -32,7 +32,7 @@ fi
 cmake --build --preset fuzz -j 2 >/dev/null || { cmake --build --preset fuzz -j 1; exit 1; }
 
 all_targets=(unpickler zip torch_save safetensors_header safetensors_index dcp_metadata megatron_dist model_config
-             mapping_rules byte_size gguf sentencepiece)
+             mapping_rules regex byte_size gguf sentencepiece)
 targets=("${all_targets[@]}")
 [[ $# -gt 0 ]] && targets=("$@")
 
@@ -42,6 +42,7 @@ max_len() {
     torch_save) echo 262144 ;;
     unpickler | zip | dcp_metadata | safetensors_header) echo 65536 ;;
     megatron_dist | mapping_rules | model_config | safetensors_index) echo 16384 ;;
+    regex) echo 8192 ;;
     byte_size) echo 64 ;;
     gguf | sentencepiece) echo 65536 ;;
   esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks a built Tessera package without installing it: the files it must hold (dpkg-deb -c), its declared
-# dependencies (Qt 6 run-time libraries, QCustomPlot; nothing for building, no libtorch), that the executable does
-# not link libtorch, and that the desktop entry, AppStream metadata, man page and completion are well-formed.
+# dependencies (Qt 6 run-time libraries, QCustomPlot, RE2; nothing for building, no libtorch), that the executable
+# does not link libtorch, and that the desktop entry, AppStream metadata, man page and completion are well-formed.
 #
 # Usage: packaging/check-deb.sh DEB
 # Quick (seconds): CI runs it after packaging/build-deb.sh. packaging/check-deb-install.sh installs the package on a
@@ -50,7 +50,8 @@ extra="$(grep -vE '/$' <<<"$contents" | grep -vxF -f <(printf '%s\n' "${required
 if [ -n "$extra" ]; then bad "files nobody asked for:"$'\n'"$extra"; else ok "no other files"; fi
 
 # ---- dependencies -----------------------------------------------------------------------------------------------
-for lib in libqt6core6 libqt6gui6 libqt6widgets6 libqt6svg6 libqcustomplot2.1-qt6; do
+# RE2's run-time package is named after its soname (libre2-9 on Debian 12).
+for lib in libqt6core6 libqt6gui6 libqt6widgets6 libqt6svg6 libqcustomplot2.1-qt6 'libre2-[0-9]+'; do
   grep -qE "(^|, )$lib( |,|$)" <<<"$depends" || bad "Depends lacks $lib: $depends"
 done
 ok "Depends: $depends"

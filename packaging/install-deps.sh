@@ -9,6 +9,7 @@ packages=(
   libtorch-dev
   libqcustomplot-dev
   nlohmann-json3-dev
+  libre2-dev           # the core's regex engine (the package then depends on its run-time library, libre2-9)
   openmpi-bin          # tests only: tst_parts starts merge parts with mpirun -n 3 (--part auto)
   strace               # tests only: tst_crash_points kills every publishing path at its system calls
 )

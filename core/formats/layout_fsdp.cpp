@@ -3,6 +3,7 @@
 
 #include "model/coverage.h"
 #include "formats/layouts.h"
+#include "io/regex.h"
 #include "io/text_file.h"
 #include "parallel.h"
 #include "pickle/saved_tensor.h"
@@ -14,7 +15,6 @@
 #include <map>
 #include <optional>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <unordered_map>
 
@@ -172,16 +172,16 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
     info.root = fs::absolute(dir).lexically_normal().string();
 
     // Which world size: fsdp_config.json when present (verl ≥ mid-2025), else the file names.
-    static const std::regex pattern(R"(model_world_size_(\d+)_rank_(\d+)\.pt)");
+    static const Regex pattern = Regex::fixed(R"(model_world_size_(\d+)_rank_(\d+)\.pt)");
     std::map<std::int64_t, std::map<std::int64_t, std::string>> byWorld;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        std::smatch m;
+        std::vector<std::string> m;
         const std::string name = entry.path().filename().string();
-        if (!std::regex_match(name, m, pattern))
+        if (!pattern.fullMatch(name, m))
             continue;
-        const auto world = parseRankNumber(m[1].str());
-        const auto rank = parseRankNumber(m[2].str());
+        const auto world = parseRankNumber(m[0]);
+        const auto rank = parseRankNumber(m[1]);
         if (!world || !rank || *world < 1 || *rank >= *world) {
             info.problems.push_back({ entry.path().string(), "", "the world size or rank in this file name is out of "
                                                                  "range; the file is left out" });

@@ -10,6 +10,7 @@
 #include "formats/megatron_names.h"
 #include "io/regular_file.h"
 #include "io/printable.h"
+#include "io/regex.h"
 #include "parallel.h"
 #include "pickle/saved_tensor.h"
 
@@ -17,7 +18,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -273,23 +273,23 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
     CheckpointInfo info;
     info.root = fs::absolute(dir).lexically_normal().string();
 
-    static const std::regex folderPattern(R"(mp_rank_(\d{2,})(?:_(\d{3,}))?(?:_(\d{3,}))?)");
+    static const Regex folderPattern = Regex::fixed(R"(mp_rank_(\d{2,})(?:_(\d{3,}))?(?:_(\d{3,}))?)");
     std::vector<RankFolder> folders;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(info.root, ec)) {
-        std::smatch m;
+        std::vector<std::string> m;
         const std::string name = entry.path().filename().string();
-        if (!entry.is_directory(ec) || !std::regex_match(name, m, folderPattern))
+        if (!entry.is_directory(ec) || !folderPattern.fullMatch(name, m))
             continue;
         RankFolder f;
         f.folderName = name;
         f.dir = entry.path().string();
         bool inRange = true;
-        for (std::size_t i = 1; i < m.size(); ++i)
-            if (m[i].matched) {
+        for (const std::string& digits : m)
+            if (!digits.empty()) { // an optional number that is there
                 // Six digits is a million ranks; longer numbers are damage and would not fit an int.
-                inRange &= m[i].length() <= 6;
-                f.numbers.push_back(inRange ? std::strtoll(m[i].str().c_str(), nullptr, 10) : 0);
+                inRange &= digits.size() <= 6;
+                f.numbers.push_back(inRange ? std::strtoll(digits.c_str(), nullptr, 10) : 0);
             }
         if (!inRange) {
             info.problems.push_back({ f.dir, "", "the rank numbers in this folder name are out of range; the folder "

@@ -7,6 +7,7 @@
 #include "formats/layouts.h"
 #include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
+#include "io/regex.h"
 #include "io/text_file.h"
 #include "pickle/torch_save.h"
 
@@ -14,7 +15,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -26,8 +26,8 @@ namespace {
 /// Optimizer state, RNG state, TE metadata and the common state share the archive with the weights.
 bool isNonModelKey(const std::string& name)
 {
-    static const std::regex chainedOptimizer(R"(^chained_\d+\.optimizer\..*)");
-    return name.rfind("optimizer.", 0) == 0 || std::regex_match(name, chainedOptimizer)
+    static const Regex chainedOptimizer = Regex::fixed(R"(chained_\d+\.optimizer\..*)");
+    return name.rfind("optimizer.", 0) == 0 || chainedOptimizer.fullMatch(name)
            || name.rfind("rng_state", 0) == 0 || name.rfind("common_state", 0) == 0 || isMegatronExtraState(name);
 }
 

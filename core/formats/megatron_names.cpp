@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/megatron_names.h"
 
+#include "io/regex.h"
+
 #include <charconv>
-#include <regex>
 
 namespace tessera {
 
@@ -109,62 +110,62 @@ std::optional<MegatronAdapterName> parseMegatronAdapterName(const std::string& n
 
 std::string megatronIndexProblem(const std::string& name)
 {
-    static const std::regex number(R"((?:\blayers\.|\blocal_experts\.|\blinear_fc[12]\.(?:weight|bias))(\d+))");
-    for (auto it = std::sregex_iterator(name.begin(), name.end(), number); it != std::sregex_iterator(); ++it)
-        if (!smallIndex((*it)[1].str()))
-            return "the layer or expert number " + (*it)[1].str().substr(0, 24) + " in this name is out of range (at most "
+    static const Regex number
+        = Regex::fixed(R"((?:\blayers\.|\blocal_experts\.|\blinear_fc[12]\.(?:weight|bias))(\d+))");
+    for (const std::string& digits : number.findAll(name, 1))
+        if (!smallIndex(digits))
+            return "the layer or expert number " + digits.substr(0, 24) + " in this name is out of range (at most "
                 + std::to_string(kMaxMegatronIndex) + ")";
     return {};
 }
 
 std::optional<MegatronLayerName> parseMegatronLayerName(const std::string& name)
 {
-    static const std::regex pattern(R"(^(.*?\blayers\.)(\d+)\.(.+)$)");
-    std::smatch m;
-    if (!std::regex_match(name, m, pattern))
+    static const Regex pattern = Regex::fixed(R"((.*?\blayers\.)(\d+)\.(.+))");
+    std::vector<std::string> m;
+    if (!pattern.fullMatch(name, m))
         return std::nullopt;
     // Only the decoder's stack is split over pipeline stages (a vision-language model's is under language_model.);
     // MTP or vision towers keep their numbers.
-    if (m[1].str() != "decoder.layers." && m[1].str() != "language_model.decoder.layers.")
+    if (m[0] != "decoder.layers." && m[0] != "language_model.decoder.layers.")
         return std::nullopt;
-    const auto layer = smallIndex(m[2].str());
+    const auto layer = smallIndex(m[1]);
     if (!layer)
         return std::nullopt;
     MegatronLayerName out;
-    out.prefix = m[1].str();
+    out.prefix = m[0];
     out.layer = *layer;
-    out.rest = m[3].str();
+    out.rest = m[2];
     return out;
 }
 
 std::optional<MegatronMtpName> parseMegatronMtpName(const std::string& name)
 {
-    static const std::regex pattern(R"(^(mtp\.layers\.)(\d+)\.(.+)$)");
-    std::smatch m;
-    if (!std::regex_match(name, m, pattern))
+    static const Regex pattern = Regex::fixed(R"((mtp\.layers\.)(\d+)\.(.+))");
+    std::vector<std::string> m;
+    if (!pattern.fullMatch(name, m))
         return std::nullopt;
-    const auto index = smallIndex(m[2].str());
+    const auto index = smallIndex(m[1]);
     if (!index)
         return std::nullopt;
-    return MegatronMtpName { m[1].str() + m[2].str() + ".", *index, m[3].str() };
+    return MegatronMtpName { m[0] + m[1] + ".", *index, m[2] };
 }
 
 std::optional<MegatronExpertName> parseMegatronExpertName(const std::string& rest)
 {
-    static const std::regex sequential(R"(^(.*\bmlp\.experts\.local_experts\.)(\d+)(\..+)$)");
-    static const std::regex grouped(R"(^(.*\bmlp\.experts\.linear_fc[12]\.(?:weight|bias))(\d+)$)");
-    std::smatch m;
-    if (std::regex_match(rest, m, sequential) || std::regex_match(rest, m, grouped)) {
-        const auto expert = smallIndex(m[2].str());
-        if (!expert)
-            return std::nullopt;
-        MegatronExpertName out;
-        out.before = m[1].str();
-        out.expert = *expert;
-        out.after = m[3].str();
-        return out;
-    }
-    return std::nullopt;
+    static const Regex sequential = Regex::fixed(R"((.*\bmlp\.experts\.local_experts\.)(\d+)(\..+))");
+    static const Regex grouped = Regex::fixed(R"((.*\bmlp\.experts\.linear_fc[12]\.(?:weight|bias))(\d+))");
+    std::vector<std::string> m; // before, number and, for a sequential expert, after
+    if (!sequential.fullMatch(rest, m) && !grouped.fullMatch(rest, m))
+        return std::nullopt;
+    const auto expert = smallIndex(m[1]);
+    if (!expert)
+        return std::nullopt;
+    MegatronExpertName out;
+    out.before = m[0];
+    out.expert = *expert;
+    out.after = m.size() > 2 ? m[2] : std::string();
+    return out;
 }
 
 } // namespace tessera

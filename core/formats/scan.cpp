@@ -3,6 +3,7 @@
 
 #include "formats/scan.h"
 #include "io/printable.h"
+#include "io/regex.h"
 #include "io/text_file.h"
 
 #include "formats/layouts.h"
@@ -14,7 +15,6 @@
 #include <optional>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 namespace fs = std::filesystem;
 
@@ -35,20 +35,20 @@ bool isDirectoryNoThrow(const fs::path& p)
     return fs::is_directory(p, ec);
 }
 
-bool hasFileMatching(const fs::path& dir, const std::regex& pattern)
+bool hasFileMatching(const fs::path& dir, const Regex& pattern)
 {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec))
-        if (std::regex_match(entry.path().filename().string(), pattern))
+        if (pattern.fullMatch(entry.path().filename().string()))
             return true;
     return false;
 }
 
-bool hasSubdirMatching(const fs::path& dir, const std::regex& pattern)
+bool hasSubdirMatching(const fs::path& dir, const Regex& pattern)
 {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec))
-        if (entry.is_directory(ec) && std::regex_match(entry.path().filename().string(), pattern))
+        if (entry.is_directory(ec) && pattern.fullMatch(entry.path().filename().string()))
             return true;
     return false;
 }
@@ -108,16 +108,16 @@ Result<fs::path> followTracker(const fs::path& root)
 /// The newest global_step_N or iter_N folder, for run roots without a tracker file.
 fs::path newestStep(const fs::path& root)
 {
-    static const std::regex stepPattern(R"((global_step_|iter_)(\d+))");
+    static const Regex stepPattern = Regex::fixed(R"((?:global_step_|iter_)(\d+))");
     fs::path best;
     long long bestStep = -1;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(root, ec)) {
-        std::smatch m;
+        std::vector<std::string> m;
         const std::string name = entry.path().filename().string();
-        if (!entry.is_directory(ec) || !std::regex_match(name, m, stepPattern))
+        if (!entry.is_directory(ec) || !stepPattern.fullMatch(name, m))
             continue;
-        if (const auto step = parseStep(m[2].str()); step && *step > bestStep) {
+        if (const auto step = parseStep(m[0]); step && *step > bestStep) {
             bestStep = *step;
             best = entry.path();
         }
@@ -188,9 +188,9 @@ Result<CheckpointInfo> dispatch(const fs::path& path, const ScanOptions& options
         return makeError(path.string() + ": neither a file nor a folder");
     visited.push_back(path);
 
-    static const std::regex fsdpFile(R"(model_world_size_\d+_rank_\d+\.pt)");
-    static const std::regex mpRank(R"(mp_rank_\d\d(_\d\d\d)?(_\d\d\d)?)");
-    static const std::regex safetensorsFile(R"(.*\.safetensors)");
+    static const Regex fsdpFile = Regex::fixed(R"(model_world_size_\d+_rank_\d+\.pt)");
+    static const Regex mpRank = Regex::fixed(R"(mp_rank_\d\d(_\d\d\d)?(_\d\d\d)?)");
+    static const Regex safetensorsFile = Regex::fixed(R"(.*\.safetensors)");
     const int threads = options.threads;
 
     if (hasFileMatching(path, fsdpFile))

@@ -2,17 +2,16 @@
 #include "mapping/megatron_mapping.h"
 
 #include "formats/megatron_names.h"
+#include "io/regex.h"
 #include "mapping/expert_stacks.h"
 #include "mapping/hf_expected.h"
 #include "mapping/megatron_mapping_rules.h"
-#include "mapping/user_regex.h"
 #include "model/tensor_reindex.h"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <map>
-#include <regex>
 #include <unordered_map>
 
 namespace tessera {
@@ -22,7 +21,7 @@ namespace {
 /// A pattern such as `decoder.layers.{layer}.mlp.linear_fc1.weight` compiled to a regex.
 struct Pattern {
     std::string text;
-    std::regex regex;
+    Regex regex;
     std::vector<std::string> names; ///< placeholder per capture group
 };
 
@@ -31,8 +30,7 @@ using Captures = std::map<std::string, std::string>;
 Result<Pattern> compilePattern(const std::string& text, const std::string& where)
 {
     static const std::string special = R"(\^$.|?*+()[]{})";
-    Pattern p;
-    p.text = text;
+    std::vector<std::string> names;
     std::string re;
     for (std::size_t i = 0; i < text.size();) {
         if (text[i] == '{') {
@@ -46,7 +44,7 @@ Result<Pattern> compilePattern(const std::string& text, const std::string& where
                 re += "([A-Za-z_].*)";
             else
                 return makeError(where + ": '" + text + "' uses {" + name + "}; only {layer}, {expert}, {block} and {param} exist");
-            p.names.push_back(name);
+            names.push_back(name);
             i = close + 1;
             continue;
         }
@@ -54,22 +52,20 @@ Result<Pattern> compilePattern(const std::string& text, const std::string& where
             re += '\\';
         re += text[i++];
     }
-    auto compiled = compileUserRegex(re, where + ": the pattern '" + text + "' as the regex",
-                                     std::regex::ECMAScript | std::regex::optimize);
+    auto compiled = Regex::compile(re, where + ": the pattern '" + text + "' as the regex");
     TESSERA_TRY(compiled);
-    p.regex = std::move(*compiled);
-    return p;
+    return Pattern { text, std::move(*compiled), std::move(names) };
 }
 
 std::optional<Captures> matchPattern(const Pattern& p, const std::string& name)
 {
-    std::smatch m;
-    if (!std::regex_match(name, m, p.regex))
+    std::vector<std::string> m;
+    if (!p.regex.fullMatch(name, m))
         return std::nullopt;
     Captures c;
     for (std::size_t i = 0; i < p.names.size(); ++i) {
-        auto [it, inserted] = c.emplace(p.names[i], m[i + 1].str());
-        if (!inserted && it->second != m[i + 1].str())
+        auto [it, inserted] = c.emplace(p.names[i], m[i]);
+        if (!inserted && it->second != m[i])
             return std::nullopt; // the same placeholder twice must capture the same text
     }
     return c;
@@ -493,13 +489,14 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
     }
     result.family = set.family;
     result.ruleSources = set.sources;
-    std::optional<std::regex> ignore;
+    // --ignore_missing_params is searched for anywhere in a name (anchor it with ^…$ to match whole names).
+    std::optional<Regex> ignore;
     if (!options.ignoreMissing.empty()) {
-        auto compiled = compileUserRegex(options.ignoreMissing, "--ignore_missing_params");
+        auto compiled = Regex::compile(options.ignoreMissing, "--ignore_missing_params");
         TESSERA_TRY(compiled);
         ignore = std::move(*compiled);
     }
-    auto ignored = [&](const std::string& name) { return ignore && std::regex_search(name, *ignore); };
+    auto ignored = [&](const std::string& name) { return ignore && ignore->search(name); };
 
     // The head: a value model's output_layer has one row (LinearForLastLayer), whatever the vocabulary.
     ConfigVars overrides;

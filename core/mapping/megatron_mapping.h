@@ -20,7 +20,7 @@ namespace tessera {
 struct MappingOptions {
     std::string configDir;            ///< config.json folder; empty = CheckpointInfo::hfConfigDir
     std::string userRulesFile;        ///< --param_mapping: a rules file layered over the built-in family
-    std::string ignoreMissing;        ///< --ignore_missing_params: a regex (ECMAScript) of names not to require
+    std::string ignoreMissing;        ///< --ignore_missing_params: a regex (RE2) found in the names not to require
     bool strict = true;               ///< unmapped sources and missing parameters are problems (else warnings)
     std::optional<bool> valueModel;   ///< --is-value-model; nullopt = a [1, hidden] output_layer says so
     bool tieWordEmbeddings = false;   ///< --tie-word-embedding: treat the embeddings as tied whatever config.json says

@@ -3,6 +3,7 @@
 
 #include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
+#include "io/regex.h"
 #include "listed_items.h"
 #include "merge/box_copy.h"
 #include "pickle/pickle_writer.h"
@@ -13,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
-#include <regex>
 #include <set>
 
 namespace tessera {
@@ -28,31 +29,28 @@ constexpr int kLocalBits = 40;
 
 using Captures = std::map<std::string, std::string>;
 
-/// A rule template ("model.layers.{layer}.mlp.experts.{expert}.w1.weight") as a regex capturing its fields.
-std::regex templateRegex(const std::string& text, std::vector<std::string>& fields)
+/// A rule template ("model.layers.{layer}.mlp.experts.{expert}.w1.weight") as a regex capturing its fields, named
+/// in `fields`; `where` names the rule in the error about a template too long to be a pattern.
+Result<Regex> templateRegex(const std::string& text, const std::string& where, std::vector<std::string>& fields)
 {
-    static const std::regex field(R"(\{(layer|expert|block|param)\})");
+    static const std::string special = ".^$|()[]{}*+?\\";
     std::string pattern;
-    std::size_t last = 0;
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), field); it != std::sregex_iterator(); ++it) {
-        for (std::size_t i = last; i < static_cast<std::size_t>(it->position()); ++i) {
-            const char c = text[i];
-            if (std::string(".^$|()[]{}*+?\\").find(c) != std::string::npos)
-                pattern += '\\';
-            pattern += c;
+    for (std::size_t i = 0; i < text.size();) {
+        const char* field = nullptr;
+        for (const char* name : { "layer", "expert", "block", "param" })
+            if (text.compare(i, std::strlen(name) + 2, std::string("{") + name + "}") == 0)
+                field = name;
+        if (field) {
+            fields.emplace_back(field);
+            pattern += fields.back() == "param" ? "([A-Za-z][A-Za-z0-9_.]*)" : "([0-9]+)";
+            i += fields.back().size() + 2;
+            continue;
         }
-        const std::string name = (*it)[1].str();
-        fields.push_back(name);
-        pattern += name == "param" ? "([A-Za-z][A-Za-z0-9_.]*)" : "([0-9]+)";
-        last = static_cast<std::size_t>(it->position() + it->length());
-    }
-    for (std::size_t i = last; i < text.size(); ++i) {
-        const char c = text[i];
-        if (std::string(".^$|()[]{}*+?\\").find(c) != std::string::npos)
+        if (special.find(text[i]) != std::string::npos)
             pattern += '\\';
-        pattern += c;
+        pattern += text[i++];
     }
-    return std::regex(pattern);
+    return Regex::compile(pattern, where + ": the template '" + text + "' as the regex");
 }
 
 std::string instantiate(std::string pattern, const Captures& captures)
@@ -446,7 +444,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
 
     // The model's tensors read backwards through the rules: which Megatron tensor each one is part of.
     struct Compiled {
-        std::vector<std::regex> hf;
+        std::vector<Regex> hf;
         std::vector<std::vector<std::string>> fields;
     };
     std::vector<Compiled> compiled;
@@ -454,7 +452,9 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         Compiled c;
         for (const auto& t : rule.hf) {
             c.fields.emplace_back();
-            c.hf.push_back(templateRegex(t, c.fields.back()));
+            auto regex = templateRegex(t, rule.origin + ": rule '" + rule.id + "'", c.fields.back());
+            TESSERA_TRY(regex);
+            c.hf.push_back(std::move(*regex));
         }
         compiled.push_back(std::move(c));
     }
@@ -468,12 +468,12 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             if (rules.rules[r].megatron.empty())
                 continue;
             for (std::size_t k = 0; k < compiled[r].hf.size() && !found; ++k) {
-                std::smatch m;
-                if (!std::regex_match(name, m, compiled[r].hf[k]))
+                std::vector<std::string> m;
+                if (!compiled[r].hf[k].fullMatch(name, m))
                     continue;
                 Captures captures;
                 for (std::size_t f = 0; f < compiled[r].fields[k].size(); ++f)
-                    captures[compiled[r].fields[k][f]] = m[f + 1].str();
+                    captures[compiled[r].fields[k][f]] = m[f];
                 if (!unoffsetLayer(captures, ruleLayerOffset(rules.rules[r], *vars)))
                     continue;
                 // A tensor of all the experts (stack_experts) is one Megatron tensor per entry of its leading axis.
@@ -537,15 +537,16 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         if (rename.transform != MappingTransform::Rename || rename.megatron.empty())
             continue;
         std::vector<std::string> fields;
-        const std::regex as = templateRegex(rename.hf.front(), fields);
+        const auto as = templateRegex(rename.hf.front(), rename.origin + ": rule '" + rename.id + "'", fields);
+        TESSERA_TRY(as);
         const std::int64_t offset = ruleLayerOffset(rename, *vars);
         for (auto& t : megatron) {
-            std::smatch m;
-            if (!std::regex_match(t.name, m, as))
+            std::vector<std::string> m;
+            if (!as->fullMatch(t.name, m))
                 continue;
             Captures captures;
             for (std::size_t f = 0; f < fields.size(); ++f)
-                captures[fields[f]] = m[f + 1].str();
+                captures[fields[f]] = m[f];
             if (unoffsetLayer(captures, offset) && offset != 0)
                 t.name = instantiate(rename.megatron.front(), captures);
         }

@@ -2,6 +2,7 @@
 #include "split/split_plan.h"
 
 #include "io/byte_size.h"
+#include "io/regex.h"
 #include "model/placement.h"
 #include "split/split_megatron.h"
 #include "split/split_sharded.h"
@@ -10,7 +11,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 #include <sstream>
 
 namespace tessera {
@@ -90,12 +90,12 @@ std::optional<std::int64_t> verlRunIteration(const std::string& target)
     fs::path p = fs::path(target).lexically_normal();
     if (p.filename().empty())
         p = p.parent_path();
-    static const std::regex step("global_step_([0-9]{1,15})");
-    std::smatch m;
+    static const Regex step = Regex::fixed("global_step_([0-9]{1,15})");
+    std::vector<std::string> m;
     const std::string parent = p.parent_path().filename().string();
-    if (p.filename() != "actor" || !std::regex_match(parent, m, step))
+    if (p.filename() != "actor" || !step.fullMatch(parent, m))
         return std::nullopt;
-    return std::stoll(m[1].str());
+    return std::stoll(m[0]);
 }
 
 std::uint64_t SplitTensor::bytes() const { return numel(spec.shape) * dtypeSize(spec.dtype); }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // A --param_mapping rules file layered over the built-in llama family (or the family it "extends"): the schema,
 // the patterns and templates, the expressions of defaults, ranges, shapes and conditions, evaluated against a
-// small llama config.json and applied to the Megatron names of a small checkpoint.
+// small llama config.json and applied to the Megatron names of a small checkpoint, and read backwards, as split
+// does, over the Hugging Face names of the same model.
 
 #include "fuzz_targets.h"
 #include "scratch_folder.h"
@@ -9,6 +10,8 @@
 #include "mapping/hf_expected.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/megatron_mapping_rules.h"
+#include "merge/merge_plan.h"
+#include "split/split_megatron.h"
 
 namespace tessera::fuzz {
 
@@ -60,6 +63,36 @@ CheckpointInfo smallMegatronLlama(const std::string& configDir)
     return info;
 }
 
+/// The same llama as a Hugging Face model about to be split (only names, dtypes and shapes; nothing is read).
+MergePlan smallHfLlama(const std::string& configDir)
+{
+    MergePlan plan;
+    plan.configDir = configDir;
+    auto add = [&](const std::string& name, Shape shape) {
+        PlannedTensor t;
+        t.name = name;
+        t.sourceDtype = t.dtype = DType::BFloat16;
+        t.shape = shape;
+        plan.tensors.push_back(std::move(t));
+    };
+    add("model.embed_tokens.weight", { 500, 64 });
+    for (int layer = 0; layer < 2; ++layer) {
+        const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+        add(prefix + "input_layernorm.weight", { 64 });
+        add(prefix + "self_attn.q_proj.weight", { 64, 64 });
+        add(prefix + "self_attn.k_proj.weight", { 16, 64 });
+        add(prefix + "self_attn.v_proj.weight", { 16, 64 });
+        add(prefix + "self_attn.o_proj.weight", { 64, 64 });
+        add(prefix + "post_attention_layernorm.weight", { 64 });
+        add(prefix + "mlp.gate_proj.weight", { 176, 64 });
+        add(prefix + "mlp.up_proj.weight", { 176, 64 });
+        add(prefix + "mlp.down_proj.weight", { 64, 176 });
+    }
+    add("model.norm.weight", { 64 });
+    add("lm_head.weight", { 500, 64 });
+    return plan;
+}
+
 } // namespace
 
 int fuzzMappingRules(const std::uint8_t* data, std::size_t size)
@@ -84,6 +117,13 @@ int fuzzMappingRules(const std::uint8_t* data, std::size_t size)
     MappingOptions options;
     options.userRulesFile = path;
     (void)mapMegatronToHf(source, options);
+    // And backwards: every Hugging Face name matched against the rules' targets, as split plans Megatron TP 2.
+    static const MergePlan model = smallHfLlama(configDir);
+    SplitOptions split;
+    split.format = SplitFormat::Megatron;
+    split.tp = 2;
+    split.userRulesFile = path;
+    (void)planMegatronSplit(model, split);
     return 0;
 }
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Megatron files and placements whose numbers are built to overflow or multiply work: parallel sizes whose
 // product wraps an int, shared sub-dicts that name billions of tensors, split factors of 2^62, one shard listed
-// thousands of times. Each must be refused with a clear problem, quickly and in bounded memory.
+// thousands of times; tensor names long enough to overflow a regex engine that recurses per character. Each must be
+// refused with a clear problem, or read as it is, quickly and in bounded memory.
 
 #include "testutil.h"
+#include "corruption_zip.h"
 #include "hostilefiles.h"
 
 #include "formats/scan.h"
@@ -66,6 +68,29 @@ std::string billionLaughsDict(int levels)
     }
     return p;
 }
+
+/// `pickle` with every string opcode (BINUNICODE or SHORT_BINUNICODE) whose text is `from` rewritten as a
+/// BINUNICODE of `to`; a protocol 4 pickle's one FRAME is resized to match.
+std::string renameInPickle(const std::string& pickle, const std::string& from, const std::string& to)
+{
+    std::string binunicode = "X", shortText = "\x8c";
+    putLe(binunicode, from.size(), 4);
+    shortText += static_cast<char>(from.size());
+    std::string replacement = "X";
+    putLe(replacement, to.size(), 4);
+    replacement += to;
+    std::string out = pickle;
+    for (const std::string& op : { binunicode + from, shortText + from })
+        for (std::size_t at = 0; (at = out.find(op, at)) != std::string::npos; at += replacement.size())
+            out.replace(at, op.size(), replacement);
+    if (out.size() > 11 && static_cast<std::uint8_t>(out[2]) == 0x95)
+        zip::set32(out, 3, static_cast<std::uint32_t>(out.size() - 11));
+    return out;
+}
+
+/// A 30,000-character parameter name inside `module` (`decoder.layers.0.self_attention.linear_proj`): far past any
+/// real name, well under the 64 KiB a name may have.
+std::string longName(const std::string& module) { return module + "." + std::string(30000, 'x') + ".weight"; }
 
 } // namespace
 
@@ -170,6 +195,49 @@ private Q_SLOTS:
         QVERIFY(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
         QVERIFY(!messages.empty());
         QCOMPARE(QString::fromStdString(messages.back()), QStringLiteral("… and more overlapping pieces"));
+    }
+
+    void thirtyThousandCharacterNameInALegacyCheckpointIsNotACrash()
+    {
+        // std::regex recursed once per character of a name and overflowed the stack (SIGSEGV) on such a name.
+        const std::string copy = copyFixtureFolder("megatron_legacy_qwen2_tp2_pp2");
+        const std::string model = copy + "/global_step_10/actor/model";
+        const std::string from = "decoder.layers.0.self_attention.linear_proj.weight";
+        const std::string to = longName("decoder.layers.0.self_attention.linear_proj");
+        for (const char* rank : { "mp_rank_00_000", "mp_rank_00_001", "mp_rank_01_000", "mp_rank_01_001" }) {
+            const std::string file = model + "/" + rank + "/model.pt";
+            const std::string edited = zip::rewriteRecord(readFile(file), "/data.pkl", [&](const std::string& p) {
+                return renameInPickle(p, from, to);
+            });
+            QVERIFY(!edited.empty() && edited.find(to) != std::string::npos);
+            writeFile(file, edited);
+        }
+        QString out, err;
+        QCOMPARE(runTessera({ QStringLiteral("inspect"), QString::fromStdString(copy + "/global_step_10/actor") },
+                            &out, &err),
+                 1);
+        // Read as it is: a name no rule maps, and the o_proj it should have filled is missing.
+        QVERIFY2(out.contains(QStringLiteral("no qwen2 rule maps decoder.layers.0.self_attention.linear_proj.xxxx")),
+                 qPrintable(out.left(2000) + err.left(2000)));
+        QVERIFY2(out.contains(QStringLiteral("model.layers.0.self_attn.o_proj.weight")), qPrintable(out.left(2000)));
+    }
+
+    void thirtyThousandCharacterNameInATorchDistCheckpointIsNotACrash()
+    {
+        const std::string copy = copyFixtureFolder("megatron_dist_llama_tp2_pp2");
+        const std::string metadata = copy + "/global_step_10/actor/dist_ckpt/.metadata";
+        const std::string to = longName("decoder.layers.self_attention.linear_proj");
+        const std::string edited
+            = renameInPickle(readFile(metadata), "decoder.layers.self_attention.linear_proj.weight", to);
+        QVERIFY(edited.find(to) != std::string::npos);
+        writeFile(metadata, edited);
+        QString out, err;
+        QCOMPARE(runTessera({ QStringLiteral("inspect"), QString::fromStdString(copy + "/global_step_10/actor") },
+                            &out, &err),
+                 1);
+        QVERIFY2(out.contains(QStringLiteral("no llama rule maps decoder.layers.0.self_attention.linear_proj.xxxx")),
+                 qPrintable(out.left(2000) + err.left(2000)));
+        QVERIFY2(out.contains(QStringLiteral("model.layers.0.self_attn.o_proj.weight")), qPrintable(out.left(2000)));
     }
 };
 

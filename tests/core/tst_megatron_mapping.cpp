@@ -472,6 +472,83 @@ private Q_SLOTS:
         QVERIFY(broken.error().message.find("writes 3 tensor(s) but 2 target name(s)") != std::string::npos);
     }
 
+    void pathologicalPatternsAreMatchedInLinearTime()
+    {
+        // std::regex backtracked through every way of splitting a name among these groups: hours for a name of 60
+        // characters. RE2 matches them in one pass, with today's meaning: --ignore_missing_params is searched for
+        // in a name, a rule's pattern must match all of it.
+        Synthetic s = denseDist();
+        const std::string unmapped = "decoder.an_unknown_module_of_a_long_name.extra_parameter_weight";
+        s.add(unmapped, { 4 });
+        s.write();
+        std::string optional;
+        for (int i = 0; i < 600; ++i)
+            optional += "(?:.?)";
+        const std::pair<std::string, bool> patterns[] = {
+            { "^(.|.)*Q$", false }, { optional + "Q", false }, { "^(.|.)*weight$", true }, { optional + "_weight", true },
+        };
+        for (const auto& [pattern, covers] : patterns) {
+            MappingOptions options;
+            options.ignoreMissing = pattern;
+            auto r = mapMegatronToHf(s.info, options);
+            QVERIFY_RESULT(r);
+            QCOMPARE(r->count(MappingStatus::Unmapped), std::size_t(covers ? 0 : 1));
+            QCOMPARE(r->count(MappingStatus::Ignored), std::size_t(covers ? 1 : 0));
+        }
+
+        // A rule whose pattern repeats {param} eight times (eight ([A-Za-z_].*) groups) matches no name here.
+        const std::string rules = s.dir + "/rules.json";
+        test::writeFile(rules, R"({"rules": [{"id": "greedy", "megatron": "{param}{param}{param}{param}{param}{param}{param}{param}Q",
+                                              "hf": "model.{param}"}]})");
+        MappingOptions user;
+        user.userRulesFile = rules;
+        auto r = mapMegatronToHf(s.info, user);
+        QVERIFY_RESULT(r);
+        QCOMPARE(r->count(MappingStatus::Unmapped), std::size_t(1));
+        QVERIFY2(hasProblem(*r, "no llama rule maps " + unmapped), allProblems(*r).c_str());
+        // The same placeholder twice still has to capture the same text.
+        test::writeFile(rules, R"({"rules": [{"id": "twice", "megatron": "decoder.{param}.extra_{param}", "hf": "model.{param}"}]})");
+        r = mapMegatronToHf(s.info, user);
+        QVERIFY_RESULT(r);
+        QCOMPARE(r->count(MappingStatus::Unmapped), std::size_t(1));
+        test::writeFile(rules, R"({"rules": [{"id": "once", "megatron": "decoder.{param}.extra_parameter_weight",
+                                              "hf": "model.extra.{param}"}]})");
+        r = mapMegatronToHf(s.info, user);
+        QVERIFY_RESULT(r);
+        QCOMPARE(r->count(MappingStatus::Unmapped), std::size_t(0));
+        QVERIFY(row(*r, "model.extra.an_unknown_module_of_a_long_name", MappingStatus::Unexpected));
+    }
+
+    void patternsRe2LacksAreRefusedByName()
+    {
+        Synthetic s = denseDist();
+        s.write();
+        const std::pair<const char*, const char*> refused[] = {
+            { "^(?!model\\.norm)", "a negative lookahead (?!…)" },
+            { "norm(?=\\.weight)", "a lookahead (?=…)" },
+            { "(?<=layers\\.)0", "a lookbehind (?<=…)" },
+            { "(?<!q)_proj", "a negative lookbehind (?<!…)" },
+            { "(proj)\\.\\1", "a backreference (\\1)" },
+            { "(?<p>proj)\\k<p>", "a named group (?<name>…), which RE2 (Tessera's linear-time regex engine) does not "
+                                    "have: write it (?P<name>…)" },
+        };
+        for (const auto& [pattern, named] : refused) {
+            MappingOptions options;
+            options.ignoreMissing = pattern;
+            auto r = mapMegatronToHf(s.info, options);
+            QVERIFY2(!r, pattern);
+            QVERIFY2(r.error().message.find(std::string("--ignore_missing_params '") + pattern + "' uses " + named)
+                         != std::string::npos,
+                     r.error().message.c_str());
+        }
+        MappingOptions tooLong;
+        tooLong.ignoreMissing = std::string(5000, 'a');
+        auto r = mapMegatronToHf(s.info, tooLong);
+        QVERIFY(!r);
+        QVERIFY2(r.error().message.find("is 5000 characters long; at most 4096 are accepted") != std::string::npos,
+                 r.error().message.c_str());
+    }
+
     void duplicateTargets()
     {
         Synthetic s = denseDist();
