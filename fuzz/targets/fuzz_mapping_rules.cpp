@@ -67,7 +67,7 @@ CheckpointInfo smallMegatronLlama(const std::string& configDir)
 MergePlan smallHfLlama(const std::string& configDir)
 {
     MergePlan plan;
-    plan.configDir = configDir;
+    plan.config.path = configDir;
     auto add = [&](const std::string& name, Shape shape) {
         PlannedTensor t;
         t.name = name;
