@@ -2,6 +2,7 @@
 #include "formats/safetensors_writer.h"
 
 #include "formats/safetensors_reader.h"
+#include "io/printable.h"
 
 #include <algorithm>
 #include <array>
@@ -119,7 +120,7 @@ Status checkText(const std::string& text, const std::string& what)
 /// Byte size of one entry, or an error naming it.
 Result<std::uint64_t> entryBytes(const SafetensorsEntry& e)
 {
-    const std::string who = "tensor '" + e.name + "'";
+    const std::string who = "tensor '" + printableText(e.name) + "'";
     if (safetensorsCode(e.dtype).empty())
         return makeError(who + ": safetensors cannot store dtype " + std::string(torchName(e.dtype)));
     std::uint64_t bytes = dtypeSize(e.dtype);
@@ -141,12 +142,12 @@ Status checkEntries(const std::vector<SafetensorsEntry>& entries, const std::map
         if (e.name == "__metadata__")
             return makeError("a tensor cannot be named __metadata__: safetensors reserves that key");
         if (!names.insert(e.name).second)
-            return makeError("tensor '" + e.name + "' appears twice; safetensors names must be unique");
-        TESSERA_TRY(checkText(e.name, "tensor name '" + e.name + "'"));
+            return makeError("tensor '" + printableText(e.name) + "' appears twice; safetensors names must be unique");
+        TESSERA_TRY(checkText(e.name, "tensor name '" + printableText(e.name) + "'"));
     }
     for (const auto& [key, value] : metadata) {
-        TESSERA_TRY(checkText(key, "metadata key '" + key + "'"));
-        TESSERA_TRY(checkText(value, "metadata value of '" + key + "'"));
+        TESSERA_TRY(checkText(key, "metadata key '" + printableText(key) + "'"));
+        TESSERA_TRY(checkText(value, "metadata value of '" + printableText(key) + "'"));
     }
     return {};
 }

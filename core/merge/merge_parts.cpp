@@ -2,6 +2,7 @@
 #include "merge/merge_parts.h"
 
 #include "io/fnv_hash.h"
+#include "io/number_text.h"
 
 #include "io/crc32.h"
 #include "io/durable_file.h"
@@ -63,6 +64,28 @@ std::string hostName()
     if (::gethostname(buf, sizeof buf - 1) != 0)
         return "unknown";
     return buf;
+}
+
+/// A pid as another process recorded it: a whole number from 1 to 2^31 - 1 (pid_t's range), else nullopt.
+std::optional<long> pidFrom(const std::string& text)
+{
+    const auto pid = parseWholeNumber(text, 0x7FFFFFFF);
+    return pid && *pid > 0 ? std::optional<long>(static_cast<long>(*pid)) : std::nullopt;
+}
+
+std::optional<long> pidFrom(const nlohmann::json& value)
+{
+    return value.is_number_integer() ? pidFrom(value.dump()) : std::nullopt;
+}
+
+/// The holder of a claim, from its first line "host pid".
+PartProcess claimHolder(const std::string& claimText)
+{
+    const std::string line = claimText.substr(0, claimText.find('\n'));
+    const auto space = line.rfind(' ');
+    if (space == std::string::npos)
+        return { line, std::nullopt };
+    return { line.substr(0, space), pidFrom(line.substr(space + 1)) };
 }
 
 std::string outputPath(const MergeOutput& o, const std::string& name)
@@ -265,8 +288,11 @@ std::optional<ReadRecord> readRecord(const fs::path& path, const std::string& id
         r.record.part = part;
         r.record.bytes = j.value("bytes", std::uint64_t(0));
         r.record.seconds = j.value("seconds", 0.0);
-        r.record.host = j.value("host", "");
-        r.record.pid = j.value("pid", 0L);
+        // Who wrote it is only shown: a host or pid that is not what it should be does not void the record.
+        if (const auto host = j.find("host"); host != j.end() && host->is_string())
+            r.record.process.host = host->get<std::string>();
+        if (const auto pid = j.find("pid"); pid != j.end())
+            r.record.process.pid = pidFrom(*pid);
         for (const auto& range : j["ranges"]) {
             PartRange pr;
             pr.path = range.at("path").get<std::string>();
@@ -314,11 +340,9 @@ struct Claim {
 
 bool processGone(const std::string& claimText)
 {
-    const auto space = claimText.find(' ');
-    if (space == std::string::npos || claimText.substr(0, space) != hostName())
-        return false;
-    const long pid = std::atol(claimText.c_str() + space + 1);
-    return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    const PartProcess holder = claimHolder(claimText);
+    return holder.host == hostName() && holder.pid && ::kill(static_cast<pid_t>(*holder.pid), 0) != 0
+        && errno == ESRCH;
 }
 
 Result<std::unique_ptr<Claim>> claimFinishing(const fs::path& set, std::vector<std::string>& notes)
@@ -791,7 +815,7 @@ std::vector<PartsSetStatus> partsStatus(const std::string& targetDir)
                     s.missing.push_back(k);
             }
             if (auto claim = readTextFile((dir / kClaim).string())) {
-                s.finisher = claim->substr(0, claim->find('\n'));
+                s.finisher = claimHolder(*claim);
                 const int fd = ::open((dir / kClaim).c_str(), O_RDONLY | O_CLOEXEC);
                 if (fd >= 0) {
                     s.finisherAlive = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;

@@ -99,13 +99,20 @@ Result<PartOutcome> runMergePart(const std::vector<MergeOutput>& outputs, const 
                                  const std::string& targetDir, const MergeRunOptions& options,
                                  const PartWriting& writing = {});
 
+/// A process as a part's record or the publishing claim names it. Other processes, on other hosts, wrote these
+/// files, so what is read is checked: the host is kept as written (escape it before showing it), the pid only when
+/// it is a whole number a pid can be.
+struct PartProcess {
+    std::string host;
+    std::optional<long> pid; ///< nullopt when missing or not a pid (negative, fractional, past 2^31 - 1, text)
+};
+
 /// One part's record, as read back.
 struct PartRecord {
     unsigned part = 0;
     std::uint64_t bytes = 0;
     double seconds = 0;
-    std::string host;
-    long pid = 0;
+    PartProcess process;
 };
 
 /// A shared folder of a split merge into a target, as `tessera merge --status` reports it.
@@ -117,7 +124,7 @@ struct PartsSetStatus {
     std::vector<std::uint64_t> shareBytes;
     std::vector<PartRecord> done;
     std::vector<unsigned> missing;
-    std::optional<std::string> finisher; ///< the claim's holder ("host pid"), when a claim is there
+    std::optional<PartProcess> finisher; ///< the claim's holder, when a claim is there
     bool finisherAlive = false;          ///< the claim is held (flock) by a live process
 };
 
