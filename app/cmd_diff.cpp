@@ -91,7 +91,8 @@ int runDiff(const std::vector<std::string>& args)
     parser.addSwitch("quiet", "no progress bar");
     parser.addOption("hf_model_path", "DIR", "config.json folder for A (Megatron name mapping), if not found");
     parser.addOption("hf_model_path_b", "DIR", "config.json folder for B, if not found");
-    parser.addOption("threads", "N", "tensors compared in parallel", "number of cores");
+    parser.addOption("threads", "N", "tensors compared in parallel, 1 to " + std::to_string(kMaxThreads),
+                     "number of cores");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
     DiffOptions options;
@@ -178,7 +179,8 @@ int runDiff(const std::vector<std::string>& args)
                   << "\n";
     } else {
         std::cout << table(*report, parser.isSet("failures_only"));
-        std::cout << (report->ok() ? "OK: " : "DIFFERENT: ") << printableText(report->summary()) << " (atol " << options.atol
+        std::cout << (report->ok() ? "OK: " : "DIFFERENT: ") << printableText(report->summary()) << " (atol "
+                  << options.atol
                   << ", rtol " << options.rtol << ")\n";
     }
     return report->ok() ? ExitOk : ExitProblems;

@@ -30,7 +30,8 @@ int runInspect(const std::vector<std::string>& args)
     parser.addSwitch("json", "print one JSON object on stdout instead of the summary");
     parser.addSwitch("tensors", "list every tensor in the summary");
     parser.addOption("hf_model_path", "DIR", "folder with config.json and the tokenizer, if not found automatically");
-    parser.addOption("threads", "N", "files read in parallel", "number of cores");
+    parser.addOption("threads", "N", "files read in parallel, 1 to " + std::to_string(kMaxThreads),
+                     "number of cores");
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file over the built-in rules");
     parser.addOption("ignore_missing_params", "REGEX", "Megatron: names that may be missing or unmapped");
     parser.addSwitch("is_value_model", "Megatron: map output_layer to score.weight");

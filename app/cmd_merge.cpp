@@ -203,7 +203,8 @@ int runMerge(const std::vector<std::string>& args)
     } else if (!parser.isSet("quiet")) {
         const double rate = outcome->seconds > 0 ? static_cast<double>(outcome->bytesWritten) / outcome->seconds : 0;
         std::cout << "Merged " << tensors << " tensors (" << formatBytes(outcome->bytesWritten) << ") into "
-                  << printableText(outcome->outputDir) << " in " << std::fixed << std::setprecision(outcome->seconds < 10 ? 2 : 1)
+                  << printableText(outcome->outputDir) << " in " << std::fixed
+                  << std::setprecision(outcome->seconds < 10 ? 2 : 1)
                   << outcome->seconds << " s ("
                   << formatBytes(static_cast<std::uint64_t>(rate)) << "/s)\n";
         if (planned->lora && planned->lora->fused)

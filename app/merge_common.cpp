@@ -19,7 +19,7 @@ void addCommonMergeOptions(ArgParser& parser)
                                              "the checkpoint, e.g. actor/huggingface)");
     parser.addOption("dtype", "TYPE", "bf16, fp16 or fp32: convert floating-point tensors (round to nearest even)",
                      "keep the checkpoint's");
-    parser.addOption("threads", "N", "worker threads", "number of cores");
+    parser.addOption("threads", "N", "worker threads, 1 to " + std::to_string(kMaxThreads), "number of cores");
     parser.addSwitch("json", "print JSON on stdout");
     parser.addSwitch("quiet", "no progress bar and no summary");
     parser.addSwitch("tie_word_embedding", "treat lm_head.weight as tied to the embedding even if config.json does not");

@@ -57,10 +57,10 @@ std::string shownHost(const std::string& host)
     return printableText(host.substr(0, kLongest)) + (host.size() > kLongest ? "…" : "");
 }
 
-/// "host, pid 1234" or "host, pid unknown".
-std::string shownProcess(const PartProcess& p)
+/// "pid 1234", or "pid unknown" when the file gave none that a pid can be.
+std::string shownPid(const PartProcess& p)
 {
-    return shownHost(p.host) + ", pid " + (p.pid ? std::to_string(*p.pid) : std::string("unknown"));
+    return "pid " + (p.pid ? std::to_string(*p.pid) : std::string("unknown"));
 }
 
 int runStatus(const ArgParser& parser)
@@ -100,7 +100,7 @@ int runStatus(const ArgParser& parser)
             if (d < s.done.size() && s.done[d].part == k) {
                 const auto& r = s.done[d++];
                 text << "  part " << k << ": done (" << bytes << ", " << seconds(r.seconds) << " on "
-                     << shownProcess(r.process) << ")\n";
+                     << shownHost(r.process.host) << ", " << shownPid(r.process) << ")\n";
             } else {
                 text << "  part " << k << ": missing (" << bytes << ")\n";
             }
@@ -112,7 +112,8 @@ int runStatus(const ArgParser& parser)
                                           : "--part " + std::to_string(s.missing.front()) + "/" + std::to_string(s.parts))
                  << ") to complete the merge; the target is published when the last one finishes\n";
         else if (s.finisher && s.finisherAlive)
-            text << "  every part is done; " << shownProcess(*s.finisher) << " is publishing the model\n";
+            text << "  every part is done; " << shownHost(s.finisher->host) << " (" << shownPid(*s.finisher)
+                 << ") is publishing the model\n";
         else
             text << "  every part is done but the model was not published (the publishing process stopped); run any "
                     "part again to publish it\n";

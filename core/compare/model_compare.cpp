@@ -160,7 +160,7 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
         std::vector<std::uint8_t> rounded; // a chunk of the wider reference, rounded to the merge's dtype
         const std::uint8_t* refBase = rp ? refFile->view().data() + rp->dataOffset : refBuffer.data();
         if (rp && (rp->dataOffset > refFile->size() || count * refEs > refFile->size() - rp->dataOffset))
-            status = makeError(rp->file + ": " + ref.name + " reaches past the end of the file");
+            status = makeError(rp->file + ": " + printableText(ref.name) + " reaches past the end of the file");
         if (status && planned.delta && isFloatingPoint(ref.dtype)) {
             auto largest = largestMagnitude(refBase, ref.dtype, count);
             if (!largest) {

@@ -228,7 +228,7 @@ Result<GgufLayout> layoutGgufFile(const std::vector<GgufKeyValue>& metadata, std
     std::set<std::string> keys;
     for (const auto& kv : metadata) {
         if (!keys.insert(kv.key).second)
-            return makeError("GGUF metadata key " + kv.key + " is given twice");
+            return makeError("GGUF metadata key " + printableText(kv.key) + " is given twice");
         w.str(kv.key);
         w.raw<std::uint32_t>(static_cast<std::uint32_t>(kv.value.type));
         if (kv.value.type == GgufValueType::Array) {
@@ -520,8 +520,8 @@ Status checkTensorData(const GgufHeader& h, std::uint64_t fileSize)
     for (const auto& t : h.tensors)
         if (t.bytes > 0)
             byOffset.push_back(&t);
-    std::sort(byOffset.begin(), byOffset.end(),
-              [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+    std::stable_sort(byOffset.begin(), byOffset.end(),
+                     [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
     for (std::size_t i = 1; i < byOffset.size(); ++i) {
         const GgufTensorInfo& a = *byOffset[i - 1];
         const GgufTensorInfo& b = *byOffset[i];

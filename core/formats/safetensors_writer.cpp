@@ -342,7 +342,8 @@ Status writeBody(int fd, const std::string& path, const SafetensorsLayout& layou
     for (const std::size_t index : order) {
         const std::uint64_t bytes = layout.byteSizes[index];
         if (bytes > std::numeric_limits<std::size_t>::max())
-            return makeError(path + ": tensor '" + entries[index].name + "' is too large to buffer in memory");
+            return makeError(path + ": tensor '" + printableText(entries[index].name)
+                             + "' is too large to buffer in memory");
         buffer.assign(static_cast<std::size_t>(bytes), 0);
         const Status filled = fill(index, buffer.data(), bytes);
         if (!filled)

@@ -62,8 +62,9 @@ std::string mappingSummary(const MappingResult& result, bool allRows)
         if (!allRows && (r.status == MappingStatus::Ok || r.status == MappingStatus::Tied))
             continue;
         any = true;
-        s += "  [" + std::string(mappingStatusName(r.status)) + "] " + (r.source.empty() ? "—" : printableText(r.source))
-             + " " + (r.source.empty() ? "" : shapeToString(r.sourceShape) + " ") + "→ "
+        s += "  [" + std::string(mappingStatusName(r.status)) + "] "
+             + (r.source.empty() ? "—" : printableText(r.source)) + " "
+             + (r.source.empty() ? "" : shapeToString(r.sourceShape) + " ") + "→ "
              + (r.target.empty() ? "—" : printableText(r.target));
         if (!r.target.empty() && r.status != MappingStatus::Missing)
             s += " " + shapeToString(r.targetShape);

@@ -117,12 +117,25 @@ std::string defaultModelName(const json& config, const CheckpointInfo& info)
     return "model";
 }
 
+/// `s` as a file name's stem: no folder separators, spaces or colons, and nothing a terminal would act on when the
+/// folder is listed (control characters, bytes that are not UTF-8), each replaced by '_'.
 std::string safeFileStem(std::string s)
 {
     for (char& c : s)
-        if (c == '/' || c == '\\' || c == ' ' || c == ':' || static_cast<unsigned char>(c) < 32)
+        if (c == '/' || c == '\\' || c == ' ' || c == ':')
             c = '_';
-    return s.empty() ? "model" : s;
+    // With backslashes gone, every "\x" printableText() leaves is one of its escapes of a byte.
+    const std::string printable = printableText(s);
+    std::string stem;
+    for (std::size_t i = 0; i < printable.size(); ++i) {
+        if (printable.compare(i, 2, "\\x") == 0) {
+            stem += '_';
+            i += 3;
+        } else {
+            stem += printable[i];
+        }
+    }
+    return stem.empty() ? "model" : stem;
 }
 
 /// llama 3's rope_freqs: per rotary frequency the factor its wavelength gets (convert_hf_to_gguf's
@@ -309,7 +322,8 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
         const TensorInfo& t = info.tensors[i];
         const auto mapped = ggufTensorName(t.name);
         if (!mapped) {
-            errors.push_back(printableText(t.name) + ": llama.cpp's " + arch->name + " architecture has no tensor for it");
+            errors.push_back(printableText(t.name) + ": llama.cpp's " + arch->name
+                             + " architecture has no tensor for it");
             continue;
         }
         if (mapped->skip)
@@ -321,17 +335,20 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
             continue;
         }
         if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2) {
-            errors.push_back(printableText(t.name) + ": a " + std::string(torchName(t.dtype)) + " tensor; GGUF export writes "
+            errors.push_back(printableText(t.name) + ": a " + std::string(torchName(t.dtype))
+                             + " tensor; GGUF export writes "
                              "floating-point weights only");
             continue;
         }
         if (mapped->expert >= 0) {
             if (!arch->moe) {
-                errors.push_back(printableText(t.name) + ": an expert weight, but " + hfArch + " is not a mixture-of-experts model");
+                errors.push_back(printableText(t.name) + ": an expert weight, but " + hfArch
+                                 + " is not a mixture-of-experts model");
                 continue;
             }
             if (!experts[mapped->name].emplace(mapped->expert, i).second)
-                errors.push_back(printableText(t.name) + ": expert " + std::to_string(mapped->expert) + " appears twice");
+                errors.push_back(printableText(t.name) + ": expert " + std::to_string(mapped->expert)
+                                 + " appears twice");
             if (!stackIndex.count(mapped->name)) {
                 stackIndex[mapped->name] = pending.size();
                 pending.push_back(Pending { mapped->name, {}, {}, {}, {}, std::nullopt });
@@ -398,7 +415,8 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
             }
             ++expected;
             if (t.shape != first.shape || t.dtype != first.dtype) {
-                errors.push_back(printableText(t.name) + ": " + shapeToString(t.shape) + " " + std::string(torchName(t.dtype))
+                errors.push_back(printableText(t.name) + ": " + shapeToString(t.shape) + " "
+                                 + std::string(torchName(t.dtype))
                                  + " differs from expert 0's " + shapeToString(first.shape) + " "
                                  + std::string(torchName(first.dtype)));
                 ok = false;

@@ -84,7 +84,8 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     if (dtype && isFloatingPoint(t.dtype) && dtypeSize(t.dtype) >= 2 && canConvert(t.dtype, *dtype))
         p.dtype = *dtype; // integer, bool and fp8 tensors are never converted
     if (safetensorsCode(p.dtype).empty())
-        return makeError(printableText(t.name) + ": dtype " + std::string(torchName(p.dtype)) + " cannot be stored in safetensors");
+        return makeError(printableText(t.name) + ": dtype " + std::string(torchName(p.dtype))
+                         + " cannot be stored in safetensors");
     p.bytes = t.numel() * dtypeSize(p.dtype);
 
     bool partial = false;
@@ -97,7 +98,8 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
         if (volume == 0)
             continue; // empty shards (uneven Shard, DCP's out-of-bounds empty chunks) contribute nothing
         if (piece.storedDtype != t.dtype && !(canConvert(piece.storedDtype, p.dtype)))
-            return makeError(printableText(t.name) + ": piece in " + piece.file + " is " + std::string(torchName(piece.storedDtype))
+            return makeError(printableText(t.name) + ": piece in " + piece.file + " is "
+                             + std::string(torchName(piece.storedDtype))
                              + ", which cannot be converted to " + std::string(torchName(p.dtype)));
         switch (piece.role) {
         case PieceRole::Primary:
@@ -124,7 +126,8 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     }
     if (partial) {
         if (t.placement.find("Partial(") != std::string::npos && t.placement.find("Partial(sum)") == std::string::npos)
-            return makeError(printableText(t.name) + ": placement " + printableText(t.placement) + " is not a sum; only Partial(sum) can be merged");
+            return makeError(printableText(t.name) + ": placement " + printableText(t.placement)
+                             + " is not a sum; only Partial(sum) can be merged");
         if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2)
             return makeError(printableText(t.name) + ": Partial placement on a " + std::string(torchName(t.dtype))
                              + " tensor cannot be summed (only float16, bfloat16, float32 and float64 can)");
@@ -215,7 +218,8 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         for (const auto& d : info.loraDeltas) {
             const auto w = byName.find(d.weight), a = byName.find(d.a), b = byName.find(d.b);
             if (w == byName.end() || a == byName.end() || b == byName.end()) {
-                errors.push_back(printableText(d.weight) + ": its LoRA update names a tensor the checkpoint does not have ("
+                errors.push_back(printableText(d.weight)
+                                 + ": its LoRA update names a tensor the checkpoint does not have ("
                                  + printableText(w == byName.end() ? d.weight : a == byName.end() ? d.a : d.b) + ")");
                 continue;
             }
@@ -519,8 +523,8 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
             const TensorInfo& src = info.tensors[t.source];
             out << "  " << printableText(t.name) << "  " << torchName(t.dtype) << " " << formatShape(t.shape) << "  "
                 << copyModeName(t.mode) << (t.delta ? " + LoRA" : "") << ", " << t.pieces.size() << " piece(s)"
-                << (src.placement.empty() ? "" : ", " + printableText(src.placement)) << " → " << plan.files[t.file].name << "@"
-                << t.fileOffset << "\n";
+                << (src.placement.empty() ? "" : ", " + printableText(src.placement)) << " → "
+                << plan.files[t.file].name << "@" << t.fileOffset << "\n";
         }
     return out.str();
 }

@@ -196,8 +196,8 @@ std::string splitPlanSummary(const SplitPlan& plan, const MergePlan& model, bool
     if (listTensors && !plan.files.empty()) {
         s << "\n" << plan.files.front().name << ":\n";
         for (const auto& t : plan.files.front().tensors) {
-            s << "  " << printableText(t.spec.name) << "  " << torchName(t.spec.dtype) << " " << shapeToString(t.spec.shape) << " of "
-              << shapeToString(t.globalShape);
+            s << "  " << printableText(t.spec.name) << "  " << torchName(t.spec.dtype) << " "
+              << shapeToString(t.spec.shape) << " of " << shapeToString(t.globalShape);
             for (const auto& b : t.fragments)
                 s << "  " << boxText(b.sourceOffsets, b.shape);
             s << "\n";

@@ -133,7 +133,7 @@ Result<SplitPlan> planShardedSplit(const MergePlan& model, const SplitOptions& o
     for (const auto& t : model.tensors) {
         plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
         if (t.shape.empty())
-            errors.push_back(t.name + ": a 0-dim tensor cannot be sharded along dim 0");
+            errors.push_back(printableText(t.name) + ": a 0-dim tensor cannot be sharded along dim 0");
     }
     if (!errors.empty()) {
         std::string message = "cannot lay the model out this way:";
