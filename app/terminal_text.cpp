@@ -125,23 +125,29 @@ void printMessage(const std::string& command, const std::string& kind, const std
 std::string jsonText(const nlohmann::json& j)
 {
     const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    // Valid UTF-8 now, with every control character below U+0020 escaped. DEL and U+0080–U+009F can only stand
-    // inside strings (JSON's own syntax is ASCII), where \u00XX means the same character.
+    // Valid UTF-8 now, with every control character below U+0020 escaped. The other characters printableText()
+    // escapes (DEL, C1 controls, bidirectional controls) can only stand inside strings (JSON's own syntax is ASCII),
+    // where \uXXXX means the same character.
     std::string out;
     out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const auto b = static_cast<std::uint8_t>(text[i]);
-        const auto next = i + 1 < text.size() ? static_cast<std::uint8_t>(text[i + 1]) : 0;
-        char escaped[8];
-        if (b == 0x7F) {
-            out += "\\u007f";
-        } else if (b == 0xC2 && next >= 0x80 && next <= 0x9F) {
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(next));
-            out += escaped;
-            ++i;
+    for (std::size_t i = 0; i < text.size();) {
+        std::size_t length = 1;
+        const auto lead = static_cast<std::uint8_t>(text[i]);
+        if (lead >= 0xC0)
+            length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+        const std::string_view character(text.data() + i, std::min(length, text.size() - i));
+        if (lead == '\n' || isPrintableText(character)) { // line feeds are the indentation's, outside strings
+            out += character;
         } else {
-            out += text[i];
+            // The code point of a whole sequence: nlohmann's output is valid UTF-8.
+            std::uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
+            for (std::size_t k = 1; k < character.size(); ++k)
+                cp = (cp << 6) | (static_cast<std::uint8_t>(character[k]) & 0x3F);
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(cp));
+            out += escaped;
         }
+        i += character.size();
     }
     return out;
 }

@@ -41,8 +41,8 @@ std::string printableMessage(std::string_view message);
 void printMessage(const std::string& command, const std::string& kind, const std::string& message);
 
 /// `j` as every command prints JSON: indented, bytes that are not UTF-8 replaced with U+FFFD, and besides the
-/// control characters JSON escapes itself, DEL and the C1 controls written \u00XX, so that no string in it can drive
-/// a terminal either.
+/// control characters JSON escapes itself, the others printableText() escapes (DEL, C1 and bidirectional controls)
+/// written \uXXXX, so that no string in it can drive a terminal either.
 std::string jsonText(const nlohmann::json& j);
 
 /// A failed command: with --json the error as {"error": message} on stdout, and always the message on stderr.

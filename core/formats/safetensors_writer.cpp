@@ -139,11 +139,9 @@ Status checkEntries(const std::vector<SafetensorsEntry>& entries, const std::map
 {
     std::set<std::string_view> names;
     for (const auto& e : entries) {
-        if (e.name == "__metadata__")
-            return makeError("a tensor cannot be named __metadata__: safetensors reserves that key");
+        TESSERA_TRY(checkSafetensorsTensorName(e.name));
         if (!names.insert(e.name).second)
             return makeError("tensor '" + printableText(e.name) + "' appears twice; safetensors names must be unique");
-        TESSERA_TRY(checkText(e.name, "tensor name '" + printableText(e.name) + "'"));
     }
     for (const auto& [key, value] : metadata) {
         TESSERA_TRY(checkText(key, "metadata key '" + printableText(key) + "'"));
@@ -153,6 +151,13 @@ Status checkEntries(const std::vector<SafetensorsEntry>& entries, const std::map
 }
 
 } // namespace
+
+Status checkSafetensorsTensorName(const std::string& name)
+{
+    if (name == "__metadata__")
+        return makeError("a tensor cannot be named __metadata__: safetensors reserves that key");
+    return checkText(name, "tensor name '" + printableText(name) + "'");
+}
 
 Result<SafetensorsLayout> planSafetensorsFile(
     const std::vector<SafetensorsEntry>& entries, const std::map<std::string, std::string>& metadata)

@@ -300,9 +300,8 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
             continue;
         // Refused here, by the file the name was read from: the safetensors header would refuse it later, by the
         // name of the output file, which the user cannot fix.
-        if (findInvalidUtf8(info.tensors[i].name) != std::string_view::npos) {
-            errors.push_back(nameSourceFile(info, info.tensors[i]) + ": tensor '" + printableText(info.tensors[i].name)
-                             + "': the name is not valid UTF-8, which a safetensors header requires");
+        if (const Status name = checkSafetensorsTensorName(info.tensors[i].name); !name) {
+            errors.push_back(nameSourceFile(info, info.tensors[i]) + ": " + name.error().message);
             continue;
         }
         auto planned = planTensorCopy(info.tensors[i], i, options.dtype);

@@ -50,7 +50,7 @@ std::string torchSaveWithName(const std::string& name)
 
 /// Tensor names that try every way a name can act on a terminal: escapes (CSI, OSC, the 8-bit CSI), a carriage
 /// return over the line, line feeds that start a forged line (at the margin, or indented like an item of a listed
-/// message), DEL and a tab. All valid UTF-8, so that every format can hold them.
+/// message), DEL, a tab and a right-to-left override. All valid UTF-8, so that every format can hold them.
 const std::vector<std::string> kHostileNames = {
     "model.layers.0.\x1b[31mred\x1b[0m.weight",
     "model.layers.0.osc\x1b]0;owned\x07.weight",
@@ -60,6 +60,7 @@ const std::vector<std::string> kHostileNames = {
     "model.layers.0.c1\xc2\x9b" "2J.weight",
     "model.layers.0.del\x7f.weight",
     "model.layers.0.tab\t.weight",
+    "model.layers.0.rlo\xe2\x80\xae" "thgir.weight",
 };
 /// A name no UTF-8 reader accepts (torch.save can hold it: pickles store bytes).
 const std::string kInvalidUtf8Name = "model.layers.0.bad\xff\xfe.weight";
@@ -317,10 +318,12 @@ private Q_SLOTS:
         const std::string checkpoint = makeTempDir() + "/model.pt";
         writeTorchSaveNamed(checkpoint, kHostileNames);
         const RawRun inspect = runRaw(A({ "inspect", checkpoint, "--tensors" }));
-        for (const char* shown : { "model.layers.0.\\x1B[31mred\\x1B[0m.weight", "model.layers.0.\\x0DOK: carriage.weight",
+        for (const char* shown : { "model.layers.0.\\x1B[31mred\\x1B[0m.weight",
+                                   "model.layers.0.\\x0DOK: carriage.weight",
                                    "model.layers.0.\\x0AOK: forged.weight", "model.layers.0.\\x0A  indented.weight",
                                    "model.layers.0.c1\\xC2\\x9B2J.weight", "model.layers.0.del\\x7F.weight",
-                                   "model.layers.0.tab\\x09.weight" })
+                                   "model.layers.0.tab\\x09.weight",
+                                   "model.layers.0.rlo\\xE2\\x80\\xAEthgir.weight" })
             QVERIFY2(inspect.out.contains(shown), QByteArray(QByteArray(shown) + "\n" + inspect.out).constData());
         const RawRun dryRun = runRaw(A({ "merge", "--local_dir", checkpoint, "--target_dir", makeTempDir() + "/m",
                                          "--dry-run", "--tensors" }));
@@ -329,7 +332,9 @@ private Q_SLOTS:
         QVERIFY2(diff.out.contains("  model.layers.0.\\x0AOK: forged.weight\n"), diff.out.constData());
         // JSON keeps the names whole: a parser gets the very bytes back, with DEL and C1 controls escaped as \u.
         const RawRun json = runRaw(A({ "inspect", checkpoint, "--json" }));
-        QVERIFY2(json.out.contains("del\\u007f.weight") && json.out.contains("c1\\u009b2J"), json.out.constData());
+        QVERIFY2(json.out.contains("del\\u007f.weight") && json.out.contains("c1\\u009b2J")
+                     && json.out.contains("rlo\\u202ethgir"),
+                 json.out.constData());
         const auto document = nlohmann::json::parse(json.out.toStdString());
         std::vector<std::string> parsed;
         for (const auto& t : document["tensors"])
@@ -337,18 +342,26 @@ private Q_SLOTS:
         QCOMPARE(parsed, kHostileNames);
     }
 
-    /// A tensor name a safetensors header cannot hold is refused naming the file it was read from (not the output
-    /// file) and showing its bytes escaped.
+    /// A tensor name a safetensors header cannot hold (not UTF-8, or its reserved key) is refused by merge and split
+    /// naming the file it was read from (not the output file) and showing its bytes escaped.
     void badTensorNameErrorNamesItsSourceFile()
     {
-        const std::string checkpoint = makeTempDir() + "/model.pt";
-        writeTorchSaveNamed(checkpoint, { "model.embed_tokens.weight", kInvalidUtf8Name });
-        const RawRun r = runRaw(A({ "merge", "--local_dir", checkpoint, "--target_dir", makeTempDir() + "/out" }));
-        QCOMPARE(r.code, 1);
-        QVERIFY2(r.err.contains(QByteArray::fromStdString(checkpoint + ": tensor 'model.layers.0.bad\\xFF\\xFE.weight': "
-                                                            "the name is not valid UTF-8")),
-                 r.err.constData());
-        QVERIFY2(!r.err.contains("model.safetensors"), r.err.constData());
+        for (const auto& [name, message] :
+             { std::pair { kInvalidUtf8Name, std::string("tensor name 'model.layers.0.bad\\xFF\\xFE.weight' is not "
+                                                          "valid UTF-8") },
+               std::pair { std::string("__metadata__"), std::string("a tensor cannot be named __metadata__") } }) {
+            const std::string checkpoint = makeTempDir() + "/model.pt";
+            writeTorchSaveNamed(checkpoint, { "model.embed_tokens.weight", name });
+            for (const char* command : { "merge", "split" }) {
+                QStringList args = A({ command, "--local_dir", checkpoint, "--target_dir", makeTempDir() + "/out" });
+                if (std::string(command) == "split")
+                    args += A({ "--world_size", "2" });
+                const RawRun r = runRaw(args);
+                QCOMPARE(r.code, 1);
+                QVERIFY2(r.err.contains(QByteArray::fromStdString(checkpoint + ": " + message)), r.err.constData());
+                QVERIFY2(!r.err.contains("model.safetensors"), r.err.constData());
+            }
+        }
     }
 
     void invalidIgnoreRegexIsAUsageErrorOnEveryBackend()
