@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli_args.h"
 
+#include "io/number_text.h"
+
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 
 namespace tessera::cli {
@@ -180,6 +184,44 @@ std::string ArgParser::positional(const std::string& name) const
 {
     auto it = m_positionalValues.find(name);
     return it == m_positionalValues.end() ? std::string() : it->second;
+}
+
+Result<std::uint64_t> wholeNumberOption(const ArgParser& parser, const std::string& name, std::uint64_t min,
+                                        std::uint64_t max)
+{
+    const std::string text = parser.value(name);
+    const auto n = parseWholeNumber(text, max);
+    if (!n || *n < min)
+        return makeError("--" + name + " must be a whole number from " + std::to_string(min) + " to "
+                         + std::to_string(max) + " (got '" + text + "')");
+    return *n;
+}
+
+Result<double> decimalOption(const ArgParser& parser, const std::string& name, double min, double max, bool aboveMin)
+{
+    const std::string text = parser.value(name);
+    const auto v = parseDecimalNumber(text);
+    if (v && (aboveMin ? *v > min : *v >= min) && *v <= max)
+        return *v;
+    auto shown = [](double x) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, "%g", x);
+        return std::string(buffer);
+    };
+    std::string range = aboveMin ? "above " + shown(min) : (std::isinf(max) ? "of " + shown(min) + " or more"
+                                                                            : "from " + shown(min));
+    if (!std::isinf(max))
+        range += (aboveMin ? " and at most " : " to ") + shown(max);
+    return makeError("--" + name + " must be a number " + range + " (got '" + text + "')");
+}
+
+Result<unsigned> threadsOption(const ArgParser& parser)
+{
+    if (!parser.isSet("threads"))
+        return 0u;
+    auto n = wholeNumberOption(parser, "threads", 1, kMaxThreads);
+    TESSERA_TRY(n);
+    return static_cast<unsigned>(*n);
 }
 
 int usageError(const ArgParser& parser)

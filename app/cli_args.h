@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "result.h"
+
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -58,6 +61,22 @@ private:
     bool m_help = false;
     std::string m_error;
 };
+
+/// The most worker threads --threads takes: more than any machine Tessera runs on has cores, few enough that a
+/// mistyped number cannot start a million threads.
+inline constexpr unsigned kMaxThreads = 1024;
+
+/// Option `name` as a whole number from `min` to `max`: decimal digits only (parseWholeNumber), so "1e3", "-1",
+/// "" or a number past `max` are refused, not read as 1, wrapped or clamped. The error names the option, the
+/// range and what was given.
+Result<std::uint64_t> wholeNumberOption(const ArgParser& parser, const std::string& name, std::uint64_t min,
+                                        std::uint64_t max);
+/// Option `name` as a finite decimal number (parseDecimalNumber) of at least `min` (above it when `aboveMin`) and at
+/// most `max`; the error names the option, the range and what was given.
+Result<double> decimalOption(const ArgParser& parser, const std::string& name, double min, double max,
+                             bool aboveMin = false);
+/// --threads: 0 when not given (one per core), else 1 to kMaxThreads.
+Result<unsigned> threadsOption(const ArgParser& parser);
 
 /// Prints "tessera <command>: <error>" and a hint to stderr; returns ExitUsage.
 int usageError(const ArgParser& parser);

@@ -4,19 +4,19 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include "formats/safetensors_reader.h"
 #include "formats/scan.h"
 #include "compare/diff_export.h"
 #include "compare/tensor_diff.h"
+#include "io/printable.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
-#include <optional>
 
 namespace tessera::cli {
 
@@ -60,21 +60,11 @@ std::string table(const DiffReport& report, bool failuresOnly)
                       t.compared ? std::to_string(t.differing).c_str() : "-",
                       countsCell(t.a.nan, t.b.nan, numeric).c_str(), countsCell(t.a.inf, t.b.inf, numeric).c_str(),
                       t.compared ? (t.bitEqual ? "=" : "!=") : "-");
-        out += line + t.name + "\n";
+        out += line + printableText(t.name) + "\n";
         if (!t.detail.empty() && t.status != DiffStatus::Identical)
-            out += std::string(17, ' ') + t.detail + "\n";
+            out += std::string(17, ' ') + printableText(t.detail) + "\n";
     }
     return out;
-}
-
-std::optional<double> parseTolerance(const ArgParser& parser, const char* name)
-{
-    const std::string text = parser.value(name);
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !(v >= 0) || std::isinf(v))
-        return std::nullopt;
-    return v;
 }
 
 } // namespace
@@ -101,35 +91,24 @@ int runDiff(const std::vector<std::string>& args)
     parser.addSwitch("quiet", "no progress bar");
     parser.addOption("hf_model_path", "DIR", "config.json folder for A (Megatron name mapping), if not found");
     parser.addOption("hf_model_path_b", "DIR", "config.json folder for B, if not found");
-    parser.addOption("threads", "N", "tensors compared in parallel", "number of cores");
+    parser.addOption("threads", "N", "tensors compared in parallel, 1 to " + std::to_string(kMaxThreads),
+                     "number of cores");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
     DiffOptions options;
     for (const char* name : { "atol", "rtol" }) {
-        const auto v = parseTolerance(parser, name);
-        if (!v) {
-            std::cerr << "tessera diff: --" << name << " must be a non-negative number (got '" << parser.value(name)
-                      << "')\n";
-            return ExitUsage;
-        }
+        const auto v = decimalOption(parser, name, 0, HUGE_VAL);
+        if (!v)
+            return reportFailure(parser, v.error().message, ExitUsage);
         (std::string(name) == "atol" ? options.atol : options.rtol) = *v;
     }
-    if (parser.isSet("threads")) {
-        const int threads = std::atoi(parser.value("threads").c_str());
-        if (threads <= 0) {
-            std::cerr << "tessera diff: --threads must be a positive number\n";
-            return ExitUsage;
-        }
-        options.threads = static_cast<unsigned>(threads);
-    }
+    const auto threads = threadsOption(parser);
+    if (!threads)
+        return reportFailure(parser, threads.error().message, ExitUsage);
+    options.threads = *threads;
     const bool json = parser.isSet("json");
     const bool quiet = parser.isSet("quiet") || json;
-    auto fail = [&](const std::string& message) {
-        if (json)
-            std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        std::cerr << "tessera diff: " << message << "\n";
-        return ExitProblems;
-    };
+    auto fail = [&](const std::string& message) { return reportFailure(parser, message); };
 
     std::vector<std::string> warnings;
     auto load = [&](const std::string& path, const std::string& configDir, const char* side) -> Result<CheckpointInfo> {
@@ -156,12 +135,10 @@ int runDiff(const std::vector<std::string>& args)
         return withHfNames(*info, configDir, &warnings);
     };
     const bool loraUpdate = parser.isSet("lora_update");
-    if (loraUpdate == !parser.positional("B").empty()) {
-        std::cerr << "tessera diff: " << (loraUpdate ? "--lora_update compares A with itself; give no B"
-                                                     : "B is required (or --lora_update for a LoRA checkpoint)")
-                  << "\n";
-        return ExitUsage;
-    }
+    if (loraUpdate == !parser.positional("B").empty())
+        return reportFailure(parser, loraUpdate ? "--lora_update compares A with itself; give no B"
+                                                : "B is required (or --lora_update for a LoRA checkpoint)",
+                             ExitUsage);
     CheckpointInfo a, b;
     if (loraUpdate) {
         // The base model is the reference: each fused weight's difference is its update (B·A)·scale.
@@ -185,11 +162,11 @@ int runDiff(const std::vector<std::string>& args)
     }
     if (!quiet)
         for (const auto& w : warnings)
-            std::cerr << "tessera diff: warning: " << w << "\n";
+            printMessage("diff", "warning", w);
     // Said before any tensor: two different models explain every missing tensor and shape mismatch below.
     if (const std::string models = describeConfigDifferences(compareModelConfigs(a.hfConfigDir, b.hfConfigDir));
         !models.empty())
-        std::cerr << "tessera diff: " << models << "\n";
+        printMessage("diff", "", models);
 
     TerminalProgress progress("Comparing", TerminalProgress::Unit::Items, quiet);
     auto report = diffCheckpoints(a, b, options, progress);
@@ -198,12 +175,12 @@ int runDiff(const std::vector<std::string>& args)
         return fail(report.error().message);
 
     if (json) {
-        std::cout << diffReportToJson(*report, a.layout, b.layout, warnings, parser.isSet("failures_only"))
-                         .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        std::cout << jsonText(diffReportToJson(*report, a.layout, b.layout, warnings, parser.isSet("failures_only")))
                   << "\n";
     } else {
         std::cout << table(*report, parser.isSet("failures_only"));
-        std::cout << (report->ok() ? "OK: " : "DIFFERENT: ") << report->summary() << " (atol " << options.atol
+        std::cout << (report->ok() ? "OK: " : "DIFFERENT: ") << printableText(report->summary()) << " (atol "
+                  << options.atol
                   << ", rtol " << options.rtol << ")\n";
     }
     return report->ok() ? ExitOk : ExitProblems;

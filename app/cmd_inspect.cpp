@@ -4,6 +4,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include "io/regex.h"
 #include "model/checkpoint_report.h"
@@ -29,7 +30,8 @@ int runInspect(const std::vector<std::string>& args)
     parser.addSwitch("json", "print one JSON object on stdout instead of the summary");
     parser.addSwitch("tensors", "list every tensor in the summary");
     parser.addOption("hf_model_path", "DIR", "folder with config.json and the tokenizer, if not found automatically");
-    parser.addOption("threads", "N", "files read in parallel", "number of cores");
+    parser.addOption("threads", "N", "files read in parallel, 1 to " + std::to_string(kMaxThreads),
+                     "number of cores");
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file over the built-in rules");
     parser.addOption("ignore_missing_params", "REGEX",
                      "Megatron: names that may be missing or unmapped (an RE2 regex found in the name)");
@@ -37,24 +39,19 @@ int runInspect(const std::vector<std::string>& args)
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
     if (parser.isSet("ignore_missing_params"))
-        if (auto re = Regex::compile(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re) {
-            std::cerr << "tessera inspect: " << re.error().message << "\n";
-            return ExitUsage;
-        }
+        if (auto re = Regex::compile(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re)
+            return reportFailure(parser, re.error().message, ExitUsage);
+    const auto threads = threadsOption(parser);
+    if (!threads)
+        return reportFailure(parser, threads.error().message, ExitUsage);
     ScanOptions options;
     options.hfModelPath = parser.value("hf_model_path");
-    if (parser.isSet("threads"))
-        options.threads = std::atoi(parser.value("threads").c_str());
+    options.threads = static_cast<int>(*threads);
     TerminalProgress progress("Scanning", TerminalProgress::Unit::Items, parser.isSet("json"));
     auto info = scanCheckpoint(parser.positional("PATH"), options, progress);
     progress.finish();
-    if (!info) {
-        if (parser.isSet("json"))
-            std::cout << nlohmann::json { { "error", info.error().message } }.dump(
-                2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        std::cerr << "tessera inspect: " << info.error().message << "\n";
-        return ExitProblems;
-    }
+    if (!info)
+        return reportFailure(parser, info.error().message);
     // Megatron checkpoints also show how their names map to Hugging Face's, and what does not fit.
     std::optional<Result<MappingResult>> mapping;
     if (isMegatronLayout(info->layout)) {
@@ -74,18 +71,17 @@ int runInspect(const std::vector<std::string>& args)
         if (mapping)
             j["mapping"] = mapping->ok() ? mappingToJson(mapping->value())
                                          : nlohmann::json { { "error", mapping->error().message } };
-        // Tensor names need not be UTF-8; nlohmann throws on such strings unless told to replace them.
-        std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        std::cout << jsonText(j) << "\n";
     } else {
         std::cout << checkpointSummary(*info, parser.isSet("tensors"));
         // A Megatron checkpoint's adapter shows under its mapped (PEFT) names.
         const auto lora = loraSummaryLines(mapping && mapping->ok() ? mapping->value().mapped : *info);
         for (std::size_t i = 0; i < lora.size(); ++i)
-            std::cout << (i ? "            " : "LoRA        ") << lora[i] << "\n";
+            std::cout << (i ? "            " : "LoRA        ") << printableMessage(lora[i]) << "\n";
         if (mapping && mapping->ok())
             std::cout << "\n" << mappingSummary(mapping->value(), parser.isSet("tensors"));
         else if (mapping)
-            std::cout << "\nMapping     not possible: " << mapping->error().message << "\n";
+            std::cout << "\nMapping     not possible: " << printableMessage(mapping->error().message) << "\n";
     }
     return info->problems.empty() && mappingOk ? ExitOk : ExitProblems;
 }

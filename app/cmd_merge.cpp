@@ -8,8 +8,10 @@
 #include "merge_parts_cli.h"
 #include "merge_report.h"
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include "io/byte_size.h"
+#include "io/printable.h"
 #include "merge/merge_engine.h"
 #include "merge/lora_plan.h"
 #include "merge/merge_plan.h"
@@ -49,11 +51,10 @@ int runMerge(const std::vector<std::string>& args)
         return *exitCode;
     if (const auto exitCode = checkPartFlags(parser)) // --part K/N, --status TARGET
         return *exitCode;
-    if (parser.isSet("hf_upload_path")) {
-        std::cerr << "tessera merge: --hf_upload_path is not supported; merge, then run 'huggingface-cli upload "
-                  << parser.value("hf_upload_path") << " " << parser.value("target_dir") << "'\n";
-        return ExitUsage;
-    }
+    if (parser.isSet("hf_upload_path"))
+        return reportFailure(parser, "--hf_upload_path is not supported; merge, then run 'huggingface-cli upload "
+                                         + parser.value("hf_upload_path") + " " + parser.value("target_dir") + "'",
+                             ExitUsage);
     int formatExit = -1;
     const bool gguf = wantsGguf(parser, formatExit);
     if (formatExit >= 0)
@@ -64,39 +65,29 @@ int runMerge(const std::vector<std::string>& args)
     if (gguf)
         return runGgufMerge(parser, setup);
     auto maxShard = parseByteSize(parser.value("max_shard_size"));
-    if (!maxShard || *maxShard == 0) {
-        std::cerr << "tessera merge: --max_shard_size: "
-                  << (maxShard ? std::string("must be more than 0") : maxShard.error().message) << "\n";
-        return ExitUsage;
-    }
+    if (!maxShard || *maxShard == 0)
+        return reportFailure(parser, "--max_shard_size: " + (maxShard ? std::string("must be more than 0")
+                                                                       : maxShard.error().message),
+                             ExitUsage);
     setup.options.maxShardSize = *maxShard;
     const bool json = parser.isSet("json");
     const std::string target = parser.value("target_dir");
-    if (target.empty()) {
-        std::cerr << "tessera merge: --target_dir: needs a folder name (it is empty)\n";
-        return ExitUsage;
-    }
+    if (target.empty())
+        return reportFailure(parser, "--target_dir: needs a folder name (it is empty)", ExitUsage);
 
     auto planned = planSetup(setup);
-    if (!planned) {
-        if (json)
-            std::cout << nlohmann::json { { "error", planned.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        std::cerr << "tessera merge: " << planned.error().message << "\n";
-        return ExitProblems;
-    }
+    if (!planned)
+        return reportFailure(parser, planned.error().message);
     auto outputs = planned->outputs(setup);
     // --peft_target_dir: the adapter is published into its own folder, after the fused model.
     std::optional<MergeOutput> separateAdapter;
     if (parser.isSet("peft_target_dir")) {
-        if (parser.value("peft_target_dir").empty()) {
-            std::cerr << "tessera merge: --peft_target_dir: needs a folder name (it is empty)\n";
-            return ExitUsage;
-        }
-        if (!setup.lora) {
-            std::cerr << "tessera merge: --peft_target_dir is for LoRA checkpoints, and " << parser.value("local_dir")
-                      << " holds no LoRA tensors\n";
-            return ExitUsage;
-        }
+        if (parser.value("peft_target_dir").empty())
+            return reportFailure(parser, "--peft_target_dir: needs a folder name (it is empty)", ExitUsage);
+        if (!setup.lora)
+            return reportFailure(parser, "--peft_target_dir is for LoRA checkpoints, and " + parser.value("local_dir")
+                                             + " holds no LoRA tensors",
+                                 ExitUsage);
         for (auto it = outputs.begin(); it != outputs.end(); ++it)
             if (!it->subfolder.empty()) {
                 separateAdapter = *it;
@@ -115,12 +106,8 @@ int runMerge(const std::vector<std::string>& args)
         Status usable = outputs.empty() ? Status::success() : checkMergeTargets(outputs, target);
         if (usable && separateAdapter)
             usable = checkMergeTargets({ *separateAdapter }, peftTarget);
-        if (!usable) {
-            if (json)
-                std::cout << nlohmann::json { { "error", usable.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-            std::cerr << "tessera merge: " << usable.error().message << "\n";
-            return ExitProblems;
-        }
+        if (!usable)
+            return reportFailure(parser, usable.error().message);
         if (json) {
             nlohmann::json j = mergePlanToJson(*outputs.front().plan, *outputs.front().info);
             if (planned->lora) {
@@ -131,7 +118,7 @@ int runMerge(const std::vector<std::string>& args)
                     j["lora_adapter"] = mergePlanToJson(*planned->lora->adapter, setup.lora->adapter);
                 j["lora_notes"] = planned->lora->notes;
             }
-            std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+            std::cout << jsonText(j) << "\n";
         } else {
             for (const auto& o : outputs) {
                 if (!o.subfolder.empty())
@@ -139,7 +126,7 @@ int runMerge(const std::vector<std::string>& args)
                 std::cout << mergePlanSummary(*o.plan, *o.info, parser.isSet("tensors"));
             }
             if (separateAdapter)
-                std::cout << "\n" << peftTarget << " (the LoRA adapter, as PEFT saves it)\n"
+                std::cout << "\n" << printableText(peftTarget) << " (the LoRA adapter, as PEFT saves it)\n"
                           << mergePlanSummary(*separateAdapter->plan, *separateAdapter->info, parser.isSet("tensors"));
         }
         return ExitOk;
@@ -148,7 +135,7 @@ int runMerge(const std::vector<std::string>& args)
     if (!quiet)
         for (const auto& o : outputs)
             for (const auto& w : o.plan->warnings)
-                std::cerr << "tessera merge: warning: " << label(o) << (label(o).empty() ? "" : ": ") << w << "\n";
+                printMessage("merge", "warning", label(o) + (label(o).empty() ? "" : ": ") + w);
 
     MergeRunOptions run;
     run.threads = setup.threads;
@@ -157,7 +144,7 @@ int runMerge(const std::vector<std::string>& args)
     run.progress = &progress;
     run.onNote = [quiet](const std::string& note) {
         if (!quiet)
-            std::cerr << "tessera merge: note: " << note << "\n";
+            printMessage("merge", "note", note);
     };
     if (parser.isSet("save_intermediate"))
         run.beforePublish = [&](const std::string& dir, const std::vector<std::string>& files) {
@@ -190,14 +177,10 @@ int runMerge(const std::vector<std::string>& args)
     setup.debug.stage("write");
     if (!outcome) {
         const bool canceled = outcome.error().message == "canceled";
-        const std::string message = canceled ? "canceled; nothing was written" : outcome.error().message;
-        if (json)
-            std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        std::cerr << "tessera merge: " << message << "\n";
-        return ExitProblems;
+        return reportFailure(parser, canceled ? "canceled; nothing was written" : outcome.error().message);
     }
     for (const auto& w : outcome->warnings)
-        std::cerr << "tessera merge: warning: " << w << "\n";
+        printMessage("merge", "warning", w);
     std::size_t tensors = 0;
     std::vector<std::string> dropped;
     if (separateAdapter)
@@ -216,17 +199,18 @@ int runMerge(const std::vector<std::string>& args)
             j["lora_adapter"] = planned->lora->adapter ? planned->lora->adapterFolder : "";
             j["lora_notes"] = planned->lora->notes;
         }
-        std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        std::cout << jsonText(j) << "\n";
     } else if (!parser.isSet("quiet")) {
         const double rate = outcome->seconds > 0 ? static_cast<double>(outcome->bytesWritten) / outcome->seconds : 0;
         std::cout << "Merged " << tensors << " tensors (" << formatBytes(outcome->bytesWritten) << ") into "
-                  << outcome->outputDir << " in " << std::fixed << std::setprecision(outcome->seconds < 10 ? 2 : 1)
+                  << printableText(outcome->outputDir) << " in " << std::fixed
+                  << std::setprecision(outcome->seconds < 10 ? 2 : 1)
                   << outcome->seconds << " s ("
                   << formatBytes(static_cast<std::uint64_t>(rate)) << "/s)\n";
         if (planned->lora && planned->lora->fused)
             std::cout << "  " << planned->lora->fused->fusedTensors << " weights fused with their LoRA update\n";
         for (const auto& f : outcome->files)
-            std::cout << "  " << f << "\n";
+            std::cout << "  " << printableText(f) << "\n";
     }
     return ExitOk;
 }

@@ -5,14 +5,15 @@
 #include "merge_common.h"
 #include "merge_parts_cli.h"
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include "io/byte_size.h"
+#include "io/printable.h"
 #include "split/split_engine.h"
 #include "split/split_plan.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -22,28 +23,12 @@ namespace tessera::cli {
 
 namespace {
 
-void printJson(const nlohmann::json& j)
-{
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-}
+/// The largest world size, parallel size or layer count the options take (the planner checks what fits the model).
+constexpr std::uint64_t kMaxSplitSize = 1'000'000;
 
-/// The decimal integer `text` within [min, max]; nullopt for anything else.
-std::optional<long long> parseInteger(const std::string& text, long long min, long long max)
-{
-    char* end = nullptr;
-    const long long n = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || n < min || n > max)
-        return std::nullopt;
-    return n;
-}
+void printJson(const nlohmann::json& j) { std::cout << jsonText(j) << "\n"; }
 
-int fail(const ArgParser& parser, int code, const std::string& message)
-{
-    if (parser.isSet("json"))
-        printJson({ { "error", message } });
-    std::cerr << "tessera split: " << message << "\n";
-    return code;
-}
+int fail(const ArgParser& parser, int code, const std::string& message) { return reportFailure(parser, message, code); }
 
 } // namespace
 
@@ -112,9 +97,9 @@ int runSplit(const std::vector<std::string>& args)
     SplitOptions options;
     options.format = *format;
     if (parser.isSet("world_size")) {
-        const auto n = parseInteger(parser.value("world_size"), 1, 1'000'000);
+        const auto n = wholeNumberOption(parser, "world_size", 1, kMaxSplitSize);
         if (!n)
-            return fail(parser, ExitUsage, "--world_size must be a positive number (got '" + parser.value("world_size") + "')");
+            return fail(parser, ExitUsage, n.error().message);
         options.worldSize = static_cast<int>(*n);
     }
     if (parser.isSet("mesh")) {
@@ -127,18 +112,18 @@ int runSplit(const std::vector<std::string>& args)
         options.meshDimNames = parseMeshDimNames(parser.value("mesh_dim_names"));
     for (auto [flag, field] : { std::pair { "tp", &options.tp }, { "pp", &options.pp }, { "vpp", &options.vpp },
                                 { "ep", &options.ep }, { "make_vocab_size_divisible_by", &options.vocabDivisibleBy } }) {
-        const auto n = parseInteger(parser.value(flag), 1, 1'000'000);
+        const auto n = wholeNumberOption(parser, flag, 1, kMaxSplitSize);
         if (!n)
-            return fail(parser, ExitUsage, std::string("--") + flag + " must be a positive number (got '" + parser.value(flag) + "')");
+            return fail(parser, ExitUsage, n.error().message);
         *field = static_cast<int>(*n);
     }
     for (auto [flag, field] : { std::pair { "num_layers_in_first_pipeline_stage", &options.firstStageLayers },
                                 { "num_layers_in_last_pipeline_stage", &options.lastStageLayers } })
         if (parser.isSet(flag)) {
-            const auto n = parseInteger(parser.value(flag), 0, 1'000'000);
+            const auto n = wholeNumberOption(parser, flag, 0, kMaxSplitSize);
             if (!n)
-                return fail(parser, ExitUsage, std::string("--") + flag + " must be a number of layers (got '" + parser.value(flag) + "')");
-            *field = *n;
+                return fail(parser, ExitUsage, n.error().message);
+            *field = static_cast<std::int64_t>(*n);
         }
     const bool megatron = options.format == SplitFormat::Megatron || options.format == SplitFormat::MegatronDist;
     if (megatron && (parser.isSet("world_size") || parser.isSet("mesh")))
@@ -157,10 +142,10 @@ int runSplit(const std::vector<std::string>& args)
     if ((options.megatronLm || parser.isSet("iteration")) && options.format != SplitFormat::Megatron)
         return fail(parser, ExitUsage, "--flavor and --iteration are for --format megatron");
     if (parser.isSet("iteration")) {
-        const auto n = parseInteger(parser.value("iteration"), 0, 9'999'999);
+        const auto n = wholeNumberOption(parser, "iteration", 0, 9'999'999);
         if (!n)
-            return fail(parser, ExitUsage, "--iteration must be a number from 0 to 9999999 (got '" + parser.value("iteration") + "')");
-        options.iteration = *n;
+            return fail(parser, ExitUsage, n.error().message);
+        options.iteration = static_cast<std::int64_t>(*n);
     }
     if (options.format != SplitFormat::Dcp)
         options.runIteration = verlRunIteration(target);
@@ -198,9 +183,9 @@ int runSplit(const std::vector<std::string>& args)
     }
     if (!quiet) {
         for (const auto& w : model.warnings)
-            std::cerr << "tessera split: warning: " << w << "\n";
+            printMessage("split", "warning", w);
         for (const auto& w : plan->warnings)
-            std::cerr << "tessera split: note: " << w << "\n";
+            printMessage("split", "note", w);
     }
 
     TerminalProgress progress("Splitting", TerminalProgress::Unit::Bytes, quiet);
@@ -208,7 +193,7 @@ int runSplit(const std::vector<std::string>& args)
     run.progress = &progress;
     run.onNote = [quiet](const std::string& note) {
         if (!quiet)
-            std::cerr << "tessera split: note: " << note << "\n";
+            printMessage("split", "note", note);
     };
     auto outcome = runSplit(info, model, *plan, target, run);
     progress.finish();
@@ -223,12 +208,12 @@ int runSplit(const std::vector<std::string>& args)
     } else if (!parser.isSet("quiet")) {
         const double rate = outcome->seconds > 0 ? static_cast<double>(outcome->bytesWritten) / outcome->seconds : 0;
         std::cout << "Split " << model.tensors.size() << " tensors (" << formatBytes(outcome->bytesWritten) << ") into "
-                  << outcome->outputDir << " as " << plan->layout << " in " << std::fixed
+                  << printableText(outcome->outputDir) << " as " << plan->layout << " in " << std::fixed
                   << std::setprecision(outcome->seconds < 10 ? 2 : 1) << outcome->seconds << " s ("
                   << formatBytes(static_cast<std::uint64_t>(rate)) << "/s)\n";
         const std::size_t shown = std::min<std::size_t>(outcome->files.size(), 12);
         for (std::size_t i = 0; i < shown; ++i)
-            std::cout << "  " << outcome->files[i] << "\n";
+            std::cout << "  " << printableText(outcome->files[i]) << "\n";
         if (shown < outcome->files.size())
             std::cout << "  … and " << outcome->files.size() - shown << " more\n";
     }

@@ -5,13 +5,14 @@
 #include "commands.h"
 #include "merge_common.h"
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include "merge/merge_plan.h"
 #include "compare/model_compare.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
+#include <cmath>
 #include <iostream>
 
 namespace tessera::cli {
@@ -29,20 +30,14 @@ int runTest(const std::vector<std::string>& args)
     parser.addSwitch("failures_only", "list only the tensors that differ");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
-    if (parser.value("test_hf_dir").empty()) {
-        std::cerr << "tessera test: --test_hf_dir is required\n";
-        return ExitUsage;
-    }
+    if (parser.value("test_hf_dir").empty())
+        return reportFailure(parser, "--test_hf_dir is required", ExitUsage);
     CompareOptions compare;
     for (const char* name : { "atol", "rtol" }) {
-        char* end = nullptr;
-        const std::string text = parser.value(name);
-        const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || v < 0) {
-            std::cerr << "tessera test: --" << name << " must be a non-negative number (got '" << text << "')\n";
-            return ExitUsage;
-        }
-        (std::string(name) == "atol" ? compare.atol : compare.rtol) = v;
+        const auto v = decimalOption(parser, name, 0, HUGE_VAL);
+        if (!v)
+            return reportFailure(parser, v.error().message, ExitUsage);
+        (std::string(name) == "atol" ? compare.atol : compare.rtol) = *v;
     }
     auto setup = prepareMerge(parser, "test");
     if (setup.exitCode >= 0)
@@ -52,32 +47,23 @@ int runTest(const std::vector<std::string>& args)
         compare.ignore.insert("lm_head.weight"); // as verl's test does
     const bool json = parser.isSet("json");
     auto planned = planSetup(setup);
-    if (!planned) {
-        if (json)
-            std::cout << nlohmann::json { { "error", planned.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        std::cerr << "tessera test: " << planned.error().message << "\n";
-        return ExitProblems;
-    }
+    if (!planned)
+        return reportFailure(parser, planned.error().message);
     TerminalProgress progress("Comparing", TerminalProgress::Unit::Bytes, parser.isSet("quiet") || json);
     auto report = compareWithReference(planned->primaryInfo(setup), planned->primary(), parser.value("test_hf_dir"),
                                        compare, progress);
     progress.finish();
     setup.debug.stage("compare");
-    if (!report) {
-        if (json)
-            std::cout << nlohmann::json { { "error", report.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        std::cerr << "tessera test: " << report.error().message << "\n";
-        return ExitProblems;
-    }
+    if (!report)
+        return reportFailure(parser, report.error().message);
     if (json) {
         auto tensors = nlohmann::json::array();
         for (const auto& t : report->tensors)
             tensors.push_back({ { "name", t.name }, { "equal", t.verdict == TensorComparison::Verdict::Equal },
                                 { "detail", t.detail }, { "mismatches", t.mismatches },
                                 { "max_abs_diff", t.maxAbsDiff }, { "note", t.note } });
-        std::cout << nlohmann::json { { "reference", report->reference }, { "ok", report->ok() },
-                                      { "failures", report->failures() }, { "tensors", tensors } }
-                         .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        std::cout << jsonText({ { "reference", report->reference }, { "ok", report->ok() },
+                                { "failures", report->failures() }, { "tensors", tensors } })
                   << "\n";
     } else {
         std::cout << report->text(parser.isSet("failures_only"));

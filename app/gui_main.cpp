@@ -5,7 +5,10 @@
 #include "mainwindow.h"
 #include "pages/diffpage.h"
 #include "pages/mappingpage.h"
+#include "terminal_text.h"
 #include "theme.h"
+
+#include "io/number_text.h"
 
 #include <QApplication>
 #include <QDir>
@@ -77,13 +80,13 @@ GuiOptions parseGuiArgs(const QStringList& args)
     if (options.error.isEmpty() && !options.view.isEmpty() && !tessera::ui::MainWindow::viewFromName(options.view))
         options.error = QStringLiteral("unknown view '%1' (tree, placement, mapping, merge, split, diff)").arg(options.view);
     if (options.error.isEmpty() && !options.size.isEmpty()) {
+        // Whole numbers as every numeric option takes them (QString::toInt would also take "+1280" or " 720").
         const QStringList parts = options.size.split(QLatin1Char('x'));
-        bool w = false, h = false;
-        if (parts.size() == 2) {
-            options.width = parts[0].toInt(&w);
-            options.height = parts[1].toInt(&h);
-        }
-        if (!w || !h || options.width < 320 || options.height < 240 || options.width > 8192 || options.height > 8192)
+        const auto w = parts.size() == 2 ? tessera::parseWholeNumber(parts[0].toStdString(), 8192) : std::nullopt;
+        const auto h = parts.size() == 2 ? tessera::parseWholeNumber(parts[1].toStdString(), 8192) : std::nullopt;
+        options.width = w ? static_cast<int>(*w) : 0;
+        options.height = h ? static_cast<int>(*h) : 0;
+        if (options.width < 320 || options.height < 240)
             options.error = QStringLiteral("--size must be WIDTHxHEIGHT, e.g. 1280x720 (got '%1')").arg(options.size);
     }
     return options;
@@ -198,7 +201,7 @@ int runGui(int argc, char** argv)
         QObject::connect(
             diff, &tessera::ui::DiffPage::comparisonFailed, &window,
             [&](const QString& message) {
-                std::fprintf(stderr, "tessera gui: diff: %s\n", qPrintable(message));
+                std::fprintf(stderr, "tessera gui: diff: %s\n", cli::printableMessage(message.toStdString()).c_str());
                 capture(false);
             },
             Qt::SingleShotConnection);
@@ -206,7 +209,7 @@ int runGui(int argc, char** argv)
             capture(false);
     });
     QObject::connect(&window, &tessera::ui::MainWindow::scanFailed, &window, [&](const QString& message) {
-        std::fprintf(stderr, "tessera gui: %s\n", qPrintable(message));
+        std::fprintf(stderr, "tessera gui: %s\n", cli::printableMessage(message.toStdString()).c_str());
         capture(false);
     });
     if (options.path.isEmpty()) {

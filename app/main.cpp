@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "gui_main.h"
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include <csignal>
 #include <cstring>
@@ -44,6 +45,8 @@ int main(int argc, char** argv)
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "gui")
         return tessera::app::runGui(argc, argv);
+    // Everything a headless command prints passes one gate: names from checkpoints cannot drive the terminal.
+    const tessera::cli::TerminalEscaping escaping;
     const std::string command = args[0];
     args.erase(args.begin());
     tessera::cli::installInterruptHandler();

@@ -2,16 +2,12 @@
 #include "merge_common.h"
 
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include "io/regex.h"
 #include "mapping/megatron_mapping.h"
 #include "parallel.h"
 #include "formats/scan.h"
-
-#include <nlohmann/json.hpp>
-
-#include <cstdlib>
-#include <iostream>
 
 namespace tessera::cli {
 
@@ -23,7 +19,7 @@ void addCommonMergeOptions(ArgParser& parser)
                                              "the checkpoint, e.g. actor/huggingface)");
     parser.addOption("dtype", "TYPE", "bf16, fp16 or fp32: convert floating-point tensors (round to nearest even)",
                      "keep the checkpoint's");
-    parser.addOption("threads", "N", "worker threads", "number of cores");
+    parser.addOption("threads", "N", "worker threads, 1 to " + std::to_string(kMaxThreads), "number of cores");
     parser.addSwitch("json", "print JSON on stdout");
     parser.addSwitch("quiet", "no progress bar and no summary");
     parser.addSwitch("tie_word_embedding", "treat lm_head.weight as tied to the embedding even if config.json does not");
@@ -54,10 +50,7 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     MergeSetup setup;
     setup.debug = DebugLog(parser.isSet("debug"));
     auto fail = [&](int code, const std::string& message) {
-        if (parser.isSet("json"))
-            std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        std::cerr << "tessera " << command << ": " << message << "\n";
-        setup.exitCode = code;
+        setup.exitCode = reportFailure(parser, message, code);
         return setup;
     };
     const std::string localDir = parser.value("local_dir");
@@ -72,12 +65,10 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
             return fail(ExitUsage, "--dtype must be bf16, fp16 or fp32 (got '" + parser.value("dtype") + "')");
         setup.options.dtype = *dtype;
     }
-    if (parser.isSet("threads")) {
-        const int threads = std::atoi(parser.value("threads").c_str());
-        if (threads <= 0)
-            return fail(ExitUsage, "--threads must be a positive number");
-        setup.threads = static_cast<unsigned>(threads);
-    }
+    const auto threads = threadsOption(parser);
+    if (!threads)
+        return fail(ExitUsage, threads.error().message);
+    setup.threads = *threads;
     // Checked for every backend before any reading: a bad pattern is a usage error even where it is not used.
     if (parser.isSet("ignore_missing_params"))
         if (auto re = Regex::compile(parser.value("ignore_missing_params"), "--ignore_missing_params"); !re)
@@ -90,12 +81,10 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
         setup.loraOutput = LoraOutput::Both; // verl's --use_peft asks for the adapter
     LoraSettings lora;
     if (parser.isSet("lora_alpha")) {
-        char* end = nullptr;
-        const std::string text = parser.value("lora_alpha");
-        const double alpha = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !(alpha > 0) || alpha > 1e9)
-            return fail(ExitUsage, "--lora_alpha must be a positive number (got '" + text + "')");
-        lora.alpha = alpha;
+        const auto alpha = decimalOption(parser, "lora_alpha", 0, 1e9, true);
+        if (!alpha)
+            return fail(ExitUsage, alpha.error().message);
+        lora.alpha = *alpha;
     }
     if (parser.isSet("use_rslora"))
         lora.useRslora = true;
@@ -119,8 +108,8 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     // The guides run `test --backend fsdp` on an already merged folder: comparing that needs no backend.
     const bool mergedFolderTest = command == "test" && layout == "hf-safetensors";
     if (mergedFolderTest && backend != "auto" && !parser.isSet("quiet") && !parser.isSet("json"))
-        std::cerr << "tessera test: note: " << localDir << " is already a Hugging Face model; it is compared as it "
-                  << "is (--backend " << backend << " is not needed)\n";
+        printMessage("test", "note", localDir + " is already a Hugging Face model; it is compared as it is (--backend "
+                                         + backend + " is not needed)");
     if (!matches && !mergedFolderTest)
         return fail(ExitProblems, "--backend " + backend + " was given but " + localDir + " is a " + layout
                                       + " checkpoint (use --backend auto)");
@@ -142,7 +131,7 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
         setup.mappingRows = mapped->rows;
         if (!parser.isSet("quiet") && !parser.isSet("json"))
             for (const auto& w : mapped->warnings)
-                std::cerr << "tessera " << command << ": warning: " << w << "\n";
+                printMessage(command, "warning", w);
         info = std::move(mapped->mapped);
     }
     if (hasLoraTensors(*info)) {
@@ -160,9 +149,9 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
         if (!read)
             return fail(ExitProblems, read.error().message);
         if (!parser.isSet("quiet") && !parser.isSet("json")) {
-            std::cerr << "tessera " << command << ": note: " << read->summary << "\n";
+            printMessage(command, "note", read->summary);
             for (const auto& note : read->notes)
-                std::cerr << "tessera " << command << ": note: " << note << "\n";
+                printMessage(command, "note", note);
         }
         setup.lora = std::move(*read);
         setup.debug.line(setup.lora->summary);

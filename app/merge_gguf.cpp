@@ -3,8 +3,10 @@
 
 #include "merge_parts_cli.h"
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include "io/byte_size.h"
+#include "io/printable.h"
 #include "merge/gguf_plan.h"
 
 #include <nlohmann/json.hpp>
@@ -29,27 +31,19 @@ bool wantsGguf(const ArgParser& parser, int& exitCode)
     const std::string format = parser.value("format");
     if (format == "gguf")
         return true;
-    if (format != "safetensors") {
-        std::cerr << "tessera merge: --format must be safetensors or gguf (got '" << format << "')\n";
-        exitCode = ExitUsage;
-    } else if (parser.isSet("outtype") || parser.isSet("name")) {
-        std::cerr << "tessera merge: --" << (parser.isSet("outtype") ? "outtype" : "name")
-                  << " is for --format gguf (a safetensors merge takes --dtype)\n";
-        exitCode = ExitUsage;
-    }
+    if (format != "safetensors")
+        exitCode = reportFailure(parser, "--format must be safetensors or gguf (got '" + format + "')", ExitUsage);
+    else if (parser.isSet("outtype") || parser.isSet("name"))
+        exitCode = reportFailure(parser, std::string("--") + (parser.isSet("outtype") ? "outtype" : "name")
+                                             + " is for --format gguf (a safetensors merge takes --dtype)",
+                                 ExitUsage);
     return false;
 }
 
 int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
 {
     const bool json = parser.isSet("json");
-    auto fail = [&](int code, const std::string& message) {
-        if (json)
-            std::cout << nlohmann::json { { "error", message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                      << "\n";
-        std::cerr << "tessera merge: " << message << "\n";
-        return code;
-    };
+    auto fail = [&](int code, const std::string& message) { return reportFailure(parser, message, code); };
     GgufOptions options;
     if (parser.isSet("outtype")) {
         options.outType = ggufOutTypeFromName(parser.value("outtype"));
@@ -82,7 +76,7 @@ int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
         if (auto usable = checkGgufTarget(*plan, target); !usable)
             return fail(ExitProblems, usable.error().message);
         if (json)
-            std::cout << ggufPlanToJson(*plan).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+            std::cout << jsonText(ggufPlanToJson(*plan)) << "\n";
         else
             std::cout << ggufPlanSummary(*plan, parser.isSet("tensors"));
         return ExitOk;
@@ -90,14 +84,14 @@ int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
     const bool quiet = parser.isSet("quiet") || json;
     if (!quiet)
         for (const auto& w : plan->warnings)
-            std::cerr << "tessera merge: warning: " << w << "\n";
+            printMessage("merge", "warning", w);
     MergeRunOptions run;
     run.threads = setup.threads;
     TerminalProgress progress("Exporting", TerminalProgress::Unit::Bytes, quiet);
     run.progress = &progress;
     run.onNote = [quiet](const std::string& note) {
         if (!quiet)
-            std::cerr << "tessera merge: note: " << note << "\n";
+            printMessage("merge", "note", note);
     };
     auto outcome = writeGgufFile(*plan, target, run);
     progress.finish();
@@ -106,21 +100,21 @@ int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
         return fail(ExitProblems, outcome.error().message == "canceled" ? "canceled; nothing was written"
                                                                         : outcome.error().message);
     for (const auto& w : outcome->warnings)
-        std::cerr << "tessera merge: warning: " << w << "\n";
+        printMessage("merge", "warning", w);
     if (json) {
-        std::cout << nlohmann::json { { "output_dir", outcome->outputDir }, { "files", outcome->files },
-                                      { "format", "gguf" }, { "architecture", plan->architecture },
-                                      { "outtype", ggufOutTypeName(plan->outType) },
-                                      { "total_size", outcome->bytesWritten }, { "seconds", outcome->seconds },
-                                      { "tensors", plan->tensors.size() }, { "dropped", plan->dropped },
-                                      { "warnings", outcome->warnings }, { "notes", outcome->notes } }
-                         .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        std::cout << jsonText({ { "output_dir", outcome->outputDir }, { "files", outcome->files },
+                                { "format", "gguf" }, { "architecture", plan->architecture },
+                                { "outtype", ggufOutTypeName(plan->outType) }, { "total_size", outcome->bytesWritten },
+                                { "seconds", outcome->seconds }, { "tensors", plan->tensors.size() },
+                                { "dropped", plan->dropped }, { "warnings", outcome->warnings },
+                                { "notes", outcome->notes } })
                   << "\n";
     } else if (!parser.isSet("quiet")) {
         std::cout << "Exported " << plan->tensors.size() << " tensors as GGUF (" << plan->architecture << ", "
                   << ggufOutTypeName(plan->outType) << ", " << formatBytes(outcome->bytesWritten) << ") into "
-                  << outcome->outputDir << " in " << std::fixed << std::setprecision(outcome->seconds < 10 ? 2 : 1)
-                  << outcome->seconds << " s\n  " << plan->fileName << "\n";
+                  << printableText(outcome->outputDir) << " in " << std::fixed
+                  << std::setprecision(outcome->seconds < 10 ? 2 : 1) << outcome->seconds << " s\n  "
+                  << printableText(plan->fileName) << "\n";
     }
     return ExitOk;
 }

@@ -3,8 +3,10 @@
 
 #include "part_launcher.h"
 #include "terminal_progress.h"
+#include "terminal_text.h"
 
 #include "io/byte_size.h"
+#include "io/printable.h"
 #include "merge/gguf_parts.h"
 #include "merge/merge_parts.h"
 #include "publish/part_set.h"
@@ -40,14 +42,26 @@ std::string seconds(double s)
     return out.str();
 }
 
-std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string dump(const nlohmann::json& j) { return jsonText(j); }
 
 int fail(const ArgParser& parser, const std::string& message, int code = ExitProblems)
 {
-    if (parser.isSet("json"))
-        std::cout << dump(nlohmann::json { { "error", message } }) << "\n";
-    std::cerr << "tessera " << parser.command() << ": " << message << "\n";
-    return code;
+    return reportFailure(parser, message, code);
+}
+
+/// A host as a record names it, for one line: escaped, and cut where no host name goes (HOST_NAME_MAX is 64).
+std::string shownHost(const std::string& host)
+{
+    constexpr std::size_t kLongest = 255;
+    if (host.empty())
+        return "an unknown host";
+    return printableText(host.substr(0, kLongest)) + (host.size() > kLongest ? "…" : "");
+}
+
+/// "pid 1234", or "pid unknown" when the file gave none that a pid can be.
+std::string shownPid(const PartProcess& p)
+{
+    return "pid " + (p.pid ? std::to_string(*p.pid) : std::string("unknown"));
 }
 
 int runStatus(const ArgParser& parser)
@@ -61,7 +75,7 @@ int runStatus(const ArgParser& parser)
         if (!discarded)
             return fail(parser, discarded.error().message);
         for (const auto& note : *discarded)
-            std::cerr << "tessera " << parser.command() << ": " << note << "\n";
+            printMessage(parser.command(), "note", note);
     }
     const auto sets = PartSet::status(target);
     bool pending = false;
@@ -71,12 +85,17 @@ int runStatus(const ArgParser& parser)
         pending = true;
         nlohmann::json done = nlohmann::json::array();
         for (const auto& r : s.done)
-            done.push_back({ { "part", r.part }, { "bytes", r.bytes }, { "seconds", r.seconds }, { "host", r.host },
-                             { "pid", r.pid } });
+            done.push_back({ { "part", r.part }, { "bytes", r.bytes }, { "seconds", r.seconds },
+                             { "host", r.process.host },
+                             { "pid", r.process.pid ? nlohmann::json(*r.process.pid) : nlohmann::json() } });
+        std::string finisher;
+        if (s.finisher)
+            finisher = s.finisher->host + (s.finisher->pid ? " " + std::to_string(*s.finisher->pid) : "");
         j["sets"].push_back({ { "folder", s.folder }, { "id", s.id }, { "parts", s.parts },
                               { "total_bytes", s.totalBytes }, { "done", done }, { "missing", s.missing },
-                              { "finisher", s.finisher ? *s.finisher : "" }, { "finisher_alive", s.finisherAlive } });
-        text << "Parts of " << parser.command() << " " << s.id << " into " << target << " (" << s.folder << "):\n";
+                              { "finisher", finisher }, { "finisher_alive", s.finisherAlive } });
+        text << "Parts of " << parser.command() << " " << s.id << " into " << printableText(target) << " ("
+             << printableText(s.folder) << "):\n";
         if (s.parts == 0) {
             text << "  its plan.json is missing or unreadable; run any part again to rewrite it\n";
             continue;
@@ -88,8 +107,8 @@ int runStatus(const ArgParser& parser)
             const std::string bytes = k < s.shareBytes.size() ? formatBytes(s.shareBytes[k]) : "?";
             if (d < s.done.size() && s.done[d].part == k) {
                 const auto& r = s.done[d++];
-                text << "  part " << k << ": done (" << bytes << ", " << seconds(r.seconds) << " on " << r.host
-                     << ", pid " << r.pid << ")\n";
+                text << "  part " << k << ": done (" << bytes << ", " << seconds(r.seconds) << " on "
+                     << shownHost(r.process.host) << ", " << shownPid(r.process) << ")\n";
             } else {
                 text << "  part " << k << ": missing (" << bytes << ")\n";
             }
@@ -101,17 +120,18 @@ int runStatus(const ArgParser& parser)
                                           : "--part " + std::to_string(s.missing.front()) + "/" + std::to_string(s.parts))
                  << ") to complete the merge; the target is published when the last one finishes\n";
         else if (s.finisher && s.finisherAlive)
-            text << "  every part is done; " << *s.finisher << " is publishing the model\n";
+            text << "  every part is done; " << shownHost(s.finisher->host) << " (" << shownPid(*s.finisher)
+                 << ") is publishing the model\n";
         else
             text << "  every part is done but the model was not published (the publishing process stopped); run any "
                     "part again to publish it\n";
     }
     if (!sets.empty() && !json)
         text << "A job that will not be finished can be discarded: tessera " << parser.command() << " --status "
-             << target << " --discard\n";
+             << printableText(target) << " --discard\n";
     if (sets.empty()) {
         const bool model = std::filesystem::exists(std::filesystem::path(target) / "config.json");
-        text << "No parts of a merge or split are under way for " << target
+        text << "No parts of a merge or split are under way for " << printableText(target)
              << (model ? " (it holds a model)" : "") << "\n";
     }
     if (json)
@@ -125,8 +145,8 @@ std::string rangeText(const PartRange& r, const std::vector<MergeOutput>& output
 {
     const auto& f = outputs[r.output].plan->files[r.file];
     if (r.tensors.size() == f.tensors.size())
-        return r.path + " (" + formatBytes(r.end - r.begin) + " of tensors, the whole file)";
-    return r.path + " bytes " + std::to_string(r.begin) + "–" + std::to_string(r.end) + " ("
+        return printableText(r.path) + " (" + formatBytes(r.end - r.begin) + " of tensors, the whole file)";
+    return printableText(r.path) + " bytes " + std::to_string(r.begin) + "–" + std::to_string(r.end) + " ("
         + count(r.tensors.size(), "tensor") + ", " + formatBytes(r.end - r.begin) + ")";
 }
 
@@ -187,7 +207,7 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
 
     if (!quiet)
         for (const auto& w : warnings)
-            std::cerr << "tessera merge: warning: " << w << "\n";
+            printMessage("merge", "warning", w);
     MergeRunOptions run;
     run.threads = setup.threads;
     run.verifyReplicas = parser.isSet("verify_replicas");
@@ -195,7 +215,7 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
     run.progress = &progress;
     run.onNote = [quiet](const std::string& note) {
         if (!quiet)
-            std::cerr << "tessera merge: note: " << note << "\n";
+            printMessage("merge", "note", note);
     };
     auto outcome = runMergePart(outputs, plan, spec.part, target, run, writing);
     progress.finish();
@@ -209,7 +229,7 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
                                                      "completes the merge)"));
     }
     for (const auto& w : outcome->warnings)
-        std::cerr << "tessera merge: warning: " << w << "\n";
+        printMessage("merge", "warning", w);
     const std::string absTarget = std::filesystem::absolute(target).lexically_normal().string();
     if (json) {
         std::cout << dump({ { "id", plan.id }, { "part", spec.part }, { "parts", spec.parts },
@@ -228,8 +248,8 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
     if (parser.isSet("quiet"))
         return ExitOk;
     if (outcome->completedEarlier)
-        std::cout << "Part " << spec.part << "/" << spec.parts << ": every part was done and a publish of "
-                  << absTarget << " had begun; it is now complete\n";
+        std::cout << "Part " << spec.part << "/" << spec.parts << ": every part was done and the job's publish of "
+                  << printableText(absTarget) << " is complete\n";
     else if (outcome->alreadyDone)
         std::cout << "Part " << spec.part << "/" << spec.parts << ": already done (" << count(tensors, "tensor")
                   << ", " << formatBytes(mine.bytes) << ", checked against its CRC-32s)\n";
@@ -238,15 +258,16 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
                   << count(tensors, "tensor") << " (" << formatBytes(outcome->bytesWritten) << ") in "
                   << seconds(outcome->seconds) << "\n";
     if (outcome->published && !outcome->completedEarlier) {
-        std::cout << "All " << spec.parts << " parts are done: published " << absTarget << "\n";
+        std::cout << "All " << spec.parts << " parts are done: published " << printableText(absTarget) << "\n";
         for (const auto& f : outcome->files)
-            std::cout << "  " << f << "\n";
+            std::cout << "  " << printableText(f) << "\n";
     } else if (outcome->finishingElsewhere) {
-        std::cout << "All " << spec.parts << " parts are done; another process is publishing " << absTarget << "\n";
+        std::cout << "All " << spec.parts << " parts are done; another process is publishing "
+                  << printableText(absTarget) << "\n";
     } else {
         std::cout << "Waiting for part" << (outcome->missing.size() > 1 ? "s " : " ") << joined(outcome->missing)
-                  << " of " << spec.parts << "; the last one to finish publishes " << absTarget
-                  << " ('tessera merge --status " << target << "' shows where the merge is)\n";
+                  << " of " << spec.parts << "; the last one to finish publishes " << printableText(absTarget)
+                  << " ('tessera merge --status " << printableText(target) << "' shows where the merge is)\n";
     }
     return ExitOk;
 }
@@ -355,7 +376,7 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
             std::cout << (k == spec->part ? "* " : "  ") << "part " << k << ": " << formatBytes(parts->shareBytes[k])
                       << "\n";
             for (const auto& name : shares[k]["files"])
-                std::cout << "      " << name.get<std::string>() << "\n";
+                std::cout << "      " << printableText(name.get<std::string>()) << "\n";
         }
         return ExitOk;
     }
@@ -364,7 +385,7 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
     run.progress = &progress;
     run.onNote = [quiet](const std::string& note) {
         if (!quiet)
-            std::cerr << "tessera split: note: " << note << "\n";
+            printMessage("split", "note", note);
     };
     auto outcome = runSplitPart(info, model, plan, *parts, spec->part, target, run);
     progress.finish();
@@ -391,8 +412,8 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
     if (parser.isSet("quiet"))
         return ExitOk;
     if (outcome->completedEarlier)
-        std::cout << "Part " << spec->part << "/" << spec->parts << ": every part was done and a publish of "
-                  << outcome->outputDir << " had begun; it is now complete\n";
+        std::cout << "Part " << spec->part << "/" << spec->parts << ": every part was done and the job's publish of "
+                  << printableText(outcome->outputDir) << " is complete\n";
     else if (outcome->alreadyDone)
         std::cout << "Part " << spec->part << "/" << spec->parts << ": already done (" << count(files, "file")
                   << ", checked against their CRC-32s)\n";
@@ -401,15 +422,18 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
                   << count(outcome->filesWritten, "file") << " (" << formatBytes(outcome->bytesWritten) << ") in "
                   << seconds(outcome->seconds) << "\n";
     if (outcome->published && !outcome->completedEarlier) {
-        std::cout << "All " << spec->parts << " parts are done: published " << outcome->outputDir << "\n";
+        std::cout << "All " << spec->parts << " parts are done: published " << printableText(outcome->outputDir)
+                  << "\n";
         for (const auto& f : outcome->files)
-            std::cout << "  " << f << "\n";
+            std::cout << "  " << printableText(f) << "\n";
     }
     else if (outcome->finishingElsewhere)
-        std::cout << "All " << spec->parts << " parts are done; another process is publishing " << target << "\n";
+        std::cout << "All " << spec->parts << " parts are done; another process is publishing "
+                  << printableText(target) << "\n";
     else
         std::cout << "Waiting for part" << (outcome->missing.size() > 1 ? "s " : " ") << joined(outcome->missing)
-                  << " of " << spec->parts << " ('tessera split --status " << target << "' shows where the split is)\n";
+                  << " of " << spec->parts << " ('tessera split --status " << printableText(target)
+                  << "' shows where the split is)\n";
     return ExitOk;
 }
 

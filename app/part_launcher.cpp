@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "part_launcher.h"
 
+#include "io/number_text.h"
+
 #include <cstdlib>
 #include <vector>
 
@@ -10,12 +12,11 @@ namespace {
 
 constexpr unsigned long long kMaxParts = 1'000'000;
 
-/// A whole decimal number without sign or junk; nullopt otherwise.
+/// A whole decimal number without sign or junk, as every numeric option is read; nullopt otherwise.
 std::optional<unsigned long long> parseCount(const std::string& text)
 {
-    if (text.empty() || text.size() > 12 || text.find_first_not_of("0123456789") != std::string::npos)
-        return std::nullopt;
-    return std::stoull(text);
+    const auto n = parseWholeNumber(text);
+    return n ? std::optional<unsigned long long>(*n) : std::nullopt;
 }
 
 Result<unsigned long long> envNumber(const EnvLookup& env, const std::string& name)

@@ -2,6 +2,7 @@
 #include "terminal_progress.h"
 
 #include "io/byte_size.h"
+#include "io/printable.h"
 
 #include <csignal>
 #include <cstdio>
@@ -76,9 +77,15 @@ void TerminalProgress::draw(std::uint64_t done, std::uint64_t total, const std::
     } else {
         amount = std::to_string(done) + "/" + std::to_string(total);
     }
-    std::string name = text;
-    if (name.size() > 40)
-        name = "…" + name.substr(name.size() - 39);
+    // The text names a tensor or file of the checkpoint: escaped, then cut to its last 40 bytes on a character
+    // boundary (escaping left only whole UTF-8 sequences, whose continuation bytes are 10xxxxxx).
+    std::string name = printableText(text);
+    if (name.size() > 40) {
+        std::size_t cut = name.size() - 39;
+        while (cut < name.size() && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80)
+            ++cut;
+        name = "…" + name.substr(cut);
+    }
     std::fprintf(stderr, "\r\033[K%s [%s] %3d%%  %s  %s", m_label.c_str(), bar.c_str(),
                  static_cast<int>(fraction * 100), amount.c_str(), name.c_str());
     std::fflush(stderr);

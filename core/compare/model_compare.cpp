@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compare/model_compare.h"
 
+#include "io/printable.h"
 #include "model/convert.h"
 #include "merge/box_copy.h"
 #include "merge/merge_engine.h"
@@ -159,7 +160,7 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
         std::vector<std::uint8_t> rounded; // a chunk of the wider reference, rounded to the merge's dtype
         const std::uint8_t* refBase = rp ? refFile->view().data() + rp->dataOffset : refBuffer.data();
         if (rp && (rp->dataOffset > refFile->size() || count * refEs > refFile->size() - rp->dataOffset))
-            status = makeError(rp->file + ": " + ref.name + " reaches past the end of the file");
+            status = makeError(rp->file + ": " + printableText(ref.name) + " reaches past the end of the file");
         if (status && planned.delta && isFloatingPoint(ref.dtype)) {
             auto largest = largestMagnitude(refBase, ref.dtype, count);
             if (!largest) {
@@ -244,16 +245,17 @@ std::string CompareReport::text(bool onlyFailures) const
     for (const auto& t : tensors) {
         if (onlyFailures && t.verdict == TensorComparison::Verdict::Equal)
             continue;
-        out << (t.verdict == TensorComparison::Verdict::Equal ? "  ok    " : "  FAIL  ") << t.name;
+        // Names and the details quoting them come from the checkpoints: escaped, so a name cannot forge a verdict.
+        out << (t.verdict == TensorComparison::Verdict::Equal ? "  ok    " : "  FAIL  ") << printableText(t.name);
         if (t.verdict != TensorComparison::Verdict::Equal)
-            out << ": " << verdictName(t.verdict) << (t.detail.empty() ? "" : ": " + t.detail);
+            out << ": " << verdictName(t.verdict) << (t.detail.empty() ? "" : ": " + printableText(t.detail));
         if (!t.note.empty())
-            out << " (" << t.note << ")";
+            out << " (" << printableText(t.note) << ")";
         out << "\n";
     }
     const std::size_t bad = failures();
     out << (bad ? "FAILED: " : "OK: ") << tensors.size() - bad << " of " << tensors.size() << " tensors match "
-        << reference << "\n";
+        << printableText(reference) << "\n";
     return out.str();
 }
 

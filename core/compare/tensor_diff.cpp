@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compare/tensor_diff.h"
+#include "io/printable.h"
 
 #include "model/convert.h"
 #include "model/coverage.h"
@@ -293,7 +294,7 @@ Result<PageBuffer> readTensor(SourceFiles& files, const CheckpointInfo& info, in
         };
         const std::size_t ia = indexOf(d->a), ib = indexOf(d->b);
         if (ia == info.tensors.size() || ib == info.tensors.size())
-            return makeError(t.name + ": its LoRA factors are not in the checkpoint");
+            return makeError(printableText(t.name) + ": its LoRA factors are not in the checkpoint");
         auto delta = planLoraDelta(*planned, t, info.tensors[ia], ia, info.tensors[ib], ib, d->scale, d->transposed);
         TESSERA_TRY(delta);
         planned->delta = std::make_shared<const PlannedDelta>(std::move(*delta));
@@ -609,16 +610,17 @@ Result<TensorDiff> rowFor(const CheckpointInfo& a, const CheckpointInfo& b, cons
     for (auto& row : pairTensors(a, b))
         if (row.name == name) {
             if (row.indexA < 0 || row.indexB < 0)
-                return makeError(name + ": " + diffStatusName(row.status) + "; there is nothing to compare");
+                return makeError(printableText(name) + ": " + diffStatusName(row.status)
+                                 + "; there is nothing to compare");
             if (row.shapeA != row.shapeB)
-                return makeError(name + ": shape " + formatShape(row.shapeA) + " in A, " + formatShape(row.shapeB)
-                                 + " in B; values cannot be paired");
+                return makeError(printableText(name) + ": shape " + formatShape(row.shapeA) + " in A, "
+                                 + formatShape(row.shapeB) + " in B; values cannot be paired");
             if (!valuesComparable(row))
-                return makeError(name + ": " + std::string(torchName(row.dtypeA)) + " vs "
+                return makeError(printableText(name) + ": " + std::string(torchName(row.dtypeA)) + " vs "
                                  + std::string(torchName(row.dtypeB)) + " values cannot be compared");
             return row;
         }
-    return makeError(name + ": neither checkpoint has this tensor");
+    return makeError(printableText(name) + ": neither checkpoint has this tensor");
 }
 
 } // namespace
@@ -814,7 +816,7 @@ Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, cons
         if (checkpoint.tensors[i].name == name)
             index = static_cast<int>(i);
     if (index < 0)
-        return makeError(name + ": the checkpoint has no such tensor");
+        return makeError(printableText(name) + ": the checkpoint has no such tensor");
     const TensorInfo& t = checkpoint.tensors[static_cast<std::size_t>(index)];
     TensorStatistics out;
     out.name = t.name;
@@ -870,7 +872,7 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     auto pair = loadPair(files, a, b, row, canceled);
     TESSERA_TRY(pair);
     if (const std::string problems = problemsOf(a, name) + problemsOf(b, name); !problems.empty() && !pair->incomplete())
-        return makeError(name + ": the checkpoint reports a problem with this tensor: " + problems);
+        return makeError(printableText(name) + ": the checkpoint reports a problem with this tensor: " + problems);
     progress.report(1, 3, name);
     PairAccumulator acc;
     TESSERA_TRY(compareLoaded(*pair, row, options, &acc));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/gguf_file.h"
+#include "io/printable.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -226,7 +228,7 @@ Result<GgufLayout> layoutGgufFile(const std::vector<GgufKeyValue>& metadata, std
     std::set<std::string> keys;
     for (const auto& kv : metadata) {
         if (!keys.insert(kv.key).second)
-            return makeError("GGUF metadata key " + kv.key + " is given twice");
+            return makeError("GGUF metadata key " + printableText(kv.key) + " is given twice");
         w.str(kv.key);
         w.raw<std::uint32_t>(static_cast<std::uint32_t>(kv.value.type));
         if (kv.value.type == GgufValueType::Array) {
@@ -243,18 +245,20 @@ Result<GgufLayout> layoutGgufFile(const std::vector<GgufKeyValue>& metadata, std
     std::uint64_t offset = 0;
     for (auto& t : tensors) {
         if (!names.insert(t.name).second)
-            return makeError("GGUF tensor " + t.name + " is given twice");
+            return makeError("GGUF tensor " + printableText(t.name) + " is given twice");
         if (t.name.size() >= 64)
-            return makeError("GGUF tensor name " + t.name + " is longer than llama.cpp's 63 characters");
+            return makeError("GGUF tensor name " + printableText(t.name)
+                             + " is longer than llama.cpp's 63 characters");
         const auto [block, blockBytes] = ggmlBlock(t.type);
         if (block == 0)
-            return makeError(t.name + ": ggml type " + std::to_string(t.type) + " cannot be written");
+            return makeError(printableText(t.name) + ": ggml type " + std::to_string(t.type) + " cannot be written");
         std::uint64_t elements = 1;
         for (auto d : t.dims)
             elements *= d;
         if (!t.dims.empty() && t.dims[0] % block != 0)
-            return makeError(t.name + ": rows of " + std::to_string(t.dims[0]) + " elements are not a multiple of "
-                             + ggmlTypeName(t.type) + "'s block of " + std::to_string(block));
+            return makeError(printableText(t.name) + ": rows of " + std::to_string(t.dims[0])
+                             + " elements are not a multiple of " + ggmlTypeName(t.type) + "'s block of "
+                             + std::to_string(block));
         t.bytes = elements / block * blockBytes;
         t.offset = offset;
         offset = alignUp(offset + t.bytes, kGgufAlignment);
@@ -497,6 +501,39 @@ Result<GgufValue> readValue(Reader& r, GgufValueType type)
     return value;
 }
 
+/// Every tensor's data lies aligned inside the data section, and no two tensors share a byte: two names for the
+/// same bytes would be written back as two tensors, and a change to one would be a change to the other.
+Status checkTensorData(const GgufHeader& h, std::uint64_t fileSize)
+{
+    auto shown = [](const GgufTensorInfo& t) { return "tensor '" + printableText(t.name) + "'"; };
+    const std::uint64_t dataBytes = h.dataStart > fileSize ? 0 : fileSize - h.dataStart;
+    for (const auto& t : h.tensors) {
+        if (t.offset % h.alignment != 0)
+            return makeError(shown(t) + ": data offset " + std::to_string(t.offset) + " is not aligned to "
+                             + std::to_string(h.alignment));
+        if (t.offset > dataBytes || t.bytes > dataBytes - t.offset)
+            return makeError(shown(t) + ": its data (bytes " + std::to_string(t.offset) + "–"
+                             + std::to_string(t.offset + t.bytes) + " of the data section) reaches past the end of "
+                             "the file, whose data section holds " + std::to_string(dataBytes) + " bytes (truncated?)");
+    }
+    std::vector<const GgufTensorInfo*> byOffset;
+    for (const auto& t : h.tensors)
+        if (t.bytes > 0)
+            byOffset.push_back(&t);
+    std::stable_sort(byOffset.begin(), byOffset.end(),
+                     [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+    for (std::size_t i = 1; i < byOffset.size(); ++i) {
+        const GgufTensorInfo& a = *byOffset[i - 1];
+        const GgufTensorInfo& b = *byOffset[i];
+        if (a.offset + a.bytes > b.offset)
+            return makeError(shown(a) + " and " + shown(b) + " overlap: their data are bytes "
+                             + std::to_string(a.offset) + "–" + std::to_string(a.offset + a.bytes) + " and "
+                             + std::to_string(b.offset) + "–" + std::to_string(b.offset + b.bytes)
+                             + " of the data section");
+    }
+    return Status::success();
+}
+
 } // namespace
 
 bool looksLikeGguf(const ByteView& file)
@@ -531,16 +568,20 @@ Result<GgufHeader> parseGgufHeader(const ByteView& file)
     if (*kvCount > r.remaining() / 12 || *tensorCount > r.remaining() / 28)
         return makeError("the header claims " + std::to_string(*kvCount) + " metadata entries and "
                          + std::to_string(*tensorCount) + " tensors, more than the file holds");
+    std::set<std::string> keys;
     for (std::uint64_t i = 0; i < *kvCount; ++i) {
         auto key = r.str("a metadata key");
         TESSERA_TRY(key);
+        // Which of two values a reader takes is its own choice (llama.cpp refuses the file): never guess.
+        if (!keys.insert(*key).second)
+            return makeError("metadata key '" + printableText(*key) + "' appears twice");
         auto type = r.raw<std::uint32_t>("a metadata type");
         TESSERA_TRY(type);
         if (*type > 12)
-            return makeError(*key + ": metadata value type " + std::to_string(*type) + " is unknown");
+            return makeError(printableText(*key) + ": metadata value type " + std::to_string(*type) + " is unknown");
         auto value = readValue(r, static_cast<GgufValueType>(*type));
         if (!value)
-            return value.error().withContext(*key);
+            return value.error().withContext(printableText(*key));
         h.metadata.push_back({ std::move(*key), std::move(*value) });
     }
     if (const GgufValue* a = h.find("general.alignment")) {
@@ -549,21 +590,25 @@ Result<GgufHeader> parseGgufHeader(const ByteView& file)
             return makeError("general.alignment must be a power of two (got " + a->summary() + ")");
         h.alignment = static_cast<std::uint64_t>(*align);
     }
+    std::set<std::string> names;
     for (std::uint64_t i = 0; i < *tensorCount; ++i) {
         GgufTensorInfo t;
         auto name = r.str("a tensor name");
         TESSERA_TRY(name);
         t.name = std::move(*name);
+        const std::string shown = "tensor '" + printableText(t.name) + "'";
+        if (!names.insert(t.name).second)
+            return makeError(shown + " appears twice");
         auto nd = r.raw<std::uint32_t>("a tensor's dimension count");
         TESSERA_TRY(nd);
         if (*nd > 4)
-            return makeError(t.name + ": " + std::to_string(*nd) + " dimensions (ggml has at most 4)");
+            return makeError(shown + ": " + std::to_string(*nd) + " dimensions (ggml has at most 4)");
         std::uint64_t elements = 1;
         for (std::uint32_t d = 0; d < *nd; ++d) {
             auto ne = r.raw<std::uint64_t>("a tensor's dimensions");
             TESSERA_TRY(ne);
             if (*ne > (1ull << 40) || (*ne != 0 && elements > (1ull << 50) / *ne))
-                return makeError(t.name + ": dimension " + std::to_string(*ne) + " is too large");
+                return makeError(shown + ": dimension " + std::to_string(*ne) + " is too large");
             elements *= *ne;
             t.dims.push_back(*ne);
         }
@@ -575,23 +620,16 @@ Result<GgufHeader> parseGgufHeader(const ByteView& file)
         t.offset = *offset;
         const auto [block, blockBytes] = ggmlBlock(t.type);
         if (block == 0)
-            return makeError(t.name + ": ggml type " + std::to_string(t.type) + " is not supported by Tessera "
+            return makeError(shown + ": ggml type " + std::to_string(t.type) + " is not supported by Tessera "
                              "(F32, F16, BF16 and Q8_0 are)");
         if (!t.dims.empty() && t.dims[0] % block != 0)
-            return makeError(t.name + ": rows of " + std::to_string(t.dims[0]) + " are not whole "
+            return makeError(shown + ": rows of " + std::to_string(t.dims[0]) + " are not whole "
                              + ggmlTypeName(t.type) + " blocks");
         t.bytes = elements / block * blockBytes;
         h.tensors.push_back(std::move(t));
     }
     h.dataStart = (r.pos + h.alignment - 1) / h.alignment * h.alignment;
-    for (const auto& t : h.tensors) {
-        if (t.offset % h.alignment != 0)
-            return makeError(t.name + ": data offset " + std::to_string(t.offset) + " is not aligned to "
-                             + std::to_string(h.alignment));
-        if (h.dataStart > file.size() || t.offset > file.size() - h.dataStart
-            || t.bytes > file.size() - h.dataStart - t.offset)
-            return makeError(t.name + ": its data reaches past the end of the file (truncated?)");
-    }
+    TESSERA_TRY(checkTensorData(h, file.size()));
     return h;
 }
 

@@ -3,6 +3,7 @@
 // tensor chunk is a complete torch.save archive at a recorded (offset, length).
 
 #include "model/coverage.h"
+#include "io/printable.h"
 #include "formats/layouts.h"
 #include "parallel.h"
 #include "pickle/torch_save.h"
@@ -88,7 +89,8 @@ Result<std::vector<DcpTensor>> readTensorEntries(const PyRef& metadata, const st
             continue;
         }
         if (value->shortName() != "TensorStorageMetadata")
-            return makeError(metaPath + ": '" + t.name + "' has unknown storage metadata " + value->qualifiedName());
+            return makeError(metaPath + ": '" + printableText(t.name) + "' has unknown storage metadata "
+                             + value->qualifiedName());
         auto props = value->attr("properties");
         // TensorProperties pickles its state as a tuple (dtype, layout, requires_grad, memory_format, pin_memory).
         PyRef dtype;
@@ -97,18 +99,18 @@ Result<std::vector<DcpTensor>> readTensorEntries(const PyRef& metadata, const st
         else if (props)
             dtype = props->attr("dtype");
         if (!dtype || dtype->kind != K::Dtype)
-            return makeError(metaPath + ": '" + t.name + "' has no dtype");
+            return makeError(metaPath + ": '" + printableText(t.name) + "' has no dtype");
         t.dtype = dtype->dtype;
         if (!toIntList(value->attr("size"), t.shape))
-            return makeError(metaPath + ": '" + t.name + "' has no size");
+            return makeError(metaPath + ": '" + printableText(t.name) + "' has no size");
         auto chunks = value->attr("chunks");
         if (!chunks || !chunks->isSequence())
-            return makeError(metaPath + ": '" + t.name + "' has no chunk list");
+            return makeError(metaPath + ": '" + printableText(t.name) + "' has no chunk list");
         for (const auto& chunk : chunks->items) {
             ChunkRef c;
             if (!chunk || !toIntList(chunk->attr("offsets"), c.offsets) || !toIntList(chunk->attr("sizes"), c.sizes)
                 || c.offsets.size() != t.shape.size() || c.sizes.size() != t.shape.size())
-                return makeError(metaPath + ": '" + t.name + "' has a malformed chunk");
+                return makeError(metaPath + ": '" + printableText(t.name) + "' has a malformed chunk");
             t.chunks.push_back(std::move(c));
         }
         tensors.push_back(std::move(t));

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/safetensors_reader.h"
+#include "io/printable.h"
 #include "formats/mxfp4.h"
 #include "io/regular_file.h"
 #include "io/text_file.h"
@@ -89,7 +90,7 @@ std::string formatDims(const std::vector<std::uint64_t>& dims)
     return out + "]";
 }
 
-std::string inQuotes(const std::string& name) { return "'" + name + "'"; }
+std::string inQuotes(const std::string& name) { return "'" + printableText(name) + "'"; }
 
 bool checkedMul(std::uint64_t a, std::uint64_t b, std::uint64_t& out)
 {

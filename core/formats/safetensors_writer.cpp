@@ -2,6 +2,7 @@
 #include "formats/safetensors_writer.h"
 
 #include "formats/safetensors_reader.h"
+#include "io/printable.h"
 
 #include <algorithm>
 #include <array>
@@ -119,7 +120,7 @@ Status checkText(const std::string& text, const std::string& what)
 /// Byte size of one entry, or an error naming it.
 Result<std::uint64_t> entryBytes(const SafetensorsEntry& e)
 {
-    const std::string who = "tensor '" + e.name + "'";
+    const std::string who = "tensor '" + printableText(e.name) + "'";
     if (safetensorsCode(e.dtype).empty())
         return makeError(who + ": safetensors cannot store dtype " + std::string(torchName(e.dtype)));
     std::uint64_t bytes = dtypeSize(e.dtype);
@@ -138,20 +139,25 @@ Status checkEntries(const std::vector<SafetensorsEntry>& entries, const std::map
 {
     std::set<std::string_view> names;
     for (const auto& e : entries) {
-        if (e.name == "__metadata__")
-            return makeError("a tensor cannot be named __metadata__: safetensors reserves that key");
+        TESSERA_TRY(checkSafetensorsTensorName(e.name));
         if (!names.insert(e.name).second)
-            return makeError("tensor '" + e.name + "' appears twice; safetensors names must be unique");
-        TESSERA_TRY(checkText(e.name, "tensor name '" + e.name + "'"));
+            return makeError("tensor '" + printableText(e.name) + "' appears twice; safetensors names must be unique");
     }
     for (const auto& [key, value] : metadata) {
-        TESSERA_TRY(checkText(key, "metadata key '" + key + "'"));
-        TESSERA_TRY(checkText(value, "metadata value of '" + key + "'"));
+        TESSERA_TRY(checkText(key, "metadata key '" + printableText(key) + "'"));
+        TESSERA_TRY(checkText(value, "metadata value of '" + printableText(key) + "'"));
     }
     return {};
 }
 
 } // namespace
+
+Status checkSafetensorsTensorName(const std::string& name)
+{
+    if (name == "__metadata__")
+        return makeError("a tensor cannot be named __metadata__: safetensors reserves that key");
+    return checkText(name, "tensor name '" + printableText(name) + "'");
+}
 
 Result<SafetensorsLayout> planSafetensorsFile(
     const std::vector<SafetensorsEntry>& entries, const std::map<std::string, std::string>& metadata)
@@ -341,7 +347,8 @@ Status writeBody(int fd, const std::string& path, const SafetensorsLayout& layou
     for (const std::size_t index : order) {
         const std::uint64_t bytes = layout.byteSizes[index];
         if (bytes > std::numeric_limits<std::size_t>::max())
-            return makeError(path + ": tensor '" + entries[index].name + "' is too large to buffer in memory");
+            return makeError(path + ": tensor '" + printableText(entries[index].name)
+                             + "' is too large to buffer in memory");
         buffer.assign(static_cast<std::size_t>(bytes), 0);
         const Status filled = fill(index, buffer.data(), bytes);
         if (!filled)

@@ -40,6 +40,10 @@ struct SafetensorsLayout {
 Result<SafetensorsLayout> planSafetensorsFile(
     const std::vector<SafetensorsEntry>& entries, const std::map<std::string, std::string>& metadata);
 
+/// Whether a safetensors header can hold a tensor named `name` (valid UTF-8, not "__metadata__"); the error says
+/// why, quoting the name escaped. Planners check names with it first, to name the file a bad one was read from.
+Status checkSafetensorsTensorName(const std::string& name);
+
 /// Groups tensors into shards the way Hugging Face does (`split_state_dict_into_shards_factory`): in the given
 /// order, a new shard starts when the current one is not empty and `current + size > maxShardSize`. A tensor
 /// larger than the maximum gets a shard of its own, appended at once while the current shard keeps filling —

@@ -8,7 +8,13 @@ namespace tessera {
 
 namespace {
 
-/// Length of the valid UTF-8 sequence that starts at `i`, 0 when the bytes there are not one.
+/// LRM, RLM, the line and paragraph separators, the bidirectional embeddings, overrides and isolates.
+bool isLayoutControl(std::uint32_t cp)
+{
+    return cp == 0x200E || cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/// Length of the printable UTF-8 sequence that starts at `i`, 0 when the bytes there are not one.
 std::size_t utf8Length(std::string_view s, std::size_t i)
 {
     const auto byte = [&](std::size_t k) { return static_cast<std::uint8_t>(s[k]); };
@@ -40,8 +46,9 @@ std::size_t utf8Length(std::string_view s, std::size_t i)
     static const std::uint32_t minimum[5] = { 0, 0, 0x80, 0x800, 0x10000 };
     if (cp < minimum[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
-    // C1 controls (U+0080–U+009F) act like escapes on some terminals.
-    if (cp >= 0x80 && cp <= 0x9F)
+    // C1 controls (U+0080–U+009F) act like escapes on some terminals, and the bidirectional controls and line
+    // separators reorder or break what follows them: shown as their bytes.
+    if ((cp >= 0x80 && cp <= 0x9F) || isLayoutControl(cp))
         return 0;
     return n;
 }

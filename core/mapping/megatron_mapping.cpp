@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mapping/megatron_mapping.h"
+#include "io/printable.h"
 
 #include "formats/megatron_names.h"
 #include "io/regex.h"
@@ -292,7 +293,8 @@ Result<std::vector<Output>> applyTransform(const CompiledRule& rule, const Item&
             return makeError("has " + std::to_string(rows) + " rows, fewer than config.json's vocab_size "
                              + std::to_string(*vocab) + tpHint(rows, *vocab, source));
         if (rows > *vocab)
-            warnings.push_back(t.name + ": " + std::to_string(rows - *vocab) + " rows of vocabulary padding dropped ("
+            warnings.push_back(printableText(t.name) + ": " + std::to_string(rows - *vocab)
+                               + " rows of vocabulary padding dropped ("
                                + std::to_string(rows) + " → vocab_size " + std::to_string(*vocab) + ")");
         out.push_back({ names[0], rowSlices(t, names[0], *vocab, { { 0, *vocab, 0 } },
                                             rows > *vocab ? "rows [0, " + std::to_string(*vocab) + ") of " + item.label
@@ -771,7 +773,7 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
             if (options.strict)
                 result.problems.push_back({ result.configPath, name, text });
             else
-                result.warnings.push_back(name + ": " + text);
+                result.warnings.push_back(printableText(name) + ": " + text);
             break;
         case MappingStatus::Ok:
         case MappingStatus::Ignored:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mapping/megatron_mapping_report.h"
+#include "io/printable.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,10 +43,12 @@ nlohmann::json mappingToJson(const MappingResult& result)
 
 std::string mappingSummary(const MappingResult& result, bool allRows)
 {
-    std::string s = "Mapping     " + result.family + " rules (";
+    // Source names, rule files (--param_mapping) and config paths come from other people's files: each is escaped
+    // where it is put in a line, so a name cannot forge one.
+    std::string s = "Mapping     " + printableText(result.family) + " rules (";
     for (std::size_t i = 0; i < result.ruleSources.size(); ++i)
-        s += (i ? " + " : "") + result.ruleSources[i];
-    s += "), sizes from " + result.configPath + "\n";
+        s += (i ? " + " : "") + printableText(result.ruleSources[i]);
+    s += "), sizes from " + printableText(result.configPath) + "\n";
     if (result.valueModel)
         s += "            value model: output_layer becomes score.weight\n";
     s += "            embeddings " + std::string(result.tiedEmbeddings ? "tied" : "untied") + "\n";
@@ -59,15 +62,17 @@ std::string mappingSummary(const MappingResult& result, bool allRows)
         if (!allRows && (r.status == MappingStatus::Ok || r.status == MappingStatus::Tied))
             continue;
         any = true;
-        s += "  [" + std::string(mappingStatusName(r.status)) + "] " + (r.source.empty() ? "—" : r.source) + " "
-             + (r.source.empty() ? "" : shapeToString(r.sourceShape) + " ") + "→ " + (r.target.empty() ? "—" : r.target);
+        s += "  [" + std::string(mappingStatusName(r.status)) + "] "
+             + (r.source.empty() ? "—" : printableText(r.source)) + " "
+             + (r.source.empty() ? "" : shapeToString(r.sourceShape) + " ") + "→ "
+             + (r.target.empty() ? "—" : printableText(r.target));
         if (!r.target.empty() && r.status != MappingStatus::Missing)
             s += " " + shapeToString(r.targetShape);
         if (!r.rule.empty())
-            s += "  (" + r.rule + ": " + r.transform + ")";
+            s += "  (" + printableText(r.rule) + ": " + printableText(r.transform) + ")";
         s += "\n";
         if (r.status != MappingStatus::Ok && !r.detail.empty())
-            s += "      " + r.detail + "\n";
+            s += "      " + printableText(r.detail) + "\n";
     }
     if (any)
         s += "\n";

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/gguf_parts.h"
+#include "io/printable.h"
 
 #include "formats/gguf_file.h"
 #include "io/durable_file.h"
@@ -105,7 +106,7 @@ Result<GgufParts> planGgufParts(const GgufPlan& gguf, unsigned parts)
         t.file = 0;
         t.bytes = alignedEnd(t.fileOffset, o.dataBytes) - t.fileOffset;
         if (t.fileOffset + t.bytes > gguf.fileSize)
-            return makeError("internal: GGUF tensor " + t.name + " ends past the file");
+            return makeError("internal: GGUF tensor " + printableText(t.name) + " ends past the file");
         p.totalBytes += t.bytes;
         p.largestTensorBytes = std::max(p.largestTensorBytes, t.bytes);
         file.tensors.push_back(p.tensors.size());

@@ -4,6 +4,7 @@
 #include "formats/gguf_names.h"
 #include "formats/gguf_tokenizer.h"
 #include "io/byte_size.h"
+#include "io/printable.h"
 #include "io/text_file.h"
 #include "listed_items.h"
 #include "merge/checkpoint_problems.h"
@@ -79,10 +80,25 @@ bool endsWith(const std::string& s, const std::string& p)
     return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
-/// The model's name: config.json's _name_or_path, else the checkpoint's folder above verl's and Megatron's own
-/// folder names (actor, global_step_N, iter_N, huggingface…).
-std::string defaultModelName(const json& config, const std::string& root)
+/// A GGUF file's own name for its model: general.name, else the file's name without ".gguf".
+std::string ggufModelName(const std::string& path)
 {
+    auto file = MappedFile::open(path);
+    auto header = file ? parseGgufHeader((*file)->view()) : Result<GgufHeader>(file.error());
+    const GgufValue* name = header ? header->find("general.name") : nullptr;
+    if (name && name->asString() && !name->asString()->empty())
+        return *name->asString();
+    return fs::path(path).stem().string();
+}
+
+/// The model's name: a GGUF file's own (its file name is not: "X.gguf" would become "X.gguf-q8_0.gguf"), else
+/// config.json's _name_or_path, else the checkpoint's folder above verl's and Megatron's own folder names (actor,
+/// global_step_N, iter_N, huggingface…).
+std::string defaultModelName(const json& config, const CheckpointInfo& info)
+{
+    if (info.layout == "gguf")
+        return ggufModelName(info.root);
+    const std::string& root = info.root;
     if (config.contains("_name_or_path") && config["_name_or_path"].is_string()) {
         const std::string n = fs::path(config["_name_or_path"].get<std::string>()).filename().string();
         if (!n.empty() && n != "." && n != "..")
@@ -101,12 +117,25 @@ std::string defaultModelName(const json& config, const std::string& root)
     return "model";
 }
 
+/// `s` as a file name's stem: no folder separators, spaces or colons, and nothing a terminal would act on when the
+/// folder is listed (control characters, bytes that are not UTF-8), each replaced by '_'.
 std::string safeFileStem(std::string s)
 {
     for (char& c : s)
-        if (c == '/' || c == '\\' || c == ' ' || c == ':' || static_cast<unsigned char>(c) < 32)
+        if (c == '/' || c == '\\' || c == ' ' || c == ':')
             c = '_';
-    return s.empty() ? "model" : s;
+    // With backslashes gone, every "\x" printableText() leaves is one of its escapes of a byte.
+    const std::string printable = printableText(s);
+    std::string stem;
+    for (std::size_t i = 0; i < printable.size(); ++i) {
+        if (printable.compare(i, 2, "\\x") == 0) {
+            stem += '_';
+            i += 3;
+        } else {
+            stem += printable[i];
+        }
+    }
+    return stem.empty() ? "model" : stem;
 }
 
 /// llama 3's rope_freqs: per rotary frequency the factor its wavelength gets (convert_hf_to_gguf's
@@ -283,7 +312,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     auto facts = readHfConfig(plan.config);
     TESSERA_TRY(facts);
     plan.outType = options.outType.value_or(GgufOutType::F16);
-    plan.modelName = options.name.empty() ? defaultModelName(config, info.root) : options.name;
+    plan.modelName = options.name.empty() ? defaultModelName(config, info) : options.name;
     plan.fileName = safeFileStem(plan.modelName) + "-" + ggufOutTypeName(plan.outType) + ".gguf";
 
     // --- Tensors under llama.cpp's names --------------------------------------------------------------------
@@ -297,7 +326,8 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
         const TensorInfo& t = info.tensors[i];
         const auto mapped = ggufTensorName(t.name);
         if (!mapped) {
-            errors.push_back(t.name + ": llama.cpp's " + arch->name + " architecture has no tensor for it");
+            errors.push_back(printableText(t.name) + ": llama.cpp's " + arch->name
+                             + " architecture has no tensor for it");
             continue;
         }
         if (mapped->skip)
@@ -309,17 +339,20 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
             continue;
         }
         if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2) {
-            errors.push_back(t.name + ": a " + std::string(torchName(t.dtype)) + " tensor; GGUF export writes "
+            errors.push_back(printableText(t.name) + ": a " + std::string(torchName(t.dtype))
+                             + " tensor; GGUF export writes "
                              "floating-point weights only");
             continue;
         }
         if (mapped->expert >= 0) {
             if (!arch->moe) {
-                errors.push_back(t.name + ": an expert weight, but " + hfArch + " is not a mixture-of-experts model");
+                errors.push_back(printableText(t.name) + ": an expert weight, but " + hfArch
+                                 + " is not a mixture-of-experts model");
                 continue;
             }
             if (!experts[mapped->name].emplace(mapped->expert, i).second)
-                errors.push_back(t.name + ": expert " + std::to_string(mapped->expert) + " appears twice");
+                errors.push_back(printableText(t.name) + ": expert " + std::to_string(mapped->expert)
+                                 + " appears twice");
             if (!stackIndex.count(mapped->name)) {
                 stackIndex[mapped->name] = pending.size();
                 pending.push_back(Pending { mapped->name, {}, {}, {}, {}, std::nullopt });
@@ -386,7 +419,8 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
             }
             ++expected;
             if (t.shape != first.shape || t.dtype != first.dtype) {
-                errors.push_back(t.name + ": " + shapeToString(t.shape) + " " + std::string(torchName(t.dtype))
+                errors.push_back(printableText(t.name) + ": " + shapeToString(t.shape) + " "
+                                 + std::string(torchName(t.dtype))
                                  + " differs from expert 0's " + shapeToString(first.shape) + " "
                                  + std::string(torchName(first.dtype)));
                 ok = false;
@@ -557,7 +591,8 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
 std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
 {
     std::ostringstream out;
-    out << "Checkpoint  " << plan.merge.checkpoint << " (" << plan.merge.layout << ")\n";
+    // Names, paths and metadata come from the checkpoint's files: each is escaped where it is put in a line.
+    out << "Checkpoint  " << printableText(plan.merge.checkpoint) << " (" << plan.merge.layout << ")\n";
     out << "GGUF        " << plan.architecture << ", " << ggufOutTypeName(plan.outType) << ", " << plan.tensors.size()
         << " tensors, " << plan.metadata.size() << " metadata keys\n";
     std::map<std::string, int> types;
@@ -575,20 +610,20 @@ std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
         out << "Rotary      " << permuted << " q/k tensors with rows permuted for llama.cpp's rotary layout\n";
     if (stacked)
         out << "Experts     " << stacked << " stacked expert tensors\n";
-    out << "Tokenizer   " << plan.tokenizerSummary << "\n";
+    out << "Tokenizer   " << printableText(plan.tokenizerSummary) << "\n";
     std::string embedded;
     for (const auto& name : plan.embeddedFiles)
-        embedded += (embedded.empty() ? "" : ", ") + name;
+        embedded += (embedded.empty() ? "" : ", ") + printableText(name);
     out << "Read        " << embedded << " (carried in the file's metadata)\n";
-    out << "Output      " << plan.fileName << "  " << formatBytes(plan.fileSize) << "\n";
-    out << "Config      " << plan.config.path << "\n";
+    out << "Output      " << printableText(plan.fileName) << "  " << formatBytes(plan.fileSize) << "\n";
+    out << "Config      " << printableText(plan.config.path) << "\n";
     for (const auto& d : plan.dropped)
-        out << "Not written " << d << "\n";
+        out << "Not written " << printableText(d) << "\n";
     out << "Disk        " << formatBytes(plan.fileSize) << "\n";
     out << "Memory      about " << formatBytes(plan.memoryBytes) << " (largest tensor "
         << formatBytes(plan.largestTensorBytes) << ")\n";
     for (const auto& w : plan.warnings)
-        out << "Warning     " << w << "\n";
+        out << "Warning     " << printableText(w) << "\n";
     if (listTensors)
         for (const auto& t : plan.tensors) {
             std::string dims;
@@ -597,8 +632,9 @@ std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
             std::string sources;
             if (!t.sources.empty())
                 sources = t.sources.front() + (t.sources.size() > 1 ? " … (" + std::to_string(t.sources.size()) + ")" : "");
-            out << "  " << t.info.name << "  " << ggmlTypeName(t.info.type) << " [" << dims << "]  ← "
-                << (sources.empty() ? "(generated)" : sources) << (t.transform.empty() ? "" : ", " + t.transform)
+            out << "  " << printableText(t.info.name) << "  " << ggmlTypeName(t.info.type) << " [" << dims << "]  ← "
+                << (sources.empty() ? "(generated)" : printableText(sources))
+                << (t.transform.empty() ? "" : ", " + printableText(t.transform))
                 << "  @" << t.info.offset << "\n";
         }
     return out.str();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/lora_fuse.h"
+#include "io/printable.h"
 
 #include "merge/merge_engine.h"
 #include "model/convert.h"
@@ -42,17 +43,18 @@ Result<PlannedDelta> planLoraDelta(const PlannedTensor& planned, const TensorInf
                                    bool transposed)
 {
     if (weight.shape.size() != 2 || a.shape.size() != 2 || b.shape.size() != 2 || a.shape[0] != b.shape[1])
-        return makeError(weight.name + ": its LoRA factors " + a.name + " " + shapeToString(a.shape) + " and " + b.name
-                         + " " + shapeToString(b.shape) + " do not form a rank-r update of a 2-D weight "
-                         + shapeToString(weight.shape));
+        return makeError(printableText(weight.name) + ": its LoRA factors " + printableText(a.name) + " "
+                         + shapeToString(a.shape) + " and " + printableText(b.name) + " " + shapeToString(b.shape)
+                         + " do not form a rank-r update of a 2-D weight " + shapeToString(weight.shape));
     const Shape update = transposed ? Shape { a.shape[1], b.shape[0] } : Shape { b.shape[0], a.shape[1] };
     if (update != weight.shape)
-        return makeError(weight.name + " is " + shapeToString(weight.shape) + " but its LoRA factors " + a.name + " "
-                         + shapeToString(a.shape) + " and " + b.name + " " + shapeToString(b.shape)
-                         + " make an update of " + shapeToString(update));
+        return makeError(printableText(weight.name) + " is " + shapeToString(weight.shape) + " but its LoRA factors "
+                         + printableText(a.name) + " " + shapeToString(a.shape) + " and " + printableText(b.name) + " "
+                         + shapeToString(b.shape) + " make an update of " + shapeToString(update));
     for (DType d : { planned.sourceDtype, planned.dtype })
         if (!isFloatingPoint(d) || dtypeSize(d) < 2 || d == DType::Float64)
-            return makeError(weight.name + ": a LoRA update can be fused into float16, bfloat16 and float32 weights, "
+            return makeError(printableText(weight.name)
+                             + ": a LoRA update can be fused into float16, bfloat16 and float32 weights, "
                              "not " + std::string(torchName(d)));
     PlannedDelta d;
     d.a = a;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/merge_engine.h"
+#include "io/printable.h"
 
 #include "merge/box_copy.h"
 #include "merge/encoded_piece.h"
@@ -131,7 +132,7 @@ Status verifyReplica(SourceFiles& files, const TensorInfo& t, const Piece& repli
     TESSERA_TRY(checkBounds(**a, nullptr, replica, t.name));
     TESSERA_TRY(checkBounds(**b, nullptr, primary, t.name));
     if (replica.storedDtype != primary.storedDtype)
-        return makeError(t.name + ": replica on rank " + std::to_string(replica.rank) + " is "
+        return makeError(printableText(t.name) + ": replica on rank " + std::to_string(replica.rank) + " is "
                          + std::string(torchName(replica.storedDtype)) + " but rank " + std::to_string(primary.rank)
                          + " holds " + std::string(torchName(primary.storedDtype)));
     const std::size_t es = dtypeSize(replica.storedDtype);
@@ -150,7 +151,8 @@ Status verifyReplica(SourceFiles& files, const TensorInfo& t, const Piece& repli
     (*a)->adviseDontNeed(replica.dataOffset, boxSpanBytes(replica.shape, replica.strides, es));
     (*b)->adviseDontNeed(primary.dataOffset, boxSpanBytes(primary.shape, primary.strides, es));
     if (!equal)
-        return makeError(t.name + ": the replica of " + boxText(replica.offsets, replica.shape) + " on rank "
+        return makeError(printableText(t.name) + ": the replica of " + boxText(replica.offsets, replica.shape)
+                         + " on rank "
                          + std::to_string(replica.rank) + " (" + replica.file + ") differs from rank "
                          + std::to_string(primary.rank) + " (" + primary.file + ") near element "
                          + std::to_string(firstDiff) + " of the piece; the replicas diverged during training");
@@ -189,7 +191,8 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
                               || errno == EBADF || errno == EPERM))
                     break; // not supported between these files: fall back to writing from the mapping
                 if (n == 0)
-                    return makeError(p.file + ": " + t.name + ": the file ends before the tensor's data (truncated?)");
+                    return makeError(p.file + ": " + printableText(t.name)
+                                     + ": the file ends before the tensor's data (truncated?)");
                 return makeError(what + ": copy failed: " + std::strerror(errno));
             }
             if (!out.options || out.options->sync)
@@ -572,7 +575,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         auto warning = checkTie(sources, info, tie, budget, stop);
         TESSERA_TRY(warning);
         if (!warning->empty() && tie.forced)
-            return makeError(info.tensors[tie.dropped].name + " differs from " + info.tensors[tie.kept].name
+            return makeError(printableText(info.tensors[tie.dropped].name) + " differs from "
+                             + printableText(info.tensors[tie.kept].name)
                              + " and config.json says the embeddings are not tied: --tie-word-embedding would replace "
                                "the trained output head with the embedding. Merge without it");
         if (!warning->empty())
@@ -640,7 +644,8 @@ Status checkSubfolder(const std::string& targetDir, const MergeOutput& output)
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
         if (std::find(names.begin(), names.end(), name) == names.end())
-            return makeError(dir.string() + " holds " + name + ", which this merge would not write; the folder is "
+            return makeError(dir.string() + " holds " + printableText(name)
+                             + ", which this merge would not write; the folder is "
                              "replaced as a whole, so move it away or choose another target folder");
     }
     return Status::success();

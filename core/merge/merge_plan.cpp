@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/merge_plan.h"
 
+#include "listed_items.h"
+
 #include "merge/box_copy.h"
 #include "merge/checkpoint_problems.h"
 #include "io/byte_size.h"
+#include "io/printable.h"
 #include "io/regular_file.h"
 #include "model/convert.h"
 #include "merge/hf_output.h"
@@ -24,6 +27,16 @@ namespace fs = std::filesystem;
 namespace tessera {
 
 namespace {
+
+/// The file `t`'s name was read from, for messages about the name: a DCP folder's .metadata (its .distcp files hold
+/// only bytes), else the file of its first piece, escaped.
+std::string nameSourceFile(const CheckpointInfo& info, const TensorInfo& t)
+{
+    if (t.pieces.empty())
+        return printableText(info.root);
+    const fs::path file = t.pieces.front().file;
+    return printableText(file.extension() == ".distcp" ? (file.parent_path() / ".metadata").string() : file.string());
+}
 
 /// The input embedding a tied lm_head.weight must equal.
 std::optional<std::size_t> findEmbedding(const CheckpointInfo& info)
@@ -49,7 +62,8 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     if (dtype && isFloatingPoint(t.dtype) && dtypeSize(t.dtype) >= 2 && canConvert(t.dtype, *dtype))
         p.dtype = *dtype; // integer, bool and fp8 tensors are never converted
     if (safetensorsCode(p.dtype).empty())
-        return makeError(t.name + ": dtype " + std::string(torchName(p.dtype)) + " cannot be stored in safetensors");
+        return makeError(printableText(t.name) + ": dtype " + std::string(torchName(p.dtype))
+                         + " cannot be stored in safetensors");
     p.bytes = t.numel() * dtypeSize(p.dtype);
 
     bool partial = false;
@@ -62,7 +76,8 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
         if (volume == 0)
             continue; // empty shards (uneven Shard, DCP's out-of-bounds empty chunks) contribute nothing
         if (piece.storedDtype != t.dtype && !(canConvert(piece.storedDtype, p.dtype)))
-            return makeError(t.name + ": piece in " + piece.file + " is " + std::string(torchName(piece.storedDtype))
+            return makeError(printableText(t.name) + ": piece in " + piece.file + " is "
+                             + std::string(torchName(piece.storedDtype))
                              + ", which cannot be converted to " + std::string(torchName(p.dtype)));
         switch (piece.role) {
         case PieceRole::Primary:
@@ -89,9 +104,10 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     }
     if (partial) {
         if (t.placement.find("Partial(") != std::string::npos && t.placement.find("Partial(sum)") == std::string::npos)
-            return makeError(t.name + ": placement " + t.placement + " is not a sum; only Partial(sum) can be merged");
+            return makeError(printableText(t.name) + ": placement " + printableText(t.placement)
+                             + " is not a sum; only Partial(sum) can be merged");
         if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2)
-            return makeError(t.name + ": Partial placement on a " + std::string(torchName(t.dtype))
+            return makeError(printableText(t.name) + ": Partial placement on a " + std::string(torchName(t.dtype))
                              + " tensor cannot be summed (only float16, bfloat16, float32 and float64 can)");
         p.mode = CopyMode::Sum;
         p.bufferBytes = p.bytes + t.numel() * 4;
@@ -180,19 +196,17 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         for (const auto& d : info.loraDeltas) {
             const auto w = byName.find(d.weight), a = byName.find(d.a), b = byName.find(d.b);
             if (w == byName.end() || a == byName.end() || b == byName.end()) {
-                errors.push_back(d.weight + ": its LoRA update names a tensor the checkpoint does not have ("
-                                 + (w == byName.end() ? d.weight : a == byName.end() ? d.a : d.b) + ")");
+                errors.push_back(printableText(d.weight)
+                                 + ": its LoRA update names a tensor the checkpoint does not have ("
+                                 + printableText(w == byName.end() ? d.weight : a == byName.end() ? d.a : d.b) + ")");
                 continue;
             }
             if (!deltaFor.emplace(w->second, &d).second)
-                errors.push_back(d.weight + ": more than one LoRA update");
+                errors.push_back(printableText(d.weight) + ": more than one LoRA update");
             skip[a->second] = skip[b->second] = true;
         }
         if (!errors.empty()) {
-            std::string message = "cannot fuse the LoRA adapter:";
-            for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
-                message += "\n  " + errors[i];
-            return makeError(message);
+            return makeError("cannot fuse the LoRA adapter:" + listedItems(errors, 20));
         }
     }
     std::vector<std::string> peft;
@@ -202,7 +216,7 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
                 peft.push_back(info.tensors[i].name);
     if (!peft.empty())
         return makeError(info.root + ": this is a LoRA/PEFT checkpoint (" + std::to_string(peft.size())
-                         + " tensors like '" + peft.front()
+                         + " tensors like '" + printableText(peft.front())
                          + "'). Merging it as is would write the adapter-wrapped base model under the wrong names, "
                            "so it is refused; merge it with its LoRA adapter read (tessera merge does so by default)");
     if (info.tensors.empty())
@@ -258,6 +272,12 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
     for (std::size_t i = 0; i < info.tensors.size(); ++i) {
         if (skip[i])
             continue;
+        // Refused here, by the file the name was read from: the safetensors header would refuse it later, by the
+        // name of the output file, which the user cannot fix.
+        if (const Status name = checkSafetensorsTensorName(info.tensors[i].name); !name) {
+            errors.push_back(nameSourceFile(info, info.tensors[i]) + ": " + name.error().message);
+            continue;
+        }
         auto planned = planTensorCopy(info.tensors[i], i, options.dtype);
         if (!planned) {
             errors.push_back(planned.error().message);
@@ -278,10 +298,7 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         plan.tensors.push_back(std::move(*planned));
     }
     if (!errors.empty()) {
-        std::string message = "cannot merge " + std::to_string(errors.size()) + " tensor(s):";
-        for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
-            message += "\n  " + errors[i];
-        return makeError(message);
+        return makeError("cannot merge " + std::to_string(errors.size()) + " tensor(s):" + listedItems(errors, 20));
     }
     // Tessera writes no quantized tensor of its own: a model whose MXFP4 experts it decodes, or one trained from a
     // quantized base (a config.json from the Hub's MXFP4 or FP8 release, --hf_model_path), comes out unquantized,
@@ -298,7 +315,7 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         plan.configDtype = options.dtype;
         for (const auto& t : plan.tensors)
             if (t.dtype != *options.dtype) {
-                plan.warnings.push_back(t.name + " keeps its dtype " + std::string(torchName(t.dtype))
+                plan.warnings.push_back(printableText(t.name) + " keeps its dtype " + std::string(torchName(t.dtype))
                                         + " (only floating-point tensors are converted)");
                 if (plan.warnings.size() > 10)
                     break;
@@ -426,7 +443,9 @@ nlohmann::json mergePlanToJson(const MergePlan& plan, const CheckpointInfo& info
 std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, bool listTensors)
 {
     std::ostringstream out;
-    out << "Checkpoint  " << plan.checkpoint << " (" << plan.layout << ")\n";
+    // Names, paths and the messages quoting them come from the checkpoint's files: each is escaped where it is put
+    // in a line, so a name cannot forge one.
+    out << "Checkpoint  " << printableText(plan.checkpoint) << " (" << plan.layout << ")\n";
     std::size_t direct = 0, gather = 0, sum = 0, replicas = 0;
     for (const auto& t : plan.tensors) {
         if (!t.delta)
@@ -453,10 +472,10 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
         out << "\n            model.safetensors.index.json";
     out << "\n";
     if (!plan.config.path.empty()) {
-        out << "Config      " << plan.config.path << "\n";
+        out << "Config      " << printableText(plan.config.path) << "\n";
         std::string names;
         for (const auto& s : plan.config.files)
-            names += (names.empty() ? "" : ", ") + s;
+            names += (names.empty() ? "" : ", ") + printableText(s);
         out << "Copied      " << (names.empty() ? "(none)" : names) << "\n";
         if (plan.configDtype)
             out << "            config.json torch_dtype set to " << torchName(*plan.configDtype) << "\n";
@@ -466,19 +485,19 @@ std::string mergePlanSummary(const MergePlan& plan, const CheckpointInfo& info, 
             out << "            config.json quantization_config removed (the weights are written unquantized)\n";
     }
     for (const auto& d : plan.dropped)
-        out << "Not written " << d << "\n";
+        out << "Not written " << printableText(d) << "\n";
     out << "Disk        " << formatBytes(plan.diskBytes) << "\n";
     out << "Memory      about " << formatBytes(plan.memoryBytes) << " (largest tensor "
         << formatBytes(plan.largestTensorBytes) << ")\n";
     for (const auto& w : plan.warnings)
-        out << "Warning     " << w << "\n";
+        out << "Warning     " << printableText(w) << "\n";
     if (listTensors)
         for (const auto& t : plan.tensors) {
             const TensorInfo& src = info.tensors[t.source];
-            out << "  " << t.name << "  " << torchName(t.dtype) << " " << formatShape(t.shape) << "  "
+            out << "  " << printableText(t.name) << "  " << torchName(t.dtype) << " " << formatShape(t.shape) << "  "
                 << copyModeName(t.mode) << (t.delta ? " + LoRA" : "") << ", " << t.pieces.size() << " piece(s)"
-                << (src.placement.empty() ? "" : ", " + src.placement) << " → " << plan.files[t.file].name << "@"
-                << t.fileOffset << "\n";
+                << (src.placement.empty() ? "" : ", " + printableText(src.placement)) << " → "
+                << plan.files[t.file].name << "@" << t.fileOffset << "\n";
         }
     return out.str();
 }

@@ -126,7 +126,9 @@ nlohmann::json checkpointToJson(const CheckpointInfo& info)
 std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
 {
     std::ostringstream out;
-    out << "Checkpoint  " << info.root << "\n";
+    // Every string here may come from the checkpoint's files (names, metadata, mesh dims, placements quoting
+    // names): each is escaped where it is put in a line.
+    out << "Checkpoint  " << printableText(info.root) << "\n";
     out << "Layout      " << info.layout << "\n";
     const auto& p = info.parallel;
     out << "Parallel    world size " << p.worldSize;
@@ -142,7 +144,8 @@ std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
     for (const auto& m : p.meshes) {
         out << "Mesh        ";
         for (std::size_t d = 0; d < m.shape.size(); ++d)
-            out << (d ? " × " : "") << (d < m.dimNames.size() && !m.dimNames[d].empty() ? m.dimNames[d] + "=" : "")
+            out << (d ? " × " : "")
+                << (d < m.dimNames.size() && !m.dimNames[d].empty() ? printableText(m.dimNames[d]) + "=" : "")
                 << m.shape[d];
         out << "\n";
     }
@@ -152,15 +155,16 @@ std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
     auto counted = [](std::size_t n, const char* noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); };
     out << "Tensors     " << info.tensors.size() << " (" << formatBytes(info.totalBytes()) << ", "
         << counted(pieces, "piece") << " in " << counted(info.files.size(), "file") << ")\n";
-    out << "HF config   " << (info.hfConfigDir.empty() ? "not found (use --hf_model_path)" : info.hfConfigDir) << "\n";
+    out << "HF config   "
+        << (info.hfConfigDir.empty() ? "not found (use --hf_model_path)" : printableText(info.hfConfigDir)) << "\n";
     for (const auto& [key, value] : info.notes)
-        out << "Note        " << key << ": " << value << "\n";
+        out << "Note        " << printableText(key) << ": " << printableText(value) << "\n";
     if (listTensors) {
         out << "\n";
         for (const auto& t : info.tensors)
             out << "  " << printableText(t.name) << "  " << dtypeLabel(t.dtype) << " " << shapeToString(t.outputShape())
                 << (t.savedShape.empty() ? "" : " (boxed as " + shapeToString(t.shape) + ")")
-                << (t.placement.empty() ? "" : "  " + t.placement) << storedAsNote(t) << "\n";
+                << (t.placement.empty() ? "" : "  " + printableText(t.placement)) << storedAsNote(t) << "\n";
     }
     if (info.problems.empty()) {
         out << "Problems    none\n";

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/rope_permute.h"
+#include "io/printable.h"
 
 #include <algorithm>
 
@@ -11,7 +12,8 @@ namespace tessera {
 Result<TensorInfo> permuteRotaryRows(const TensorInfo& t, std::int64_t heads, const std::string& name)
 {
     if (t.shape.empty() || heads <= 0 || t.shape[0] % heads != 0 || (t.shape[0] / heads) % 2 != 0)
-        return makeError(t.name + ": " + std::to_string(t.shape.empty() ? 0 : t.shape[0]) + " rows do not split into "
+        return makeError(printableText(t.name) + ": " + std::to_string(t.shape.empty() ? 0 : t.shape[0])
+                         + " rows do not split into "
                          + std::to_string(heads) + " heads of an even size, as the rotary permutation needs");
     const std::int64_t hd = t.shape[0] / heads;
     const std::int64_t half = hd / 2;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "pickle/torch_save.h"
+#include "io/printable.h"
 
 #include "io/crc32.h"
 #include "pickle/unpickler.h"
@@ -60,12 +61,14 @@ Result<StorageSpan> TorchSaveFile::storageSpan(const StorageRef& storage) const
 {
     const auto* entry = m_zip.findRecord("data/" + storage.key);
     if (!entry)
-        return makeError(m_displayName + ": storage record 'data/" + storage.key + "' is missing from the archive");
+        return makeError(m_displayName + ": storage record 'data/" + printableText(storage.key)
+                         + "' is missing from the archive");
     if (entry->method != 0)
         return ZipArchive::compressedRecord(m_displayName, entry->name, entry->method);
     const std::uint64_t need = storage.numel * dtypeSize(storage.dtype);
     if (need / std::max<std::size_t>(dtypeSize(storage.dtype), 1) != storage.numel || entry->size < need)
-        return makeError(m_displayName + ": storage record 'data/" + storage.key + "' holds " + std::to_string(entry->size)
+        return makeError(m_displayName + ": storage record 'data/" + printableText(storage.key) + "' holds "
+                         + std::to_string(entry->size)
                          + " bytes but the pickle declares " + std::to_string(need));
     if (m_bigEndian && dtypeSize(storage.dtype) > 1)
         return makeError(m_displayName + ": the archive was written on a big-endian machine; Tessera reads "

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "pickle/torch_save_writer.h"
+#include "io/printable.h"
 
 #include "io/crc32.h"
 #include "pickle/pickle_writer.h"
@@ -537,7 +538,8 @@ Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file,
         return makeError(path + ": a bare tensor archive holds exactly one tensor");
     for (const auto& t : tensors)
         if (!torchStorageClass(t.dtype))
-            return makeError(path + ": " + t.name + ": dtype " + std::string(torchName(t.dtype)) + " cannot be written");
+            return makeError(path + ": " + printableText(t.name) + ": dtype " + std::string(torchName(t.dtype))
+                             + " cannot be written");
     std::unique_ptr<TorchSaveWriter> w(new TorchSaveWriter);
     w->m = std::make_unique<State>();
     State& s = *w->m;
@@ -615,7 +617,7 @@ Result<std::uint64_t> TorchSaveWriter::finish()
     State& s = *m;
     for (std::size_t i = 0; i < s.tensors.size(); ++i)
         if (!s.written[i])
-            return makeError(s.path + ": " + s.tensors[i].name + ": storage never written");
+            return makeError(s.path + ": " + printableText(s.tensors[i].name) + ": storage never written");
     for (const auto& [key, ranks] : s.meshStorages) {
         std::string bytes;
         for (auto r : ranks) {

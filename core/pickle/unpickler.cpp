@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "pickle/unpickler.h"
+#include "io/printable.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -360,13 +361,13 @@ Result<PyRef> Machine::global(std::string module, std::string name)
         module = "copyreg";
     const bool bytesIO = (module == "io" || module == "_io") && name == "BytesIO"; // old TE _extra_state
     if (isDeniedModule(module) && !isSafeBuiltin(module, name) && !bytesIO)
-        return makeError(m_name + ": refusing to load global '" + module + "." + name
+        return makeError(m_name + ": refusing to load global '" + printableText(module + "." + name)
                          + "': it could run code, and Tessera never runs code from a checkpoint (the file is "
                            "malicious or not a checkpoint)");
     static const std::unordered_set<std::string> deniedNames { "eval", "exec", "compile", "open", "__import__",
         "system", "popen", "execve", "spawn", "load", "loads" };
     if (deniedNames.count(name) && module.compare(0, 5, "torch") != 0)
-        return makeError(m_name + ": refusing to load global '" + module + "." + name
+        return makeError(m_name + ": refusing to load global '" + printableText(module + "." + name)
                          + "': it could run code, and Tessera never runs code from a checkpoint");
     auto v = makeValue(K::Global);
     if (module == "torch") {

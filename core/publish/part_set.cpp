@@ -3,7 +3,9 @@
 
 #include "io/crc32.h"
 #include "io/durable_file.h"
+#include "io/number_text.h"
 #include "io/path_kinds.h"
+#include "io/printable.h"
 #include "io/text_file.h"
 #include "parallel.h"
 #include "publish/output_staging.h"
@@ -61,6 +63,28 @@ std::string hostName()
     if (::gethostname(buf, sizeof buf - 1) != 0)
         return "unknown";
     return buf;
+}
+
+/// A pid as another process recorded it: a whole number from 1 to 2^31 - 1 (pid_t's range), else nullopt.
+std::optional<long> pidFrom(const std::string& text)
+{
+    const auto pid = parseWholeNumber(text, 0x7FFFFFFF);
+    return pid && *pid > 0 ? std::optional<long>(static_cast<long>(*pid)) : std::nullopt;
+}
+
+std::optional<long> pidFrom(const nlohmann::json& value)
+{
+    return value.is_number_integer() ? pidFrom(value.dump()) : std::nullopt;
+}
+
+/// The holder of a claim, from its first line "host pid".
+PartProcess claimHolder(const std::string& claimText)
+{
+    const std::string line = claimText.substr(0, claimText.find('\n'));
+    const auto space = line.rfind(' ');
+    if (space == std::string::npos)
+        return { line, std::nullopt };
+    return { line.substr(0, space), pidFrom(line.substr(space + 1)) };
 }
 
 /// The places a set for `target` can be: inside the target (when it exists) and beside it.
@@ -182,8 +206,11 @@ std::optional<PartRecord> parseRecord(const std::string& text, const std::string
         r.part = part;
         r.bytes = j.value("bytes", std::uint64_t(0));
         r.seconds = j.value("seconds", 0.0);
-        r.host = j.value("host", "");
-        r.pid = j["pid"].is_number_integer() ? j["pid"].get<long long>() : 0;
+        // Who wrote it is only shown: a host or pid that is not what it should be does not void the record.
+        if (const auto host = j.find("host"); host != j.end() && host->is_string())
+            r.process.host = host->get<std::string>();
+        if (const auto pid = j.find("pid"); pid != j.end())
+            r.process.pid = pidFrom(*pid);
         for (const auto& range : j["ranges"]) {
             RecordedRange rr;
             rr.path = range.at("path").get<std::string>();
@@ -206,11 +233,9 @@ std::optional<PartRecord> parseRecord(const std::string& text, const std::string
 
 bool processGone(const std::string& claimText)
 {
-    const auto space = claimText.find(' ');
-    if (space == std::string::npos || claimText.substr(0, space) != hostName())
-        return false;
-    const long long pid = std::atoll(claimText.c_str() + space + 1);
-    return pid > 0 && pid <= 0x7fffffff && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    const PartProcess holder = claimHolder(claimText);
+    return holder.host == hostName() && holder.pid && ::kill(static_cast<pid_t>(*holder.pid), 0) != 0
+        && errno == ESRCH;
 }
 
 } // namespace
@@ -487,7 +512,7 @@ std::vector<PartsSetStatus> PartSet::status(const std::string& targetDir)
                     s.missing.push_back(k);
             }
             if (auto claim = readTextFile((dir / kClaim).string(), 4096)) {
-                s.finisher = claim->substr(0, claim->find('\n'));
+                s.finisher = claimHolder(*claim);
                 const int fd = ::open((dir / kClaim).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (fd >= 0) {
                     s.finisherAlive = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
@@ -505,7 +530,9 @@ Result<std::vector<std::string>> PartSet::discardAll(const std::string& target)
     std::vector<std::string> notes;
     for (const auto& s : status(target)) {
         if (s.finisher && s.finisherAlive)
-            return makeError(s.folder + " is being published by " + *s.finisher + "; it is not discarded");
+            return makeError(s.folder + " is being published by " + printableText(s.finisher->host)
+                             + (s.finisher->pid ? " pid " + std::to_string(*s.finisher->pid) : std::string())
+                             + "; it is not discarded");
         if (const auto problem = untrusted(s.folder); !problem.empty())
             return makeError(s.folder + " is " + problem + "; remove it yourself if it is not wanted");
         retireFolder(s.folder);

@@ -36,6 +36,14 @@ struct RecordedRange {
     bool sameBytes(const RecordedRange& o) const { return path == o.path && begin == o.begin && end == o.end; }
 };
 
+/// A process as a part's record or the publishing claim names it. Other processes, on other hosts, wrote these
+/// files, so what is read is checked: the host is kept as written (escape it before showing it), the pid only when
+/// it is a whole number a pid can be.
+struct PartProcess {
+    std::string host;
+    std::optional<long> pid; ///< nullopt when missing or not a pid (negative, fractional, past 2^31 - 1, text)
+};
+
 /// A part's record: what it wrote, and the job's own data (a JSON object as text, e.g. a DCP file's items).
 struct PartRecord {
     unsigned part = 0;
@@ -43,8 +51,7 @@ struct PartRecord {
     std::string extraJson = "{}";
     std::uint64_t bytes = 0;
     double seconds = 0;
-    std::string host;
-    long long pid = 0;
+    PartProcess process; ///< who wrote it, as the record says (only shown, never trusted)
 };
 
 /// A shared folder of a split job into a target, as `--status` reports it.
@@ -56,7 +63,7 @@ struct PartsSetStatus {
     std::vector<std::uint64_t> shareBytes;
     std::vector<PartRecord> done;
     std::vector<unsigned> missing;
-    std::optional<std::string> finisher; ///< the claim's holder ("host pid"), when a claim is there
+    std::optional<PartProcess> finisher; ///< the claim's holder, when a claim is there
     bool finisherAlive = false;          ///< the claim is held (flock) by a live process
 };
 

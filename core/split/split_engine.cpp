@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "split/split_engine.h"
+#include "io/printable.h"
 
 #include "io/byte_size.h"
 #include "io/durable_file.h"
@@ -130,7 +131,8 @@ Result<std::unique_ptr<ModelTensor>> readModelTensor(SourceFiles& files, const T
         auto map = files.map(p->file);
         TESSERA_TRY(map);
         if (p->dataOffset > (*map)->size() || pt.bytes > (*map)->size() - p->dataOffset)
-            return makeError(p->file + ": " + t.name + " reaches past the end of the file (truncated or damaged?)");
+            return makeError(p->file + ": " + printableText(t.name)
+                             + " reaches past the end of the file (truncated or damaged?)");
         m->map = *map;
         m->offset = p->dataOffset;
         m->bytes = pt.bytes;

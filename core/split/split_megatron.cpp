@@ -5,6 +5,7 @@
 #include "formats/megatron_names.h"
 #include "io/regex.h"
 #include "listed_items.h"
+#include "io/printable.h"
 #include "merge/box_copy.h"
 #include "pickle/pickle_writer.h"
 #include "mapping/hf_expected.h"
@@ -482,7 +483,8 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
                     const Shape& whole = model.tensors[i].shape;
                     const std::int64_t count = whole.empty() ? 0 : whole[0];
                     if (count <= 0 || count > kMaxMegatronIndex)
-                        errors.push_back(name + " " + shapeToString(whole) + " has no axis of experts to split");
+                        errors.push_back(printableText(name) + " " + shapeToString(whole)
+                                         + " has no axis of experts to split");
                     each.clear();
                     for (std::int64_t e = 0; e < count && count <= kMaxMegatronIndex; ++e) {
                         each.push_back(captures);
@@ -505,7 +507,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             }
         }
         if (!found)
-            unmatched.push_back(name);
+            unmatched.push_back(printableText(name));
     }
     if (!unmatched.empty())
         errors.push_back("no rule of the " + rules.family + " family gives these tensors a Megatron name (add one "
@@ -559,9 +561,9 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         std::vector<std::string> missing;
         for (std::size_t k = 0; k < t.parts.size(); ++k)
             if (!t.parts[k])
-                missing.push_back(instantiate(rules.rules[t.rule].hf[k], t.captures));
+                missing.push_back(printableText(instantiate(rules.rules[t.rule].hf[k], t.captures)));
         if (!missing.empty()) {
-            errors.push_back(t.name + " needs every part it fuses; missing:" + listedItems(missing, 6));
+            errors.push_back(printableText(t.name) + " needs every part it fuses; missing:" + listedItems(missing, 6));
             continue;
         }
         const PlannedTensor& first = model.tensors[*t.parts.front()];
@@ -571,8 +573,9 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             const PlannedTensor& part = model.tensors[*t.parts[k]];
             if (part.dtype != t.dtype || part.shape.size() != t.shape.size() || t.shape.empty()
                 || !std::equal(part.shape.begin() + 1, part.shape.end(), t.shape.begin() + 1)) {
-                errors.push_back(t.name + ": its parts differ in dtype or trailing dims (" + first.name + " "
-                                 + shapeToString(first.shape) + ", " + part.name + " " + shapeToString(part.shape) + ")");
+                errors.push_back(printableText(t.name) + ": its parts differ in dtype or trailing dims ("
+                                 + printableText(first.name) + " " + shapeToString(first.shape) + ", "
+                                 + printableText(part.name) + " " + shapeToString(part.shape) + ")");
                 break;
             }
             t.shape[0] += part.shape[0];
@@ -586,10 +589,10 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             if (rule.transpose && t.shape.size() == 2)
                 std::swap(t.shape[0], t.shape[1]);
             else if (rule.transpose)
-                errors.push_back(first.name + " " + shapeToString(first.shape) + ": rule " + rule.id
+                errors.push_back(printableText(first.name) + " " + shapeToString(first.shape) + ": rule " + rule.id
                                  + " transposes each expert, which needs [experts, rows, columns]");
             if (rule.interleaveGateUp && (t.shape.empty() || t.shape[0] % 2 != 0))
-                errors.push_back(first.name + " " + shapeToString(first.shape) + ": rule " + rule.id
+                errors.push_back(printableText(first.name) + " " + shapeToString(first.shape) + ": rule " + rule.id
                                  + " interleaves gate and up, which needs an even number of them");
         }
         gated |= t.transform == MappingTransform::SplitGateUp || rule.interleaveGateUp;
@@ -651,7 +654,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             const std::size_t d = dimOf();
             const std::int64_t unit = t.split == MegatronTpSplit::GluRows ? 2 * tp : tp;
             if (t.shape.size() <= d || t.shape[d] % unit != 0)
-                errors.push_back(t.name + " " + shapeToString(t.shape) + ": dim " + std::to_string(d)
+                errors.push_back(printableText(t.name) + " " + shapeToString(t.shape) + ": dim " + std::to_string(d)
                                  + " does not split evenly over TP " + std::to_string(tp));
         }
         if (t.transform == MappingTransform::SplitQkv && groupsKv % tp != 0)
@@ -662,7 +665,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             const PipelineChunk* chunk = chunkOf(layer->layer);
             if (!chunk) {
                 if (!chunks.empty())
-                    errors.push_back(t.name + ": layer " + std::to_string(layer->layer) + " is past the "
+                    errors.push_back(printableText(t.name) + ": layer " + std::to_string(layer->layer) + " is past the "
                                      + std::to_string(layers) + " layers of num_hidden_layers");
                 continue;
             }
@@ -768,7 +771,8 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     TESSERA_TRY(mapped);
     for (const auto& row : mapped->rows)
         if (row.status != MappingStatus::Ok && row.status != MappingStatus::Tied)
-            errors.push_back((row.source.empty() ? row.target : row.source) + ": " + mappingStatusName(row.status)
+            errors.push_back(printableText(row.source.empty() ? row.target : row.source) + ": "
+                             + mappingStatusName(row.status)
                              + (row.detail.empty() ? "" : " (" + row.detail + ")"));
     for (const auto& p : mapped->problems)
         errors.push_back(p.text());
@@ -804,7 +808,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     std::vector<std::string> uncovered;
     for (std::size_t i = 0; i < model.tensors.size(); ++i)
         if (!covered.count(i) && !(tied && model.tensors[i].name == "lm_head.weight"))
-            uncovered.push_back(model.tensors[i].name);
+            uncovered.push_back(printableText(model.tensors[i].name));
     if (!uncovered.empty()) {
         errors.push_back("these tensors would not be written:" + listedItems(uncovered, 6));
         return fail();

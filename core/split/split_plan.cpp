@@ -2,6 +2,8 @@
 #include "split/split_plan.h"
 
 #include "io/byte_size.h"
+#include "io/number_text.h"
+#include "io/printable.h"
 #include "io/regex.h"
 #include "model/placement.h"
 #include "split/split_megatron.h"
@@ -58,11 +60,10 @@ Result<Shape> parseMeshShape(const std::string& text)
     while (start <= text.size()) {
         const std::size_t end = text.find_first_of("x×,*", start);
         const std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        char* stop = nullptr;
-        const long long v = std::strtoll(part.c_str(), &stop, 10);
-        if (part.empty() || *stop != '\0' || v < 1 || v > 1'000'000)
-            return makeError("--mesh must be sizes like 2x2 or 8 (got '" + text + "')");
-        mesh.push_back(v);
+        const auto v = parseWholeNumber(part, 1'000'000);
+        if (!v || *v < 1)
+            return makeError("--mesh must be sizes like 2x2 or 8, each from 1 to 1000000 (got '" + text + "')");
+        mesh.push_back(static_cast<std::int64_t>(*v));
         if (end == std::string::npos)
             break;
         start = end + (text.compare(end, 2, "×") == 0 ? 2 : 1);
@@ -166,6 +167,8 @@ nlohmann::json splitPlanToJson(const SplitPlan& plan, const MergePlan& model)
 
 std::string splitPlanSummary(const SplitPlan& plan, const MergePlan& model, bool listTensors)
 {
+    // Tensor names, the config folder and its files come from the checkpoint: each is escaped where it is put in a
+    // line, so a name cannot forge one.
     std::ostringstream s;
     s << "Layout:  " << plan.layout << "\n";
     s << "Model:   " << model.tensors.size() << " tensors, " << formatBytes(model.totalBytes) << "\n";
@@ -180,7 +183,7 @@ std::string splitPlanSummary(const SplitPlan& plan, const MergePlan& model, bool
         s << "  " << g.first << "\n";
     if (!plan.config.files.empty())
         s << "  " << (plan.sideFolder.empty() ? std::string() : plan.sideFolder + "/") << " " << plan.config.files.size()
-          << " config and tokenizer files from " << plan.config.path << "\n";
+          << " config and tokenizer files from " << printableText(plan.config.path) << "\n";
     else
         s << "  (no config.json found: the checkpoint will have no config or tokenizer files)\n";
     if (plan.runIteration)
@@ -189,12 +192,12 @@ std::string splitPlanSummary(const SplitPlan& plan, const MergePlan& model, bool
     s << "Memory:  about " << formatBytes(plan.memoryBytes) << " (twice the largest tensor, "
       << formatBytes(plan.largestTensorBytes) << ", plus buffers)\n";
     for (const auto& w : plan.warnings)
-        s << "Warning: " << w << "\n";
+        s << "Warning: " << printableText(w) << "\n";
     if (listTensors && !plan.files.empty()) {
         s << "\n" << plan.files.front().name << ":\n";
         for (const auto& t : plan.files.front().tensors) {
-            s << "  " << t.spec.name << "  " << torchName(t.spec.dtype) << " " << shapeToString(t.spec.shape) << " of "
-              << shapeToString(t.globalShape);
+            s << "  " << printableText(t.spec.name) << "  " << torchName(t.spec.dtype) << " "
+              << shapeToString(t.spec.shape) << " of " << shapeToString(t.globalShape);
             for (const auto& b : t.fragments)
                 s << "  " << boxText(b.sourceOffsets, b.shape);
             s << "\n";

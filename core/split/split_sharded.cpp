@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "split/split_sharded.h"
 
+#include "io/printable.h"
 #include "model/module_order.h"
 #include "model/placement.h"
 
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 namespace tessera {
@@ -87,6 +89,15 @@ Status checkSizes(const SplitOptions& o, Shape& mesh, std::vector<std::string>& 
         errors.push_back("--mesh_dim_names gives " + std::to_string(names.size()) + " names for a "
                          + std::to_string(mesh.size()) + "-D mesh");
     }
+    // DeviceMesh looks its dims up by name: two dims of one name, or a dim without one, cannot be addressed.
+    std::set<std::string> seen;
+    for (const auto& name : o.meshDimNames) {
+        if (name.empty())
+            errors.push_back("--mesh_dim_names has an empty name; give each mesh dim a name (e.g. ddp,fsdp)");
+        else if (!seen.insert(name).second)
+            errors.push_back("--mesh_dim_names names '" + printableText(name) + "' twice; each mesh dim needs a name "
+                             "of its own");
+    }
     if (o.format == SplitFormat::Dcp && mesh.size() != 1)
         errors.push_back("--format dcp shards every tensor over one mesh dim; give --world_size only");
     if (errors.empty())
@@ -121,7 +132,7 @@ Result<SplitPlan> planShardedSplit(const MergePlan& model, const SplitOptions& o
     for (const auto& t : model.tensors) {
         plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
         if (t.shape.empty())
-            errors.push_back(t.name + ": a 0-dim tensor cannot be sharded along dim 0");
+            errors.push_back(printableText(t.name) + ": a 0-dim tensor cannot be sharded along dim 0");
     }
     if (!errors.empty()) {
         std::string message = "cannot lay the model out this way:";

@@ -138,6 +138,89 @@ private Q_SLOTS:
             QCOMPARE(t.dtype, DType::BFloat16);
     }
 
+    /// Every numeric option takes a plain number in its range, or is refused naming the range and what it got:
+    /// never "1e3" read as 1, 2^32 + 1 wrapped to 1, "-1" or "" read as 0, NaN or inf taken as a tolerance.
+    void numericOptionsAreStrict_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("message");
+        const std::string a = actor("fsdp2_llama_w4");
+        const std::string out = test::makeTempDir() + "/out";
+        const QStringList merge = A({ "merge", "--local_dir", a, "--target_dir", out, "--dry-run" });
+        const QStringList split = A({ "split", "--local_dir", a, "--target_dir", out, "--dry-run" });
+        const QStringList megatron = split + A({ "--format", "megatron" });
+        auto row = [](const std::string& name, const QStringList& args, const QString& message) {
+            QTest::newRow(name.c_str()) << args << message;
+        };
+        auto got = [](const char* format, const char* value) { return QString::fromUtf8(format).arg(QLatin1String(value)); };
+        const char* threads = "--threads must be a whole number from 1 to 1024 (got '%1')";
+        for (const char* bad : { "1e3", "4294967297", "-1", "", "0", " 4", "+4", "4.0", "0x4", "1025" }) {
+            row("merge --threads '" + std::string(bad) + "'", merge + A({ "--threads", bad }), got(threads, bad));
+            row("inspect --threads '" + std::string(bad) + "'", A({ "inspect", a, "--threads", bad }), got(threads, bad));
+        }
+        row("diff --threads", A({ "diff", a, a, "--threads", "1e3" }), got(threads, "1e3"));
+        row("test --threads", A({ "test", "--local_dir", a, "--test_hf_dir", a, "--threads", "1e3" }), got(threads, "1e3"));
+        row("split --threads", split + A({ "--world_size", "2", "--threads", "4294967297" }), got(threads, "4294967297"));
+        row("split --world_size 1e3", split + A({ "--world_size", "1e3" }),
+            QStringLiteral("--world_size must be a whole number from 1 to 1000000 (got '1e3')"));
+        row("split --world_size 2^32+1", split + A({ "--world_size", "4294967297" }),
+            QStringLiteral("--world_size must be a whole number from 1 to 1000000"));
+        row("split --tp 2.0", megatron + A({ "--tp", "2.0" }),
+            QStringLiteral("--tp must be a whole number from 1 to 1000000 (got '2.0')"));
+        row("split --pp +2", megatron + A({ "--pp", "+2" }), QStringLiteral("--pp must be a whole number"));
+        row("split --iteration 1e3", megatron + A({ "--iteration", "1e3" }),
+            QStringLiteral("--iteration must be a whole number from 0 to 9999999"));
+        row("split --num_layers_in_first_pipeline_stage -1",
+            megatron + A({ "--num_layers_in_first_pipeline_stage", "-1" }),
+            QStringLiteral("--num_layers_in_first_pipeline_stage must be a whole number from 0"));
+        row("split --mesh 2x+2", split + A({ "--mesh", "2x+2" }), QStringLiteral("--mesh must be sizes like 2x2"));
+        row("merge --parts 1e3", merge + A({ "--part", "auto", "--parts", "1e3" }),
+            QStringLiteral("--parts must be a positive whole number (got '1e3')"));
+        for (const char* bad : { "nan", "inf", "-1", "0x1p3", " 1", "1e999", "" }) {
+            row("diff --atol '" + std::string(bad) + "'", A({ "diff", a, a, "--atol", bad }),
+                got("--atol must be a number of 0 or more (got '%1')", bad));
+            row("test --rtol '" + std::string(bad) + "'", A({ "test", "--local_dir", a, "--test_hf_dir", a, "--rtol", bad }),
+                got("--rtol must be a number of 0 or more (got '%1')", bad));
+        }
+        row("merge --lora_alpha inf", merge + A({ "--lora_alpha", "inf" }),
+            QStringLiteral("--lora_alpha must be a number above 0 and at most 1e+09"));
+    }
+
+    void numericOptionsAreStrict()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, message);
+        QString out, err;
+        QCOMPARE(test::runTessera(args, &out, &err), 2);
+        QVERIFY2(err.contains(message), qPrintable(err));
+    }
+
+    void numericOptionsTakeWhatTheyShould()
+    {
+        const std::string a = actor("fsdp2_llama_w4");
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", a, "--target_dir", test::makeTempDir() + "/o", "--dry-run",
+                                      "--threads", "1024" }), &out, &err), 0);
+        QCOMPARE(test::runTessera(A({ "diff", a, a, "--threads", "3", "--atol", "1e-5", "--rtol", "0.5" }), &out, &err),
+                 0);
+        QCOMPARE(test::runTessera(A({ "inspect", a, "--threads", "1" }), &out, &err), 0);
+    }
+
+    /// Two mesh dims of one name (or one without a name) cannot be told apart by DeviceMesh: refused by name.
+    void duplicateMeshDimNamesAreRefused()
+    {
+        const std::string a = actor("fsdp2_llama_w4");
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "split", "--local_dir", a, "--target_dir", test::makeTempDir() + "/o", "--mesh",
+                                      "2x2", "--mesh_dim_names", "a,a", "--dry-run" }), &out, &err), 1);
+        QVERIFY2(err.contains(QStringLiteral("--mesh_dim_names names 'a' twice")), qPrintable(err));
+        QCOMPARE(test::runTessera(A({ "split", "--local_dir", a, "--target_dir", test::makeTempDir() + "/o", "--mesh",
+                                      "2x2", "--mesh_dim_names", "ddp,", "--dry-run" }), &out, &err), 1);
+        QVERIFY2(err.contains(QStringLiteral("--mesh_dim_names has an empty name")), qPrintable(err));
+        QCOMPARE(test::runTessera(A({ "split", "--local_dir", a, "--target_dir", test::makeTempDir() + "/o", "--mesh",
+                                      "2x2", "--mesh_dim_names", "dp,shard", "--dry-run" }), &out, &err), 0);
+    }
+
     void usageErrors()
     {
         QCOMPARE(test::runTessera(A({ "merge", "--target_dir", "x" })), 2);

@@ -566,6 +566,84 @@ private Q_SLOTS:
             QVERIFY(t.name != "output.weight");
     }
 
+    /// A GGUF file that says one thing twice, lays two tensors over the same bytes, or puts one outside its data
+    /// section or off its alignment is refused naming the file and what is wrong: llama.cpp refuses such files,
+    /// and reading one would mean guessing which of two values or tensors it means.
+    void ambiguousGgufIsRefused()
+    {
+        const std::vector<GgufKeyValue> metadata = { { "general.architecture", GgufValue::string("llama") },
+                                                     { "general.name", GgufValue::string("tiny") } };
+        std::vector<GgufTensorInfo> tensors(2);
+        tensors[0] = { "first.weight", { 32, 2 }, static_cast<std::uint32_t>(GgmlType::F32), 0, 0 };
+        tensors[1] = { "other.weight", { 32, 2 }, static_cast<std::uint32_t>(GgmlType::F32), 0, 0 };
+        auto layout = layoutGgufFile(metadata, tensors);
+        QVERIFY_RESULT(layout);
+        std::string good = layout->header;
+        good.resize(layout->fileSize, '\0');
+        // The second tensor's offset field: after its name, dimension count, two dimensions and type.
+        const std::size_t offsetField = good.find("other.weight") + std::strlen("other.weight") + 4 + 16 + 4;
+        auto withOffset = [&](std::uint64_t offset) {
+            std::string bytes = good;
+            std::memcpy(bytes.data() + offsetField, &offset, 8);
+            return bytes;
+        };
+        auto renamed = [&](const std::string& from, const std::string& to) {
+            std::string bytes = good;
+            bytes.replace(bytes.find(from), from.size(), to);
+            return bytes;
+        };
+        QCOMPARE(tensors[1].offset, std::uint64_t(256));
+        const std::vector<std::pair<std::string, std::string>> cases = {
+            { renamed("other.weight", "first.weight"), "tensor 'first.weight' appears twice" },
+            { withOffset(224), "tensor 'first.weight' and tensor 'other.weight' overlap: their data are bytes 0–256 and "
+                               "224–480 of the data section" },
+            { withOffset(0), "tensor 'first.weight' and tensor 'other.weight' overlap" },
+            { withOffset(1u << 20), "tensor 'other.weight': its data (bytes 1048576–1048832 of the data section) "
+                                    "reaches past the end of the file" },
+            { withOffset(8), "tensor 'other.weight': data offset 8 is not aligned to 32" },
+        };
+        const std::string path = test::makeTempDir() + "/ambiguous.gguf";
+        for (const auto& [bytes, expected] : cases) {
+            test::writeFile(path, bytes);
+            auto read = scanGgufFile(path);
+            QVERIFY2(!read, expected.c_str());
+            QVERIFY2(read.error().message.rfind(path + ": ", 0) == 0, read.error().message.c_str());
+            QVERIFY2(read.error().message.find(expected) != std::string::npos, read.error().message.c_str());
+        }
+        // A key given twice (Tessera never writes one: its second copy is renamed in the bytes), from the command line.
+        auto twice = metadata;
+        twice.push_back({ "general.nbme", GgufValue::string("other") });
+        auto doubled = layoutGgufFile(twice, tensors);
+        QVERIFY_RESULT(doubled);
+        std::string bytes = doubled->header;
+        bytes.resize(doubled->fileSize, '\0');
+        bytes.replace(bytes.find("general.nbme"), 12, "general.name");
+        test::writeFile(path, bytes);
+        QString out, err;
+        QCOMPARE(test::runTessera(test::A({ "inspect", path }), &out, &err), 1);
+        QVERIFY2(err.contains(q(path + ": metadata key 'general.name' appears twice")), qPrintable(err));
+        test::writeFile(path, good);
+        QVERIFY_RESULT(scanGgufFile(path));
+    }
+
+    /// A GGUF file exported again is named after its model (general.name, else the file's own name without
+    /// ".gguf"), never "X.gguf-q8_0.gguf".
+    void ggufReexportIsNamedAfterTheModel()
+    {
+        const std::string f32 = exportGguf(test::fixture("gguf_llama_w2_fp32/global_step_10/actor"), "f32");
+        const std::string dir = test::makeTempDir();
+        for (const auto& f : fs::directory_iterator(test::fixture("gguf_llama_w2_fp32/global_step_10/actor/huggingface")))
+            fs::copy_file(f.path(), dir + "/" + f.path().filename().string());
+        const std::string named = dir + "/downloaded.gguf";
+        fs::copy_file(f32, named);
+        QCOMPARE(fs::path(exportGguf(named, "q8_0")).filename().string(), std::string("gguf_llama_w2_fp32-q8_0.gguf"));
+        // Without general.name (the key renamed to one of the same length), the file's own name.
+        std::string bytes = test::readFile(named);
+        bytes.replace(bytes.find("general.name"), 12, "general.nbme");
+        test::writeFile(named, bytes);
+        QCOMPARE(fs::path(exportGguf(named, "q8_0")).filename().string(), std::string("downloaded-q8_0.gguf"));
+    }
+
     void unsupportedArchitectureIsRefusedBeforeWriting()
     {
         const std::string dir = hfModelWithTokenizer(kQwen2MoeConfig);

@@ -268,6 +268,9 @@ private Q_SLOTS:
         QCOMPARE(printableText("caf\xc3\xa9"), std::string("caf\xc3\xa9"));
         QCOMPARE(printableText("bad\xff\xfe"), std::string("bad\\xFF\\xFE"));
         QCOMPARE(printableText(std::string("nul\0x", 5)), std::string("nul\\x00x"));
+        // A right-to-left override would show what follows it reversed.
+        QCOMPARE(printableText("a\xe2\x80\xae" "b"), std::string("a\\xE2\\x80\\xAEb"));
+        QCOMPARE(printableText("\xe2\x80\x94"), std::string("\xe2\x80\x94")); // an em dash is text
         QVERIFY(!isPrintableText("\xc0\xaf")); // overlong '/'
         QVERIFY(isPrintableText("\xe4\xb8\xad"));
     }

@@ -24,6 +24,10 @@
 #include <QStandardPaths>
 #include <QThread>
 
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -360,6 +364,45 @@ private Q_SLOTS:
             QCOMPARE(test::runTessera(part(args, target, 1, 4), &so, &se), 0);
             QCOMPARE(test::readFile(target + "/model.safetensors"), test::readFile(test::fixture("fsdp2_llama_w4/reference/model.safetensors")));
         }
+    }
+
+    /// --status shows what a record or the publishing claim says of its process as data: a pid no process can have
+    /// (2^70, negative, text) is "pid unknown" (null in JSON), never a number wrapped to INT64_MIN, a record with one
+    /// still counts as done, and the host is escaped.
+    void statusShowsRecordedHostAndPidAsData()
+    {
+        const QStringList args = A({ "--local_dir", actor("fsdp2_llama_w4") });
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/merged";
+        QString so, se;
+        QCOMPARE(test::runTessera(part(args, target, 0, 2), &so, &se), 0);
+        const std::string set = parent + "/" + names(parent).front();
+        auto record = nlohmann::json::parse(test::readFile(set + "/part-0-of-2.json"));
+        record["host"] = "node\x1b[31m7";
+        for (const char* pid : { "1180591620717411303424", "-5", "\"12\"" }) {
+            record["pid"] = 0;
+            std::string text = record.dump(1);
+            text.replace(text.find("\"pid\": 0"), 8, "\"pid\": " + std::string(pid));
+            test::writeFile(set + "/part-0-of-2.json", text);
+            QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
+            QVERIFY2(so.contains(QStringLiteral("1 done, 1 missing")), qPrintable(so));
+            QVERIFY2(so.contains(QStringLiteral(" on node\\x1B[31m7, pid unknown)")), qPrintable(so));
+            QVERIFY2(!so.contains(QStringLiteral("-9223372036854775808")), qPrintable(so));
+            QCOMPARE(test::runTessera(A({ "merge", "--status", target, "--json" }), &so, &se), 1);
+            const auto done = QJsonDocument::fromJson(so.toUtf8())[QStringLiteral("sets")][0][QStringLiteral("done")][0];
+            QVERIFY2(done[QStringLiteral("pid")].isNull(), qPrintable(so));
+            QCOMPARE(done[QStringLiteral("host")].toString(), QStringLiteral("node\x1b[31m7"));
+        }
+        // Every part recorded and a live process holding the claim: --status names the publisher, pid as data.
+        record["part"] = 1;
+        test::writeFile(set + "/part-1-of-2.json", record.dump(1));
+        test::writeFile(set + "/finishing", "node\x1b[31m7 1180591620717411303424\n");
+        const int claim = ::open((set + "/finishing").c_str(), O_RDONLY);
+        QVERIFY(claim >= 0 && ::flock(claim, LOCK_EX) == 0);
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target }), &so, &se), 1);
+        ::close(claim);
+        QVERIFY2(so.contains(QStringLiteral("every part is done; node\\x1B[31m7 (pid unknown) is publishing the model")),
+                 qPrintable(so));
     }
 
     /// All parts started at the same moment, several times: exactly one publishes (the claim is atomic), the

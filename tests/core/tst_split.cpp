@@ -501,7 +501,7 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");
         QTest::newRow("no size") << A({}) << "--world_size";
-        QTest::newRow("zero ranks") << A({ "--world_size", "0" }) << "positive";
+        QTest::newRow("zero ranks") << A({ "--world_size", "0" }) << "--world_size must be a whole number from 1";
         QTest::newRow("mesh and world disagree") << A({ "--world_size", "4", "--mesh", "2x3" }) << "does not match";
         QTest::newRow("bad mesh") << A({ "--mesh", "2xa" }) << "--mesh";
         QTest::newRow("names for another mesh") << A({ "--mesh", "2x2", "--mesh_dim_names", "fsdp" }) << "--mesh_dim_names";

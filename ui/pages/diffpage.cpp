@@ -2,6 +2,7 @@
 #include "diffpage.h"
 
 #include "compare/diff_export.h"
+#include "io/number_text.h"
 #include "mapping/lora.h"
 
 #include "coreconvert.h"
@@ -281,14 +282,15 @@ void DiffPage::setTolerances(double atol, double rtol)
 std::optional<tessera::DiffOptions> DiffPage::options(QString* error) const
 {
     tessera::DiffOptions options;
-    bool okA = false, okR = false;
-    options.atol = m_atol->text().trimmed().toDouble(&okA);
-    options.rtol = m_rtol->text().trimmed().toDouble(&okR);
-    if (!okA || !okR || !(options.atol >= 0) || !(options.rtol >= 0) || std::isinf(options.atol)
-        || std::isinf(options.rtol)) {
+    // Read as `tessera diff` reads them (parseDecimalNumber: finite, no hex or "inf").
+    const auto atol = tessera::parseDecimalNumber(m_atol->text().trimmed().toStdString());
+    const auto rtol = tessera::parseDecimalNumber(m_rtol->text().trimmed().toStdString());
+    if (!atol || !rtol || !(*atol >= 0) || !(*rtol >= 0)) {
         *error = tr("atol and rtol must be non-negative numbers (e.g. 0, 1e-5).");
         return std::nullopt;
     }
+    options.atol = *atol;
+    options.rtol = *rtol;
     return options;
 }
 

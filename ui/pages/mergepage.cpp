@@ -6,6 +6,7 @@
 #include "mapping/lora.h"
 
 #include "io/byte_size.h"
+#include "io/number_text.h"
 #include "coreconvert.h"
 #include "widgets/folderfield.h"
 #include "jobs/comparejob.h"
@@ -568,13 +569,13 @@ bool MergePage::planLora(const CheckpointPtr& input, const tessera::MergeOptions
     tessera::LoraSettings settings;
     const QString alphaText = m_loraAlpha->text().trimmed();
     if (!alphaText.isEmpty()) {
-        bool ok = false;
-        const double alpha = alphaText.toDouble(&ok);
-        if (!ok || !(alpha > 0)) {
-            showPlanError(tr("--lora_alpha must be a positive number (got '%1')").arg(alphaText));
+        // Read as the command line reads it, so the command this page shows runs as the page did.
+        const auto alpha = tessera::parseDecimalNumber(alphaText.toStdString());
+        if (!alpha || !(*alpha > 0) || *alpha > 1e9) {
+            showPlanError(tr("--lora_alpha must be a number above 0 and at most 1e+09 (got '%1')").arg(alphaText));
             return false;
         }
-        settings.alpha = alpha;
+        settings.alpha = *alpha;
     }
     std::optional<tessera::CheckpointInfo> base;
     if (const QString baseDir = m_baseModel->text().trimmed(); !baseDir.isEmpty()) {
@@ -840,12 +841,14 @@ void MergePage::runTest()
         ignore.insert("lm_head.weight"); // as verl's test and `tessera test` do
     m_log->appendPlainText(tr("Testing %1 against %2").arg(qs(m_checkpoint->root), m_reference->text().trimmed()));
     m_meter.start(m_mergePlan->totalBytes);
-    bool okA = false, okR = false;
-    const double atol = m_atol->text().trimmed().toDouble(&okA), rtol = m_rtol->text().trimmed().toDouble(&okR);
-    if (!okA || !okR || !(atol >= 0) || !(rtol >= 0) || std::isinf(atol) || std::isinf(rtol)) {
+    // Read as the command line reads them (parseDecimalNumber: finite, no hex or "inf").
+    const auto atolValue = tessera::parseDecimalNumber(m_atol->text().trimmed().toStdString());
+    const auto rtolValue = tessera::parseDecimalNumber(m_rtol->text().trimmed().toStdString());
+    if (!atolValue || !rtolValue || !(*atolValue >= 0) || !(*rtolValue >= 0)) {
         m_log->appendPlainText(tr("Not tested: atol and rtol must be non-negative numbers (e.g. 0, 1e-5)."));
         return;
     }
+    const double atol = *atolValue, rtol = *rtolValue;
     m_compare->start(m_mergeInput, m_mergePlan, m_reference->text().trimmed(), unsigned(m_threads->value()), ignore,
                      atol, rtol);
     m_progress->setValue(0);
