@@ -6,6 +6,7 @@
 #include "terminal_progress.h"
 
 #include "model/checkpoint_report.h"
+#include "mapping/hf_parameter_check.h"
 #include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/user_regex.h"
@@ -31,8 +32,10 @@ int runInspect(const std::vector<std::string>& args)
     parser.addOption("hf_model_path", "DIR", "folder with config.json and the tokenizer, if not found automatically");
     parser.addOption("threads", "N", "files read in parallel", "number of cores");
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file over the built-in rules");
-    parser.addOption("ignore_missing_params", "REGEX", "Megatron: names that may be missing or unmapped");
-    parser.addSwitch("is_value_model", "Megatron: map output_layer to score.weight");
+    parser.addOption("ignore_missing_params", "REGEX", "names that may be missing (or, for Megatron, unmapped)");
+    parser.addSwitch("is_value_model", "a value model: score.weight instead of lm_head.weight (Megatron: map "
+                                       "output_layer to it)");
+    parser.addSwitch("tie_word_embedding", "no lm_head.weight is expected, even if config.json does not tie it");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
     if (parser.isSet("ignore_missing_params"))
@@ -54,6 +57,16 @@ int runInspect(const std::vector<std::string>& args)
         std::cerr << "tessera inspect: " << info.error().message << "\n";
         return ExitProblems;
     }
+    // Hugging Face names are checked against what config.json expects, as a merge checks them.
+    ParameterCheckOptions check;
+    check.ignoreMissing = parser.value("ignore_missing_params");
+    if (parser.isSet("is_value_model"))
+        check.valueModel = true;
+    check.tieWordEmbeddings = parser.isSet("tie_word_embedding");
+    if (const Status checked = checkExpectedParameters(*info, check); !checked) {
+        std::cerr << "tessera inspect: " << checked.error().message << "\n";
+        return ExitUsage;
+    }
     // Megatron checkpoints also show how their names map to Hugging Face's, and what does not fit.
     std::optional<Result<MappingResult>> mapping;
     if (isMegatronLayout(info->layout)) {
@@ -63,6 +76,7 @@ int runInspect(const std::vector<std::string>& args)
         mo.ignoreMissing = parser.value("ignore_missing_params");
         if (parser.isSet("is_value_model"))
             mo.valueModel = true;
+        mo.tieWordEmbeddings = parser.isSet("tie_word_embedding");
         mapping = mapMegatronToHf(*info, mo);
     }
     const bool mappingOk = !mapping || (mapping->ok() && mapping->value().problems.empty());

@@ -233,6 +233,19 @@ bool hasLoraTensors(const CheckpointInfo& info)
     });
 }
 
+std::vector<std::string> loraBaseWeightNames(const CheckpointInfo& info)
+{
+    std::vector<std::string> names;
+    bool base = false; // adapter-only (save_lora_only) holds factors and trained copies, no base weight
+    for (const auto& t : info.tensors) {
+        const PeftName n = parsePeftName(t.name);
+        base = base || n.kind == PeftName::Kind::Base || n.kind == PeftName::Kind::Plain;
+        if (n.kind == PeftName::Kind::Base || n.kind == PeftName::Kind::Plain || n.kind == PeftName::Kind::SavedCopy)
+            names.push_back(n.plainName());
+    }
+    return base ? names : std::vector<std::string>();
+}
+
 Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const LoraSettings& settings,
                                           const CheckpointInfo* base)
 {
@@ -403,6 +416,9 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     lora.adapter.parallel = info.parallel;
     lora.adapter.files = info.files;
     lora.adapter.notes = info.notes;
+    // What is wrong with the checkpoint is wrong with both models made of it: a merge refuses them alike.
+    lora.adapter.problems = info.problems;
+    lora.adapter.warnings = info.warnings;
     for (const auto& m : lora.modules) {
         TensorInfo a = *info.find(m.sourceA);
         a.name = m.adapterA;
@@ -427,6 +443,8 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         lora.fused.parallel = info.parallel;
         lora.fused.files = info.files;
         lora.fused.notes = info.notes;
+        lora.fused.problems = info.problems;
+        lora.fused.warnings = info.warnings;
         for (const auto& [t, n] : baseTensors) {
             TensorInfo renamed = *t;
             renamed.name = n.plainName();
@@ -439,6 +457,7 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         lora.fused = *base;
         if (lora.fused.hfConfigDir.empty())
             lora.fused.hfConfigDir = info.hfConfigDir;
+        lora.fused.problems.insert(lora.fused.problems.end(), info.problems.begin(), info.problems.end());
         baseInfo = &lora.fused;
         lora.notes.push_back("adapter-only checkpoint: base weights from " + base->root);
     } else {

@@ -243,7 +243,8 @@ Result<std::string> checkTie(SourceFiles& files, const CheckpointInfo& info, con
     const TensorInfo& kept = info.tensors[tie.kept];
     if (dropped.shape != kept.shape || dropped.dtype != kept.dtype)
         return dropped.name + " (" + std::string(torchName(dropped.dtype)) + " " + boxText(Shape(dropped.shape.size(), 0), dropped.shape)
-            + ") differs in shape or dtype from " + kept.name + "; it is not written because the embeddings are tied";
+            + ") differs in shape or dtype from " + kept.name + " (" + std::string(torchName(kept.dtype)) + " "
+            + boxText(Shape(kept.shape.size(), 0), kept.shape) + ")";
     auto a = planTensorCopy(dropped, tie.dropped, std::nullopt);
     TESSERA_TRY(a);
     auto b = planTensorCopy(kept, tie.kept, std::nullopt);
@@ -261,8 +262,7 @@ Result<std::string> checkTie(SourceFiles& files, const CheckpointInfo& info, con
     TESSERA_TRY(bufB);
     TESSERA_TRY(materializeTensor(files, kept, *b, bufB->data(), canceled));
     if (std::memcmp(bufA->data(), bufB->data(), a->bytes) != 0)
-        return dropped.name + " differs from " + kept.name
-            + " although tie_word_embeddings is set; it is not written, so the merged model uses the embedding for both";
+        return dropped.name + " differs from " + kept.name;
     return std::string();
 }
 
@@ -565,15 +565,23 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     if (canceled() || failed)
         return canceledError();
 
+    // A tied head that differs from the embedding was trained on its own: dropping it would lose it.
     for (const auto& tie : options.writeFinish ? plan.tieChecks : std::vector<TieCheck>()) {
-        auto warning = checkTie(sources, info, tie, budget, stop);
-        TESSERA_TRY(warning);
-        if (!warning->empty() && tie.forced)
-            return makeError(info.tensors[tie.dropped].name + " differs from " + info.tensors[tie.kept].name
-                             + " and config.json says the embeddings are not tied: --tie-word-embedding would replace "
-                               "the trained output head with the embedding. Merge without it");
-        if (!warning->empty())
-            outcome.warnings.push_back(*warning);
+        auto difference = checkTie(sources, info, tie, budget, stop);
+        TESSERA_TRY(difference);
+        if (difference->empty())
+            continue;
+        if (tie.forced)
+            return makeError(*difference + " and config.json says the embeddings are not tied: --tie-word-embedding "
+                             "would replace the trained output head with the embedding. Merge without it");
+        const std::string& configDir = plan.configDir.empty() ? info.hfConfigDir : plan.configDir;
+        const std::string config = configDir.empty() ? std::string("config.json")
+                                                     : (fs::path(configDir) / "config.json").string();
+        return makeError(*difference + ", but " + config + " says tie_word_embeddings is true, so the merged "
+                         "model would use the embedding as its output head and the trained "
+                         + info.tensors[tie.dropped].name + " would be lost. The model was trained with a head of its "
+                         "own: set \"tie_word_embeddings\": false in that config.json (or give --hf_model_path a "
+                         "folder whose config.json says so) and merge again");
     }
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         auto& out = outputs[i];

@@ -278,6 +278,10 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
             plan.configTied = plan.configTied || (forced && config->found);
             plan.dropped.push_back("lm_head.weight (tied to " + info.tensors[*embed].name + ")");
         }
+        // Forced on a checkpoint without any lm_head: the config must say tied too, or transformers would give the
+        // model a fresh random head.
+        if (options.forceTieWordEmbeddings && !config->tieWordEmbeddings && config->found && !info.find("lm_head.weight"))
+            plan.configTied = true;
     }
 
     std::vector<std::string> errors;

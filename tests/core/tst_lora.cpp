@@ -9,6 +9,7 @@
 #include "formats/safetensors_reader.h"
 #include "formats/safetensors_writer.h"
 #include "formats/scan.h"
+#include "mapping/hf_parameter_check.h"
 #include "mapping/lora.h"
 #include "merge/lora_fuse.h"
 #include "merge/lora_plan.h"
@@ -388,6 +389,46 @@ private Q_SLOTS:
         auto refused = readLoraCheckpoint(*dora, {});
         QVERIFY(!refused);
         QVERIFY2(refused.error().message.find("DoRA") != std::string::npos, refused.error().message.c_str());
+    }
+
+    // The base weights are the model: one a LoRA checkpoint lacks (under its PEFT name) is missing from the fused
+    // model, and whatever is wrong with the checkpoint is wrong with both models made of it.
+    void checkpointProblemsReachTheFusedModelAndTheAdapter()
+    {
+        auto info = scanCheckpoint(loraActor());
+        QVERIFY_RESULT(info);
+        CheckpointInfo complete = *info;
+        QVERIFY_RESULT(checkExpectedParameters(complete, {}));
+        QVERIFY(complete.problems.empty() && complete.warnings.empty());
+        const auto dropped = std::remove_if(info->tensors.begin(), info->tensors.end(), [](const TensorInfo& t) {
+            return t.name == "base_model.model.model.layers.1.mlp.down_proj.weight";
+        });
+        QCOMPARE(std::distance(dropped, info->tensors.end()), std::ptrdiff_t(1));
+        info->tensors.erase(dropped, info->tensors.end());
+        QVERIFY_RESULT(checkExpectedParameters(*info, {}));
+        QCOMPARE(info->problems.size(), std::size_t(1));
+        QCOMPARE(info->problems.front().tensor, std::string("model.layers.1.mlp.down_proj.weight"));
+        auto lora = readLoraCheckpoint(*info, {});
+        QVERIFY_RESULT(lora);
+        for (const LoraOutput what : { LoraOutput::Both, LoraOutput::Adapter }) {
+            auto plans = planLoraMerge(*lora, {}, what);
+            QVERIFY(!plans);
+            QVERIFY2(plans.error().message.find("model.layers.1.mlp.down_proj.weight: missing") != std::string::npos,
+                     plans.error().message.c_str());
+        }
+
+        // A rank file gone: every tensor it held has holes, and neither model is written.
+        const std::string copy = copyFixtureFolder("lora_llama_w2_fp32");
+        fs::remove(copy + "/global_step_10/actor/model_world_size_2_rank_1.pt");
+        const std::string target = makeTempDir() + "/out";
+        QString out, err;
+        QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"),
+                              QString::fromStdString(copy + "/global_step_10/actor"), QStringLiteral("--target_dir"),
+                              QString::fromStdString(target) },
+                            &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("rank 1")), qPrintable(err));
+        QVERIFY(!fs::exists(target));
     }
 
     void lowRankProductMatchesLongDouble()
