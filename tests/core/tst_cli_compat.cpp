@@ -171,6 +171,28 @@ private Q_SLOTS:
         QVERIFY(!fs::exists(out));
     }
 
+    // A config.json that says tied over a checkpoint whose lm_head was trained on its own: dropping the head would
+    // lose it, so the merge (and the GGUF export) refuses, says what to do, and writes nothing.
+    void tiedConfigOverADifferentTrainedHeadIsRefused()
+    {
+        const std::string dir = copyFixtureFolder("gguf_llama_w2_fp32/reference");
+        std::string config = readFile(dir + "/config.json");
+        const std::string untied = "\"tie_word_embeddings\": false";
+        QVERIFY(config.find(untied) != std::string::npos);
+        config.replace(config.find(untied), untied.size(), "\"tie_word_embeddings\": true");
+        writeFile(dir + "/config.json", config);
+        for (const char* format : { "safetensors", "gguf" }) {
+            const std::string out = makeTempDir() + "/out";
+            QString o, e;
+            QCOMPARE(runTessera(A({ "merge", "--local_dir", dir, "--target_dir", out, "--format", format }), &o, &e), 1);
+            QVERIFY2(e.contains(QStringLiteral("lm_head.weight differs from model.embed_tokens.weight"))
+                         && e.contains(QStringLiteral("would be lost"))
+                         && e.contains(QStringLiteral("set \"tie_word_embeddings\": false")),
+                     qPrintable(e));
+            QVERIFY(!fs::exists(out));
+        }
+    }
+
     void forcedTieWritesATiedConfig()
     {
         // A Hugging Face folder whose config says untied but whose head is the embedding.
