@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/merge_plan.h"
 
+#include "listed_items.h"
 #include "merge/box_copy.h"
 #include "merge/checkpoint_problems.h"
 #include "io/byte_size.h"
@@ -45,6 +46,11 @@ bool staysInConfigFolder(const fs::path& configDir, const std::string& name)
     if (inside(folder))
         return true;
     return folder.parent_path().filename() == "snapshots" && inside(folder.parent_path().parent_path() / "blobs");
+}
+
+bool endsWithText(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// The input embedding a tied lm_head.weight must equal.
@@ -323,6 +329,16 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
             for (const auto& piece : info.tensors[t.source].pieces)
                 decoded = decoded || piece.encoding == PieceEncoding::MXFP4;
         plan.configDequantized = decoded || info.layout != "hf-safetensors";
+        // Quantized codes copied as they are would then be read as weights of their own.
+        std::vector<std::string> raw;
+        for (const auto& t : plan.tensors)
+            if (plan.configDequantized && t.dtype == DType::UInt8
+                && (endsWithText(t.name, "_blocks") || endsWithText(t.name, "_scales")))
+                raw.push_back(t.name);
+        if (!raw.empty())
+            return makeError("config.json's quantization_config (" + config->quantization + ") is dropped, since the "
+                             "weights are written unquantized, but these are quantized codes that would be written as "
+                             "they are:" + listedItems(raw, 10));
     }
     if (options.dtype) {
         plan.configDtype = options.dtype;
