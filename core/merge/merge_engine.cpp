@@ -622,6 +622,14 @@ Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir)
         return makeError(targetDir + " already holds weight files this merge would not replace (" + names
                          + "); a loader could mix them with the merged model. Remove them or choose another --target_dir");
     }
+    if (const auto others = conflictingSideFiles(targetDir, plan.outputFileNames()); !others.empty()) {
+        std::string names;
+        for (const auto& c : others)
+            names += (names.empty() ? "" : ", ") + c;
+        return makeError(targetDir + " already holds config or tokenizer files this merge would not replace (" + names
+                         + "); the folder would pair the merged weights with another model's. Remove them or choose "
+                           "another --target_dir");
+    }
     // The temporary folder is inside the target when it exists, else beside it: the same disk either way.
     if (auto free = freeDiskBytes(targetDir); free && *free < plan.diskBytes)
         return makeError("the merge writes " + std::to_string(plan.diskBytes) + " bytes but only "

@@ -77,7 +77,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
                                       const MergeRunOptions& options);
 
 /// Refuses, before anything is written, a target the merge cannot complete: not a folder, not writable, a final
-/// name taken by a folder, weight files of another model there, or too little free disk. --dry-run uses it too.
+/// name taken by a folder, weight files or config and tokenizer files of another model there that it would not
+/// replace, or too little free disk. --dry-run uses it too.
 Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir);
 
 /// The whole merge: checks the target (checkMergeTarget()), removes temporary folders dead runs left for it,

@@ -218,6 +218,38 @@ private Q_SLOTS:
                  qPrintable(stdErr));
     }
 
+    // Merging model A into a folder that holds model B's tokenizer (or chat template, generation config…) would
+    // publish A's weights with B's tokenizer: refused, naming the files, before anything is written. Files the merge
+    // writes itself (a merge run again) and files that are no part of a model are no reason to refuse.
+    void refusesATargetHoldingAnotherModelsTokenizer()
+    {
+        const std::string target = test::makeTempDir() + "/target";
+        fs::create_directories(target);
+        fs::copy_file(test::fixture("gguf_llama_w2_fp32/reference/tokenizer.json"), target + "/tokenizer.json");
+        test::writeFile(target + "/chat_template.jinja", "{{ messages }}");
+        test::writeFile(target + "/notes.txt", "mine\n");
+        for (const char* dryRun : { "--dry-run", "--quiet" }) {
+            QString stdOut, stdErr;
+            QCOMPARE(test::runTessera(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target, dryRun }),
+                                      &stdOut, &stdErr),
+                     1);
+            QVERIFY2(stdErr.contains(QStringLiteral("(chat_template.jinja, tokenizer.json)"))
+                         && stdErr.contains(QStringLiteral("another model's")),
+                     qPrintable(stdErr));
+        }
+        QVERIFY(!fs::exists(target + "/model.safetensors"));
+        QVERIFY(!fs::exists(target + "/config.json"));
+        fs::remove(target + "/tokenizer.json");
+        fs::remove(target + "/chat_template.jinja");
+        for (int run = 0; run < 2; ++run) {
+            QString stdOut, stdErr;
+            QCOMPARE(test::runTessera(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target, "--quiet" }),
+                                      &stdOut, &stdErr),
+                     0);
+            QVERIFY(fs::exists(target + "/tokenizer_config.json") && fs::exists(target + "/notes.txt"));
+        }
+    }
+
     void usageErrors()
     {
         QCOMPARE(test::runTessera(A({ "merge", "--target_dir", "x" })), 2);
