@@ -14,6 +14,8 @@
 
 #include <filesystem>
 
+#include <unistd.h>
+
 using namespace tessera;
 using namespace tessera::test;
 namespace fs = std::filesystem;
@@ -69,6 +71,43 @@ private Q_SLOTS:
                             &o, &e),
                  2);
         QVERIFY2(e.contains(QStringLiteral("no LoRA tensors")), qPrintable(e));
+    }
+
+    // The adapter is published after the fused model; a --peft_target_dir it cannot go into is refused before the
+    // fused model is written, not after it is published.
+    void peftTargetDirIsCheckedBeforeAnythingIsWritten_data()
+    {
+        QTest::addColumn<QString>("adapter"); // relative to a fresh folder; the target is "out"
+        QTest::addColumn<QString>("message");
+        QTest::newRow("a file") << QStringLiteral("file") << QStringLiteral("exists and is not a folder");
+        QTest::newRow("under a file") << QStringLiteral("file/adapter") << QStringLiteral("is not a folder");
+        QTest::newRow("the target") << QStringLiteral("out") << QStringLiteral("is the --target_dir");
+        QTest::newRow("the target, spelled otherwise") << QStringLiteral("./out/") << QStringLiteral("is the --target_dir");
+        QTest::newRow("inside the target") << QStringLiteral("out/adapter") << QStringLiteral("is inside the --target_dir");
+        QTest::newRow("another model's folder") << QStringLiteral("model") << QStringLiteral("weight files");
+        if (::geteuid() != 0) // root writes anywhere
+            QTest::newRow("read-only") << QStringLiteral("readonly") << QStringLiteral("cannot write");
+    }
+    void peftTargetDirIsCheckedBeforeAnythingIsWritten()
+    {
+        QFETCH(QString, adapter);
+        QFETCH(QString, message);
+        const std::string root = makeTempDir();
+        writeFile(root + "/file", "x");
+        fs::create_directories(root + "/model");
+        writeFile(root + "/model/model.safetensors", "x");
+        fs::create_directories(root + "/readonly");
+        fs::permissions(root + "/readonly", fs::perms::owner_read | fs::perms::owner_exec);
+        const std::string out = root + "/out";
+        QString o, e;
+        QCOMPARE(runTessera(A({ "merge", "--local_dir", actor("lora_llama_w2_fp32"), "--target_dir", out,
+                                "--peft_target_dir", root + "/" + adapter.toStdString() }),
+                            &o, &e),
+                 1);
+        QVERIFY2(e.contains(QStringLiteral("--peft_target_dir")) && e.contains(message), qPrintable(e));
+        QVERIFY(!fs::exists(out));
+        QCOMPARE(readFile(root + "/file"), std::string("x"));
+        fs::permissions(root + "/readonly", fs::perms::owner_all);
     }
 
     void switchesTakePythonBooleans_data()
