@@ -4,6 +4,7 @@
 #include "terminal_progress.h"
 
 #include "mapping/hf_parameter_check.h"
+#include "mapping/lora_config.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/user_regex.h"
 #include "parallel.h"
@@ -96,8 +97,10 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
         char* end = nullptr;
         const std::string text = parser.value("lora_alpha");
         const double alpha = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !(alpha > 0) || alpha > 1e9)
+        if (text.empty() || *end != '\0')
             return fail(ExitUsage, "--lora_alpha must be a positive number (got '" + text + "')");
+        if (const std::string why = loraAlphaProblem(alpha); !why.empty())
+            return fail(ExitUsage, "--lora_alpha " + why + " (got '" + text + "')");
         lora.alpha = alpha;
     }
     if (parser.isSet("use_rslora"))

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mapping/lora.h"
+#include "mapping/lora_config.h"
 
 #include "io/printable.h"
 #include "io/text_file.h"
@@ -145,18 +146,6 @@ Result<std::optional<json>> readJsonObject(const fs::path& path)
     return std::optional<json>(std::move(j));
 }
 
-/// A positive finite number member, or nothing when absent; an error when present but not such a number.
-Result<std::optional<double>> positiveNumber(const json& object, const char* key, const std::string& where)
-{
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null())
-        return std::optional<double>();
-    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0)
-        return makeError(where + ": \"" + key + "\" must be a positive number (got "
-                         + printableText(it->dump(-1, ' ', false, json::error_handler_t::replace)) + ")");
-    return std::optional<double>(it->get<double>());
-}
-
 /// Where the checkpoint's LoRA facts may be: verl writes lora_train_meta.json into the actor folder, older verl
 /// an adapter folder there too; a user may point at the folder above or below.
 std::vector<fs::path> metaFolders(const CheckpointInfo& info)
@@ -191,31 +180,22 @@ Result<FoundConfig> findLoraConfig(const CheckpointInfo& info)
             if (!*j)
                 continue;
             const json& o = **j;
-            auto alpha = positiveNumber(o, "lora_alpha", file.string());
-            TESSERA_TRY(alpha);
-            auto r = positiveNumber(o, "r", file.string());
-            TESSERA_TRY(r);
-            if (*alpha && !found.alpha) {
-                found.alpha = *alpha;
+            auto facts = readLoraConfigObject(o, file.string());
+            TESSERA_TRY(facts);
+            if (facts->alpha && !found.alpha) {
+                found.alpha = facts->alpha;
                 found.alphaSource = file.string();
             }
-            if (*r && !found.r) {
-                found.r = *r;
+            if (facts->r && !found.r) {
+                found.r = static_cast<double>(*facts->r);
                 found.rSource = file.string();
             }
-            if (auto it = o.find("use_rslora"); it != o.end() && it->is_boolean() && !found.rslora)
-                found.rslora = it->get<bool>();
-            if (auto it = o.find("task_type"); it != o.end() && it->is_string() && found.taskType.empty())
-                found.taskType = it->get<std::string>();
-            if (file.filename() == "adapter_config.json" && found.configText.empty()) {
-                for (const char* key : { "rank_pattern", "alpha_pattern" })
-                    if (auto it = o.find(key); it != o.end() && !it->is_null() && !it->empty())
-                        return makeError(file.string() + ": \"" + key
-                                         + "\" gives some modules their own rank or alpha, which is not supported yet");
-                if (auto it = o.find("fan_in_fan_out"); it != o.end() && it->is_boolean() && it->get<bool>())
-                    return makeError(file.string() + ": fan_in_fan_out adapters (GPT-2 style Conv1D) are not supported");
+            if (facts->useRslora && !found.rslora)
+                found.rslora = facts->useRslora;
+            if (!facts->taskType.empty() && found.taskType.empty())
+                found.taskType = facts->taskType;
+            if (file.filename() == "adapter_config.json" && found.configText.empty())
                 found.configText = o.dump();
-            }
         }
     }
     return found;
@@ -327,6 +307,8 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     auto found = findLoraConfig(info);
     TESSERA_TRY(found);
     if (settings.alpha) {
+        if (const std::string why = loraAlphaProblem(*settings.alpha); !why.empty())
+            return makeError("--lora_alpha " + why);
         lora.config.alpha = *settings.alpha;
         lora.config.alphaSource = "--lora_alpha";
     } else if (found->alpha) {

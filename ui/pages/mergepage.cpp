@@ -4,6 +4,7 @@
 #include "confirm.h"
 #include "formats/scan.h"
 #include "mapping/lora.h"
+#include "mapping/lora_config.h"
 
 #include "io/byte_size.h"
 #include "coreconvert.h"
@@ -570,8 +571,9 @@ bool MergePage::planLora(const CheckpointPtr& input, const tessera::MergeOptions
     if (!alphaText.isEmpty()) {
         bool ok = false;
         const double alpha = alphaText.toDouble(&ok);
-        if (!ok || !(alpha > 0)) {
-            showPlanError(tr("--lora_alpha must be a positive number (got '%1')").arg(alphaText));
+        const std::string why = ok ? tessera::loraAlphaProblem(alpha) : std::string("must be a positive number");
+        if (!why.empty()) {
+            showPlanError(tr("--lora_alpha %1 (got '%2')").arg(qs(why), alphaText));
             return false;
         }
         settings.alpha = alpha;
