@@ -33,8 +33,14 @@ ConfigVars checkpointOverrides(const HfModelConfig& config, const std::set<std::
                                const ParameterCheckOptions& options)
 {
     ConfigVars overrides;
-    // A critic (verl's value model) has score.weight, one row per label, where a language model has lm_head.
-    const bool valueModel = options.valueModel.value_or(names.count("score.weight") && !names.count("lm_head.weight"));
+    // A critic (verl's value model) has score.weight, one row per label, where a language model has lm_head; its
+    // config.json may name the classification head, or keep the actor's architecture (verl saves either).
+    bool classifier = false;
+    for (const auto& a : config.architectures)
+        for (const char* head : { "ForTokenClassification", "ForSequenceClassification" })
+            classifier = classifier || a.find(head) != std::string::npos;
+    const bool valueModel = options.valueModel.value_or(
+        classifier || (names.count("score.weight") && !names.count("lm_head.weight")));
     overrides["value_model"] = valueModel ? 1 : 0;
     if (options.tieWordEmbeddings)
         overrides["tie_word_embeddings"] = 1;

@@ -235,7 +235,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
     return Status::success();
 }
 
-/// Checks that a tied, dropped lm_head equals the embedding that replaces it; a difference is a warning.
+/// How a tied, dropped lm_head differs from the embedding that replaces it; empty when it equals it.
 Result<std::string> checkTie(SourceFiles& files, const CheckpointInfo& info, const TieCheck& tie, MemoryBudget& budget,
                              const std::function<bool()>& canceled)
 {
@@ -265,6 +265,31 @@ Result<std::string> checkTie(SourceFiles& files, const CheckpointInfo& info, con
         return dropped.name + " differs from " + kept.name;
     return std::string();
 }
+
+} // namespace
+
+Status checkTiedHead(SourceFiles& files, const CheckpointInfo& info, const MergePlan& plan, const TieCheck& tie,
+                     MemoryBudget& budget, const std::function<bool()>& canceled)
+{
+    auto difference = checkTie(files, info, tie, budget, canceled);
+    TESSERA_TRY(difference);
+    if (difference->empty())
+        return Status::success();
+    if (tie.forced)
+        return makeError(*difference + " and config.json says the embeddings are not tied: --tie-word-embedding "
+                         "would replace the trained output head with the embedding. Merge without it");
+    // A tied head that differs from the embedding was trained on its own: dropping it would lose it.
+    const std::string& configDir = plan.configDir.empty() ? info.hfConfigDir : plan.configDir;
+    const std::string config = configDir.empty() ? std::string("config.json")
+                                                 : (fs::path(configDir) / "config.json").string();
+    return makeError(*difference + ", but " + config + " says tie_word_embeddings is true, so the merged model "
+                     "would use the embedding as its output head and the trained " + info.tensors[tie.dropped].name
+                     + " would be lost. The model was trained with a head of its own: set \"tie_word_embeddings\": "
+                       "false in that config.json (or give --hf_model_path a folder whose config.json says so) and "
+                       "merge again");
+}
+
+namespace {
 
 bool isCanceled(const MergeRunOptions& options)
 {
@@ -565,24 +590,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     if (canceled() || failed)
         return canceledError();
 
-    // A tied head that differs from the embedding was trained on its own: dropping it would lose it.
-    for (const auto& tie : options.writeFinish ? plan.tieChecks : std::vector<TieCheck>()) {
-        auto difference = checkTie(sources, info, tie, budget, stop);
-        TESSERA_TRY(difference);
-        if (difference->empty())
-            continue;
-        if (tie.forced)
-            return makeError(*difference + " and config.json says the embeddings are not tied: --tie-word-embedding "
-                             "would replace the trained output head with the embedding. Merge without it");
-        const std::string& configDir = plan.configDir.empty() ? info.hfConfigDir : plan.configDir;
-        const std::string config = configDir.empty() ? std::string("config.json")
-                                                     : (fs::path(configDir) / "config.json").string();
-        return makeError(*difference + ", but " + config + " says tie_word_embeddings is true, so the merged "
-                         "model would use the embedding as its output head and the trained "
-                         + info.tensors[tie.dropped].name + " would be lost. The model was trained with a head of its "
-                         "own: set \"tie_word_embeddings\": false in that config.json (or give --hf_model_path a "
-                         "folder whose config.json says so) and merge again");
-    }
+    for (const auto& tie : options.writeFinish ? plan.tieChecks : std::vector<TieCheck>())
+        TESSERA_TRY(checkTiedHead(sources, info, plan, tie, budget, stop));
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         auto& out = outputs[i];
         if (out->fd < 0)

@@ -76,6 +76,14 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& tensor, const Pla
 Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePlan& plan, const std::string& dir,
                                       const MergeRunOptions& options);
 
+class MemoryBudget;
+
+/// Checks a tied lm_head the plan drops (`tie`) against the embedding that replaces it: an error when it differs,
+/// since it was trained on its own and would be lost, saying what to do. The merge runs it before publishing, and
+/// `tessera test` as part of the same merge.
+Status checkTiedHead(SourceFiles& files, const CheckpointInfo& info, const MergePlan& plan, const TieCheck& tie,
+                     MemoryBudget& budget, const std::function<bool()>& canceled);
+
 /// Refuses, before anything is written, a target the merge cannot complete: not a folder, not writable, a final
 /// name taken by a folder, weight files or config and tokenizer files of another model there that it would not
 /// replace, or too little free disk. --dry-run uses it too.

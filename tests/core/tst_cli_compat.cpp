@@ -3,6 +3,7 @@
 // with --peft_target_dir, switches given as Python booleans (--strict False), --debug, --save_intermediate, and
 // `test` on a folder that is already merged.
 
+#include "hfmodels.h"
 #include "testutil.h"
 
 #include "formats/safetensors_reader.h"
@@ -230,6 +231,11 @@ private Q_SLOTS:
                      qPrintable(e));
             QVERIFY(!fs::exists(out));
         }
+        // `test` runs the same merge: against a reference without the head, it fails for the same reason.
+        const std::string reference = copyHfModelWithout(dir, { "lm_head.weight" });
+        QString o, e;
+        QCOMPARE(runTessera(A({ "test", "--local_dir", dir, "--test_hf_dir", reference }), &o, &e), 1);
+        QVERIFY2(o.contains(QStringLiteral("would be lost")), qPrintable(o + e));
     }
 
     void forcedTieWritesATiedConfig()

@@ -194,6 +194,27 @@ private Q_SLOTS:
         QVERIFY(!merged->find(missing.toStdString()));
     }
 
+    // A value model (verl's critic) has score.weight instead of lm_head: known by that head, by a classification
+    // architecture in config.json, or by --is-value-model; without its head it is refused like any other.
+    void valueModelNeedsItsScoreHead()
+    {
+        const std::string critic = std::string(TESSERA_TEST_DATA_DIR) + "/fsdp2_qwen2_critic_w2/reference";
+        QString stdOut, stdErr;
+        QCOMPARE(test::runTessera(A({ "inspect", critic }), &stdOut, &stdErr), 0);
+        const std::string headless = test::copyHfModelWithout(critic, { "score.weight" });
+        QCOMPARE(test::runTessera(A({ "inspect", headless, "--is_value_model" }), &stdOut, &stdErr), 1);
+        QVERIFY2(stdOut.contains(QStringLiteral("score.weight: missing: ")), qPrintable(stdOut));
+        std::string config = test::readFile(headless + "/config.json");
+        config.replace(config.find("Qwen2ForCausalLM"), 16, "Qwen2ForTokenClassification");
+        test::writeFile(headless + "/config.json", config);
+        QCOMPARE(test::runTessera(A({ "inspect", headless }), &stdOut, &stdErr), 1);
+        QVERIFY2(stdOut.contains(QStringLiteral("score.weight: missing: ")) && !stdOut.contains(QStringLiteral("lm_head")),
+                 qPrintable(stdOut));
+        const std::string out = test::makeTempDir() + "/merged";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", headless, "--target_dir", out }), &stdOut, &stdErr), 1);
+        QVERIFY(!fs::exists(out));
+    }
+
     // The parameters of an architecture Tessera has no list for cannot be checked: the merge says so and goes on.
     void warnsWhenParametersCannotBeChecked()
     {
