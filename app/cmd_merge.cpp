@@ -33,10 +33,14 @@ namespace {
 Status checkAdapterTarget(const std::string& adapterDir, const std::string& target, const MergeOutput& adapter,
                           bool fusedModel)
 {
-    std::error_code ec;
-    const fs::path a = fs::weakly_canonical(normalTarget(adapterDir), ec);
-    const fs::path t = fs::weakly_canonical(normalTarget(target), ec);
-    if (fusedModel && !ec) {
+    // Symbolic links resolved, so that a link to the target is the target.
+    auto resolved = [](const std::string& path) {
+        std::error_code ec;
+        const fs::path canonical = fs::weakly_canonical(normalTarget(path), ec);
+        return ec ? normalTarget(path) : canonical;
+    };
+    const fs::path a = resolved(adapterDir), t = resolved(target);
+    if (fusedModel) {
         const fs::path rel = a.lexically_relative(t);
         if (a == t || (!rel.empty() && *rel.begin() != ".."))
             return makeError("--peft_target_dir " + adapterDir + (a == t ? " is" : " is inside") + " the --target_dir "

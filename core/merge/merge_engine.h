@@ -60,7 +60,7 @@ struct MergeOutcome {
     std::vector<std::string> files;     ///< file names written, in publish order
     std::uint64_t bytesWritten = 0;     ///< tensor bytes
     double seconds = 0;
-    std::vector<std::string> warnings;  ///< e.g. a tied lm_head that differs from the embedding
+    std::vector<std::string> warnings;  ///< what the user should know of what was written
     std::vector<std::string> notes;     ///< e.g. a dead run's temporary folder removed (also sent to onNote)
 };
 
