@@ -398,9 +398,16 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     lora.adapter.parallel = info.parallel;
     lora.adapter.files = info.files;
     lora.adapter.notes = info.notes;
-    // What is wrong with the checkpoint is wrong with both models made of it: a merge refuses them alike.
-    lora.adapter.problems = info.problems;
-    lora.adapter.warnings = info.warnings;
+    // What is wrong with the checkpoint's files, or with a factor or trained copy, is wrong with the adapter; a
+    // base weight's problem (missing, incomplete) only with the fused model, which gets every problem below.
+    std::set<std::string> adapterSources;
+    for (const auto& m : lora.modules)
+        adapterSources.insert({ m.sourceA, m.sourceB });
+    for (const auto& [t, n] : savedCopies)
+        adapterSources.insert(t->name);
+    for (const auto& p : info.problems)
+        if (p.tensor.empty() || adapterSources.count(p.tensor))
+            lora.adapter.problems.push_back(p);
     for (const auto& m : lora.modules) {
         TensorInfo a = *info.find(m.sourceA);
         a.name = m.adapterA;

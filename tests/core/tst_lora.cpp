@@ -411,25 +411,28 @@ private Q_SLOTS:
         QCOMPARE(info->problems.front().tensor, std::string("model.layers.1.mlp.down_proj.weight"));
         auto lora = readLoraCheckpoint(*info, {});
         QVERIFY_RESULT(lora);
-        for (const LoraOutput what : { LoraOutput::Both, LoraOutput::Adapter }) {
+        for (const LoraOutput what : { LoraOutput::Both, LoraOutput::Fused }) {
             auto plans = planLoraMerge(*lora, {}, what);
             QVERIFY(!plans);
             QVERIFY2(plans.error().message.find("model.layers.1.mlp.down_proj.weight: missing") != std::string::npos,
                      plans.error().message.c_str());
         }
+        QVERIFY_RESULT(planLoraMerge(*lora, {}, LoraOutput::Adapter)); // the adapter itself is whole
 
-        // A rank file gone: every tensor it held has holes, and neither model is written.
+        // A rank file gone: every tensor it held has holes, the factors too, and neither model is written.
         const std::string copy = copyFixtureFolder("lora_llama_w2_fp32");
         fs::remove(copy + "/global_step_10/actor/model_world_size_2_rank_1.pt");
-        const std::string target = makeTempDir() + "/out";
-        QString out, err;
-        QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"),
-                              QString::fromStdString(copy + "/global_step_10/actor"), QStringLiteral("--target_dir"),
-                              QString::fromStdString(target) },
-                            &out, &err),
-                 1);
-        QVERIFY2(err.contains(QStringLiteral("rank 1")), qPrintable(err));
-        QVERIFY(!fs::exists(target));
+        for (const char* what : { "both", "adapter" }) {
+            const std::string target = makeTempDir() + "/out";
+            QString out, err;
+            QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"),
+                                  QString::fromStdString(copy + "/global_step_10/actor"), QStringLiteral("--target_dir"),
+                                  QString::fromStdString(target), QStringLiteral("--lora"), QString::fromUtf8(what) },
+                                &out, &err),
+                     1);
+            QVERIFY2(err.contains(QStringLiteral("rank 1")), qPrintable(err));
+            QVERIFY(!fs::exists(target));
+        }
     }
 
     // Every key of adapter_config.json and lora_train_meta.json is read with the JSON type PEFT writes it in: a number
