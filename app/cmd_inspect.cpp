@@ -8,6 +8,7 @@
 
 #include "io/regex.h"
 #include "model/checkpoint_report.h"
+#include "mapping/hf_parameter_check.h"
 #include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/megatron_mapping_report.h"
@@ -34,8 +35,10 @@ int runInspect(const std::vector<std::string>& args)
                      "number of cores");
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file over the built-in rules");
     parser.addOption("ignore_missing_params", "REGEX",
-                     "Megatron: names that may be missing or unmapped (an RE2 regex found in the name)");
-    parser.addSwitch("is_value_model", "Megatron: map output_layer to score.weight");
+                     "names that may be missing (or, for Megatron, unmapped): an RE2 regex found in the name");
+    parser.addSwitch("is_value_model", "a value model: score.weight instead of lm_head.weight (Megatron: map "
+                                       "output_layer to it)");
+    parser.addSwitch("tie_word_embedding", "no lm_head.weight is expected, even if config.json does not tie it");
     if (const auto exitCode = parseCommandLine(parser, args))
         return *exitCode;
     if (parser.isSet("ignore_missing_params"))
@@ -52,6 +55,14 @@ int runInspect(const std::vector<std::string>& args)
     progress.finish();
     if (!info)
         return reportFailure(parser, info.error().message);
+    // Hugging Face names are checked against what config.json expects, as a merge checks them.
+    ParameterCheckOptions check;
+    check.ignoreMissing = parser.value("ignore_missing_params");
+    if (parser.isSet("is_value_model"))
+        check.valueModel = true;
+    check.tieWordEmbeddings = parser.isSet("tie_word_embedding");
+    if (const Status checked = checkExpectedParameters(*info, check); !checked)
+        return reportFailure(parser, checked.error().message, ExitUsage);
     // Megatron checkpoints also show how their names map to Hugging Face's, and what does not fit.
     std::optional<Result<MappingResult>> mapping;
     if (isMegatronLayout(info->layout)) {
@@ -61,6 +72,7 @@ int runInspect(const std::vector<std::string>& args)
         mo.ignoreMissing = parser.value("ignore_missing_params");
         if (parser.isSet("is_value_model"))
             mo.valueModel = true;
+        mo.tieWordEmbeddings = parser.isSet("tie_word_embedding");
         mapping = mapMegatronToHf(*info, mo);
     }
     const bool mappingOk = !mapping || (mapping->ok() && mapping->value().problems.empty());

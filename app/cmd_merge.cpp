@@ -11,6 +11,7 @@
 #include "terminal_text.h"
 
 #include "io/byte_size.h"
+#include "io/path_kinds.h"
 #include "io/printable.h"
 #include "merge/merge_engine.h"
 #include "merge/lora_plan.h"
@@ -22,7 +23,40 @@
 #include <iomanip>
 #include <iostream>
 
+namespace fs = std::filesystem;
+
 namespace tessera::cli {
+
+namespace {
+
+/// Refuses a --peft_target_dir the adapter cannot be published into after the fused model: the target itself or a
+/// folder inside it (the two would replace or mix each other's files), a file, a folder that cannot be written,
+/// weight or tokenizer files of another model there. Checked before anything is written.
+Status checkAdapterTarget(const std::string& adapterDir, const std::string& target, const MergeOutput& adapter,
+                          bool fusedModel)
+{
+    // Symbolic links resolved, so that a link to the target is the target.
+    auto resolved = [](const std::string& path) {
+        std::error_code ec;
+        const fs::path canonical = fs::weakly_canonical(normalTarget(path), ec);
+        return ec ? normalTarget(path) : canonical;
+    };
+    const fs::path a = resolved(adapterDir), t = resolved(target);
+    if (fusedModel) {
+        const fs::path rel = a.lexically_relative(t);
+        if (a == t || (!rel.empty() && *rel.begin() != ".."))
+            return makeError("--peft_target_dir " + adapterDir + (a == t ? " is" : " is inside") + " the --target_dir "
+                             + target + ", which the fused model is published into as a whole; give the adapter a "
+                             "folder of its own, or leave --peft_target_dir out to write it into "
+                             + (t / "lora_adapter").string());
+    }
+    const Status usable = checkMergeTargets({ adapter }, adapterDir);
+    if (!usable)
+        return usable.error().withContext("--peft_target_dir");
+    return Status::success();
+}
+
+} // namespace
 
 int runMerge(const std::vector<std::string>& args)
 {
@@ -99,13 +133,18 @@ int runMerge(const std::vector<std::string>& args)
     if (isPartRun(parser))
         return runMergePartCommand(parser, setup, outputs, target);
     const std::string peftTarget = parser.value("peft_target_dir");
+    if (separateAdapter)
+        if (const Status usable = checkAdapterTarget(peftTarget, target, *separateAdapter, !outputs.empty()); !usable) {
+            if (json)
+                std::cout << nlohmann::json { { "error", usable.error().message } }.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+            std::cerr << "tessera merge: " << usable.error().message << "\n";
+            return ExitProblems;
+        }
     // Each model's label in summaries: the sub-folder it goes into, or nothing for the target itself.
     auto label = [](const MergeOutput& o) { return o.subfolder.empty() ? std::string() : o.subfolder + "/"; };
     if (parser.isSet("dry_run")) {
         // A plan that the real merge would refuse is not OK: check the target as the merge does.
-        Status usable = outputs.empty() ? Status::success() : checkMergeTargets(outputs, target);
-        if (usable && separateAdapter)
-            usable = checkMergeTargets({ *separateAdapter }, peftTarget);
+        const Status usable = outputs.empty() ? Status::success() : checkMergeTargets(outputs, target);
         if (!usable)
             return reportFailure(parser, usable.error().message);
         if (json) {

@@ -5,6 +5,8 @@
 #include "terminal_text.h"
 
 #include "io/regex.h"
+#include "mapping/hf_parameter_check.h"
+#include "mapping/lora_config.h"
 #include "mapping/megatron_mapping.h"
 #include "parallel.h"
 #include "formats/scan.h"
@@ -27,10 +29,12 @@ void addCommonMergeOptions(ArgParser& parser)
                                        "output_layer); FSDP: value heads always pass through");
     parser.addOption("param_mapping", "FILE", "Megatron: a mapping rules JSON file that adds to or overrides the "
                                               "built-in rules (same schema as resources/mapping/*.json)");
-    parser.addOption("ignore_missing_params", "REGEX", "Megatron: parameters (or source tensors) in which REGEX (RE2 "
-                                                       "syntax) is found may be missing (or unmapped) without failing");
-    parser.addSwitch("strict", "Megatron: fail on any unmapped source tensor or missing parameter (the default)");
-    parser.addSwitch("no_strict", "Megatron: write what maps and only warn about unmapped or missing tensors");
+    parser.addOption("ignore_missing_params", "REGEX", "parameters config.json expects (or, for Megatron, source "
+                                                       "tensors) in which REGEX (RE2 syntax) is found may be missing "
+                                                       "(or unmapped) without failing");
+    parser.addSwitch("strict", "fail on any missing parameter (or, for Megatron, unmapped source tensor) (the default)");
+    parser.addSwitch("no_strict", "write what there is and only warn about missing parameters (or, for Megatron, "
+                                  "unmapped tensors)");
     parser.addOption("lora", "WHAT", "LoRA checkpoints: fused (the base model with W + B·A·alpha/r), adapter (a PEFT "
                                      "adapter folder in TARGET/lora_adapter) or both", "both");
     parser.addOption("lora_alpha", "A", "LoRA alpha, when the checkpoint does not record it (lora_train_meta.json)");
@@ -81,7 +85,8 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
         setup.loraOutput = LoraOutput::Both; // verl's --use_peft asks for the adapter
     LoraSettings lora;
     if (parser.isSet("lora_alpha")) {
-        const auto alpha = decimalOption(parser, "lora_alpha", 0, 1e9, true);
+        // One bound for the flag, the adapter's files and the workbench (mapping/lora_config.h).
+        const auto alpha = decimalOption(parser, "lora_alpha", 0, kMaxLoraAlpha, true);
         if (!alpha)
             return fail(ExitUsage, alpha.error().message);
         lora.alpha = *alpha;
@@ -113,13 +118,26 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     if (!matches && !mergedFolderTest)
         return fail(ExitProblems, "--backend " + backend + " was given but " + localDir + " is a " + layout
                                       + " checkpoint (use --backend auto)");
+    const bool strict = !parser.isSet("no_strict") && !parser.isTurnedOff("strict");
+    // Hugging Face names: every parameter config.json expects must be there (Megatron's mapping checks its own).
+    ParameterCheckOptions check;
+    check.ignoreMissing = parser.value("ignore_missing_params");
+    check.strict = strict;
+    if (parser.isSet("is_value_model"))
+        check.valueModel = true;
+    check.tieWordEmbeddings = parser.isSet("tie_word_embedding");
+    if (const Status checked = checkExpectedParameters(*info, check); !checked)
+        return fail(ExitUsage, checked.error().message);
+    if (!parser.isSet("quiet") && !parser.isSet("json"))
+        for (const auto& w : info->warnings)
+            printMessage(command, "warning", w);
     if (isMegatronLayout(layout)) {
         // Megatron names and fused weights become Hugging Face ones; the result merges like any other checkpoint.
         MappingOptions mapping;
         mapping.configDir = setup.options.hfConfigDir;
         mapping.userRulesFile = parser.value("param_mapping");
         mapping.ignoreMissing = parser.value("ignore_missing_params");
-        mapping.strict = !parser.isSet("no_strict") && !parser.isTurnedOff("strict");
+        mapping.strict = strict;
         if (parser.isSet("is_value_model"))
             mapping.valueModel = true;
         mapping.tieWordEmbeddings = parser.isSet("tie_word_embedding");
@@ -143,6 +161,13 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
             if (isMegatronLayout(scanned->layout))
                 return fail(ExitProblems, "--base_model: " + parser.value("base_model") + " is a Megatron checkpoint; "
                                           "merge it into a Hugging Face folder first and give that folder");
+            if (scanned->hfConfigDir.empty())
+                scanned->hfConfigDir = info->hfConfigDir; // as the fused model takes it (readLoraCheckpoint)
+            if (const Status checked = checkExpectedParameters(*scanned, check); !checked)
+                return fail(ExitUsage, checked.error().message);
+            if (!parser.isSet("quiet") && !parser.isSet("json"))
+                for (const auto& w : scanned->warnings)
+                    printMessage(command, "warning", "--base_model: " + w);
             base = std::move(*scanned);
         }
         auto read = readLoraCheckpoint(*info, lora, base ? &*base : nullptr);

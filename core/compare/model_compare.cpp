@@ -319,6 +319,17 @@ Result<CompareReport> compareWithReference(const CheckpointInfo& info, const Mer
                     c.detail += " (" + d.substr(t.name.size() + 1) + ")";
             report.tensors.push_back(std::move(c));
         }
+    // The merge refuses a tied head that differs from the embedding; so does the same merge run in memory.
+    for (const auto& tie : plan.tieChecks) {
+        const Status same = checkTiedHead(files, info, plan, tie, budget, canceled);
+        if (same || same.error().message == "canceled")
+            continue;
+        TensorComparison c;
+        c.name = info.tensors[tie.dropped].name;
+        c.verdict = TensorComparison::Verdict::Failed;
+        c.detail = same.error().message;
+        report.tensors.push_back(std::move(c));
+    }
     if (progress.isCanceled())
         return makeError("canceled");
     return report;

@@ -36,19 +36,30 @@ const Piece* wholePiece(const TensorInfo& t)
     return p.encoding == PieceEncoding::Plain && p.storedDtype == DType::UInt8 && p.shape == t.shape ? &p : nullptr;
 }
 
-/// `<name>` from its blocks and scales, when they have GPT-OSS's shapes: blocks [E, R, G, 16], scales [E, R, G].
-std::optional<TensorInfo> joined(const std::string& name, const TensorInfo& blocks, const TensorInfo& scales)
+/// Why `blocks` and `scales` are not one MXFP4 tensor as GPT-OSS stores it (uint8 blocks [E, R, G, 16] with
+/// uint8 scales [E, R, G], each one whole piece); empty when they are.
+std::string misfit(const TensorInfo& blocks, const TensorInfo& scales)
+{
+    if (!wholePiece(blocks) || !wholePiece(scales))
+        return "they are not each one uint8 tensor";
+    if (blocks.shape.size() != 4 || scales.shape.size() != 3
+        || blocks.shape[3] != static_cast<std::int64_t>(kMxfp4BlockBytes)
+        || !std::equal(scales.shape.begin(), scales.shape.end(), blocks.shape.begin()))
+        return "their shapes do not fit together";
+    for (std::int64_t d : scales.shape)
+        if (d <= 0)
+            return "they are empty";
+    if (blocks.shape[2] > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(kMxfp4BlockElements))
+        return "the rows are too long";
+    return {};
+}
+
+/// `<name>` from its blocks and scales, which fit (misfit() is empty).
+TensorInfo joined(const std::string& name, const TensorInfo& blocks, const TensorInfo& scales)
 {
     const Piece* b = wholePiece(blocks);
     const Piece* s = wholePiece(scales);
-    if (!b || !s || blocks.shape.size() != 4 || scales.shape.size() != 3
-        || blocks.shape[3] != static_cast<std::int64_t>(kMxfp4BlockBytes)
-        || !std::equal(scales.shape.begin(), scales.shape.end(), blocks.shape.begin()))
-        return std::nullopt;
     const std::int64_t experts = blocks.shape[0], rows = blocks.shape[1], groups = blocks.shape[2];
-    if (experts <= 0 || rows <= 0 || groups <= 0
-        || groups > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(kMxfp4BlockElements))
-        return std::nullopt;
     const std::int64_t columns = groups * static_cast<std::int64_t>(kMxfp4BlockElements);
 
     TensorInfo t;
@@ -97,12 +108,23 @@ std::size_t joinMxfp4Pairs(CheckpointInfo& info)
             continue;
         const std::string name = t.name.substr(0, t.name.size() - kBlocks.size());
         const auto scales = indexOf.find(name + kScales);
-        if (scales == indexOf.end() || indexOf.count(name)) // a tensor of that name already: leave both alone
+        if (scales == indexOf.end())
             continue;
-        if (auto one = joined(name, t, info.tensors[scales->second])) {
-            consumed[i] = consumed[scales->second] = true;
-            joinedAt.emplace(i, std::move(*one));
+        const TensorInfo& s = info.tensors[scales->second];
+        if (t.dtype != DType::UInt8 && s.dtype != DType::UInt8)
+            continue; // not MXFP4's bytes: two tensors that happen to be named so
+        // A pair that is not one tensor would be written as raw codes, under a config.json whose
+        // quantization_config the merge drops for the pairs it decodes: never a model anyone can load.
+        std::string why = indexOf.count(name) ? "a tensor named " + name + " is there too" : misfit(t, s);
+        if (!why.empty()) {
+            const std::string file = t.pieces.empty() ? info.root : t.pieces.front().file;
+            info.problems.push_back({ file, name, t.name + " " + shapeToString(t.shape) + " and " + s.name + " "
+                                                      + shapeToString(s.shape) + " are not one MXFP4 tensor (uint8 "
+                                                      "blocks [E, R, G, 16] with scales [E, R, G]): " + why });
+            continue;
         }
+        consumed[i] = consumed[scales->second] = true;
+        joinedAt.emplace(i, joined(name, t, s));
     }
     if (joinedAt.empty())
         return 0;

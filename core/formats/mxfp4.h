@@ -18,8 +18,9 @@ void dequantizeMxfp4(const std::uint8_t* codes, const std::uint8_t* scales, std:
 
 /// Replaces each pair `<name>_blocks` (uint8 [E, R, G, 16]) and `<name>_scales` (uint8 [E, R, G]) among a Hugging
 /// Face folder's tensors by the one tensor `<name>` transformers loads from them: bfloat16 [E, G·32, R] (the
-/// dequantized [E, R, G·32], transposed in its last two dims), one MXFP4 piece over the two stored tensors. Pairs
-/// of another shape are left as they are. Returns how many tensors were joined.
+/// dequantized [E, R, G·32], transposed in its last two dims), one MXFP4 piece over the two stored tensors. A uint8
+/// pair that is not such a tensor (shapes that do not fit together, a tensor `<name>` beside it) is a problem of
+/// `info`, never raw codes to copy. Returns how many tensors were joined.
 std::size_t joinMxfp4Pairs(CheckpointInfo& info);
 
 } // namespace tessera

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mapping/lora.h"
+#include "mapping/lora_config.h"
 
 #include "io/printable.h"
 #include "io/text_file.h"
@@ -145,18 +146,6 @@ Result<std::optional<json>> readJsonObject(const fs::path& path)
     return std::optional<json>(std::move(j));
 }
 
-/// A positive finite number member, or nothing when absent; an error when present but not such a number.
-Result<std::optional<double>> positiveNumber(const json& object, const char* key, const std::string& where)
-{
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null())
-        return std::optional<double>();
-    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0)
-        return makeError(where + ": \"" + key + "\" must be a positive number (got "
-                         + printableText(it->dump(-1, ' ', false, json::error_handler_t::replace)) + ")");
-    return std::optional<double>(it->get<double>());
-}
-
 /// Where the checkpoint's LoRA facts may be: verl writes lora_train_meta.json into the actor folder, older verl
 /// an adapter folder there too; a user may point at the folder above or below.
 std::vector<fs::path> metaFolders(const CheckpointInfo& info)
@@ -191,31 +180,22 @@ Result<FoundConfig> findLoraConfig(const CheckpointInfo& info)
             if (!*j)
                 continue;
             const json& o = **j;
-            auto alpha = positiveNumber(o, "lora_alpha", file.string());
-            TESSERA_TRY(alpha);
-            auto r = positiveNumber(o, "r", file.string());
-            TESSERA_TRY(r);
-            if (*alpha && !found.alpha) {
-                found.alpha = *alpha;
+            auto facts = readLoraConfigObject(o, file.string());
+            TESSERA_TRY(facts);
+            if (facts->alpha && !found.alpha) {
+                found.alpha = facts->alpha;
                 found.alphaSource = file.string();
             }
-            if (*r && !found.r) {
-                found.r = *r;
+            if (facts->r && !found.r) {
+                found.r = static_cast<double>(*facts->r);
                 found.rSource = file.string();
             }
-            if (auto it = o.find("use_rslora"); it != o.end() && it->is_boolean() && !found.rslora)
-                found.rslora = it->get<bool>();
-            if (auto it = o.find("task_type"); it != o.end() && it->is_string() && found.taskType.empty())
-                found.taskType = it->get<std::string>();
-            if (file.filename() == "adapter_config.json" && found.configText.empty()) {
-                for (const char* key : { "rank_pattern", "alpha_pattern" })
-                    if (auto it = o.find(key); it != o.end() && !it->is_null() && !it->empty())
-                        return makeError(file.string() + ": \"" + key
-                                         + "\" gives some modules their own rank or alpha, which is not supported yet");
-                if (auto it = o.find("fan_in_fan_out"); it != o.end() && it->is_boolean() && it->get<bool>())
-                    return makeError(file.string() + ": fan_in_fan_out adapters (GPT-2 style Conv1D) are not supported");
+            if (facts->useRslora && !found.rslora)
+                found.rslora = facts->useRslora;
+            if (!facts->taskType.empty() && found.taskType.empty())
+                found.taskType = facts->taskType;
+            if (file.filename() == "adapter_config.json" && found.configText.empty())
                 found.configText = o.dump();
-            }
         }
     }
     return found;
@@ -231,6 +211,19 @@ bool hasLoraTensors(const CheckpointInfo& info)
         const auto kind = parsePeftName(t.name).kind;
         return isFactor(kind) || kind == PeftName::Kind::Base || kind == PeftName::Kind::Unsupported;
     });
+}
+
+std::vector<std::string> loraBaseWeightNames(const CheckpointInfo& info)
+{
+    std::vector<std::string> names;
+    bool base = false; // adapter-only (save_lora_only) holds factors and trained copies, no base weight
+    for (const auto& t : info.tensors) {
+        const PeftName n = parsePeftName(t.name);
+        base = base || n.kind == PeftName::Kind::Base || n.kind == PeftName::Kind::Plain;
+        if (n.kind == PeftName::Kind::Base || n.kind == PeftName::Kind::Plain || n.kind == PeftName::Kind::SavedCopy)
+            names.push_back(n.plainName());
+    }
+    return base ? names : std::vector<std::string>();
 }
 
 Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const LoraSettings& settings,
@@ -314,6 +307,8 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     auto found = findLoraConfig(info);
     TESSERA_TRY(found);
     if (settings.alpha) {
+        if (const std::string why = loraAlphaProblem(*settings.alpha); !why.empty())
+            return makeError("--lora_alpha " + why);
         lora.config.alpha = *settings.alpha;
         lora.config.alphaSource = "--lora_alpha";
     } else if (found->alpha) {
@@ -403,6 +398,16 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     lora.adapter.parallel = info.parallel;
     lora.adapter.files = info.files;
     lora.adapter.notes = info.notes;
+    // What is wrong with the checkpoint's files, or with a factor or trained copy, is wrong with the adapter; a
+    // base weight's problem (missing, incomplete) only with the fused model, which gets every problem below.
+    std::set<std::string> adapterSources;
+    for (const auto& m : lora.modules)
+        adapterSources.insert({ m.sourceA, m.sourceB });
+    for (const auto& [t, n] : savedCopies)
+        adapterSources.insert(t->name);
+    for (const auto& p : info.problems)
+        if (p.tensor.empty() || adapterSources.count(p.tensor))
+            lora.adapter.problems.push_back(p);
     for (const auto& m : lora.modules) {
         TensorInfo a = *info.find(m.sourceA);
         a.name = m.adapterA;
@@ -427,6 +432,8 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         lora.fused.parallel = info.parallel;
         lora.fused.files = info.files;
         lora.fused.notes = info.notes;
+        lora.fused.problems = info.problems;
+        lora.fused.warnings = info.warnings;
         for (const auto& [t, n] : baseTensors) {
             TensorInfo renamed = *t;
             renamed.name = n.plainName();
@@ -439,6 +446,7 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         lora.fused = *base;
         if (lora.fused.hfConfigDir.empty())
             lora.fused.hfConfigDir = info.hfConfigDir;
+        lora.fused.problems.insert(lora.fused.problems.end(), info.problems.begin(), info.problems.end());
         baseInfo = &lora.fused;
         lora.notes.push_back("adapter-only checkpoint: base weights from " + base->root);
     } else {

@@ -74,6 +74,10 @@ struct LoraCheckpoint {
 /// True when `info` holds PEFT/LoRA tensors.
 bool hasLoraTensors(const CheckpointInfo& info);
 
+/// The Hugging Face names of the base model's weights `info` (a LoRA checkpoint) holds: PEFT's wrapping removed,
+/// a trained copy (modules_to_save) in place of its frozen original. Empty for an adapter-only checkpoint.
+std::vector<std::string> loraBaseWeightNames(const CheckpointInfo& info);
+
 /// What `tessera inspect` and the workbench's summary say of a LoRA checkpoint, one line per fact (the modules,
 /// r and alpha with their sources, what a merge writes, or why it cannot); empty for other checkpoints.
 std::vector<std::string> loraSummaryLines(const CheckpointInfo& info);

@@ -322,6 +322,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     std::map<std::string, std::size_t> stackIndex; // stacked GGUF name → index into pending
     std::map<std::string, std::map<int, std::size_t>> experts; // stacked GGUF name → expert → source tensor
     const TensorInfo* embedding = nullptr;
+    const TensorInfo* tiedHead = nullptr; // dropped: the engine checks it equals the embedding (a TieCheck)
     for (std::size_t i = 0; i < info.tensors.size(); ++i) {
         const TensorInfo& t = info.tensors[i];
         const auto mapped = ggufTensorName(t.name);
@@ -336,6 +337,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
             embedding = &t;
         if (t.name == "lm_head.weight" && tied) {
             plan.dropped.push_back("lm_head.weight (tied to model.embed_tokens.weight; llama.cpp uses token_embd)");
+            tiedHead = &t;
             continue;
         }
         if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2) {
@@ -575,6 +577,13 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     }
     merge.files.push_back(std::move(file));
     merge.diskBytes = plan.fileSize;
+    // A dropped head must equal the embedding, as a merge checks it; both are read only for that comparison.
+    if (tiedHead && embedding) {
+        plan.view.tensors.push_back(*tiedHead);
+        plan.view.tensors.push_back(*embedding);
+        const std::size_t n = plan.view.tensors.size();
+        merge.tieChecks.push_back({ n - 2, n - 1, options.forceTieWordEmbeddings && !facts->tieWordEmbeddings });
+    }
     plan.view.layout = info.layout;
     plan.view.root = info.root;
     plan.view.hfConfigDir = plan.config.path;

@@ -200,6 +200,24 @@ std::vector<std::string> conflictingWeightFiles(const std::string& targetDir, co
     return conflicts;
 }
 
+std::vector<std::string> conflictingSideFiles(const std::string& targetDir, const std::vector<std::string>& newFiles)
+{
+    std::vector<std::string> conflicts;
+    std::error_code ec;
+    if (!fs::is_directory(targetDir, ec))
+        return conflicts;
+    for (const auto& entry : fs::directory_iterator(targetDir, ec)) {
+        const std::string name = entry.path().filename().string();
+        // Remote code is loaded only through the config.json and tokenizer_config.json that name it, which
+        // this check covers: a script of the user's beside them is no part of a model.
+        if (isHfSideFile(name) && !endsWith(name, ".py")
+            && std::find(newFiles.begin(), newFiles.end(), name) == newFiles.end())
+            conflicts.push_back(name);
+    }
+    std::sort(conflicts.begin(), conflicts.end());
+    return conflicts;
+}
+
 std::optional<std::uint64_t> freeDiskBytes(const std::string& path)
 {
     std::error_code ec;

@@ -56,6 +56,11 @@ Result<std::string> rewriteConfigTied(const std::string& configText);
 /// could mistake for part of the new model (*.safetensors, *.safetensors.index.json, pytorch_model*.bin…).
 std::vector<std::string> conflictingWeightFiles(const std::string& targetDir, const std::vector<std::string>& newFiles);
 
+/// Config and tokenizer files (isHfSideFile(), remote code aside) in `targetDir` that a merged model writing
+/// `newFiles` would not replace: the published folder would pair the new weights with another model's tokenizer,
+/// chat template or generation config.
+std::vector<std::string> conflictingSideFiles(const std::string& targetDir, const std::vector<std::string>& newFiles);
+
 /// Free bytes on the file system holding `path` (or its nearest existing parent); nullopt when unknown.
 std::optional<std::uint64_t> freeDiskBytes(const std::string& path);
 

@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstring>
+#include <sstream>
 #include <vector>
 
 namespace tessera {
@@ -35,6 +38,41 @@ std::uint64_t tileRows(std::int64_t cols)
 }
 
 Error canceledError() { return makeError("canceled"); }
+
+/// How many of the `n` values of `dtype` at `data` are infinite or NaN (an exponent of all ones).
+std::uint64_t nonFinite(const std::uint8_t* data, DType dtype, std::uint64_t n)
+{
+    std::uint64_t count = 0;
+    if (dtype == DType::Float32) {
+        for (std::uint64_t i = 0; i < n; ++i) {
+            float v;
+            std::memcpy(&v, data + 4 * i, 4);
+            count += std::isfinite(v) ? 0 : 1;
+        }
+        return count;
+    }
+    const std::uint16_t exponent = dtype == DType::BFloat16 ? 0x7F80 : 0x7C00; // float16 otherwise
+    for (std::uint64_t i = 0; i < n; ++i) {
+        std::uint16_t v;
+        std::memcpy(&v, data + 2 * i, 2);
+        count += (v & exponent) == exponent ? 1 : 0;
+    }
+    return count;
+}
+
+/// A fused weight with more infinite or NaN values than its base: the update overflowed (an alpha or factors out
+/// of range, or a sum past the output dtype's largest value). Such a model computes nothing useful.
+Status checkFinite(const TensorInfo& weight, const PlannedTensor& planned, std::uint64_t before, std::uint64_t after)
+{
+    if (after <= before)
+        return Status::success();
+    std::ostringstream scale;
+    scale << planned.delta->scale;
+    return makeError(weight.name + ": fusing its LoRA update (scale " + scale.str() + ") makes "
+                     + std::to_string(after - before) + " of its values infinite or NaN in "
+                     + std::string(torchName(planned.dtype)) + "; the adapter's lora_alpha or factors are out of range, "
+                     "so the fused model is not written");
+}
 
 } // namespace
 
@@ -167,31 +205,37 @@ Status materializeFused(SourceFiles& files, const TensorInfo& weight, const Plan
         TESSERA_TRY(work);
         TESSERA_TRY(materializeTensor(files, weight, base, work->data(), canceled));
         float* w = reinterpret_cast<float*>(work->data());
+        const std::uint64_t before = nonFinite(work->data(), DType::Float32, elements(planned.shape));
         if (!addLowRankProduct(w, rows, cols, c.data(), m.data(), r, scale, threads, canceled))
             return canceledError();
-        return convertElements(w, DType::Float32, dst, planned.dtype, elements(planned.shape));
+        TESSERA_TRY(convertElements(w, DType::Float32, dst, planned.dtype, elements(planned.shape)));
+        return checkFinite(weight, planned, before, nonFinite(dst, planned.dtype, elements(planned.shape)));
     }
     TESSERA_TRY(materializeTensor(files, weight, base, dst, canceled));
     if (planned.dtype == DType::Float32) {
+        const std::uint64_t before = nonFinite(dst, DType::Float32, elements(planned.shape));
         if (!addLowRankProduct(reinterpret_cast<float*>(dst), rows, cols, c.data(), m.data(), r, scale, threads,
                                canceled))
             return canceledError();
-        return Status::success();
+        return checkFinite(weight, planned, before, nonFinite(dst, DType::Float32, elements(planned.shape)));
     }
     // bf16/fp16 in and out: each tile of rows goes to fp32 (exactly), gets its update, and is rounded back once.
     const std::size_t es = dtypeSize(planned.dtype);
     const std::int64_t perTile = static_cast<std::int64_t>(tileRows(cols));
     std::vector<float> tile(static_cast<std::size_t>(std::min(perTile, rows) * cols));
+    std::uint64_t before = 0, after = 0;
     for (std::int64_t row = 0; row < rows; row += perTile) {
         const std::int64_t n = std::min(perTile, rows - row);
         const std::uint64_t count = static_cast<std::uint64_t>(n * cols);
         std::uint8_t* at = dst + static_cast<std::uint64_t>(row * cols) * es;
+        before += nonFinite(at, planned.dtype, count);
         TESSERA_TRY(convertElements(at, planned.dtype, tile.data(), DType::Float32, count));
         if (!addLowRankProduct(tile.data(), n, cols, c.data() + row * r, m.data(), r, scale, threads, canceled))
             return canceledError();
         TESSERA_TRY(convertElements(tile.data(), DType::Float32, at, planned.dtype, count));
+        after += nonFinite(at, planned.dtype, count);
     }
-    return Status::success();
+    return checkFinite(weight, planned, before, after);
 }
 
 } // namespace tessera

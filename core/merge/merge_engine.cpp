@@ -240,15 +240,17 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
     return Status::success();
 }
 
-/// Checks that a tied, dropped lm_head equals the embedding that replaces it; a difference is a warning.
+/// How a tied, dropped lm_head differs from the embedding that replaces it; empty when it equals it.
 Result<std::string> checkTie(SourceFiles& files, const CheckpointInfo& info, const TieCheck& tie, MemoryBudget& budget,
                              const std::function<bool()>& canceled)
 {
     const TensorInfo& dropped = info.tensors[tie.dropped];
     const TensorInfo& kept = info.tensors[tie.kept];
     if (dropped.shape != kept.shape || dropped.dtype != kept.dtype)
-        return dropped.name + " (" + std::string(torchName(dropped.dtype)) + " " + boxText(Shape(dropped.shape.size(), 0), dropped.shape)
-            + ") differs in shape or dtype from " + kept.name + "; it is not written because the embeddings are tied";
+        return printableText(dropped.name) + " (" + std::string(torchName(dropped.dtype)) + " "
+            + boxText(Shape(dropped.shape.size(), 0), dropped.shape) + ") differs in shape or dtype from "
+            + printableText(kept.name) + " (" + std::string(torchName(kept.dtype)) + " "
+            + boxText(Shape(kept.shape.size(), 0), kept.shape) + ")";
     auto a = planTensorCopy(dropped, tie.dropped, std::nullopt);
     TESSERA_TRY(a);
     auto b = planTensorCopy(kept, tie.kept, std::nullopt);
@@ -266,12 +268,32 @@ Result<std::string> checkTie(SourceFiles& files, const CheckpointInfo& info, con
     TESSERA_TRY(bufB);
     TESSERA_TRY(materializeTensor(files, kept, *b, bufB->data(), canceled));
     if (std::memcmp(bufA->data(), bufB->data(), a->bytes) != 0)
-        return dropped.name + " differs from " + kept.name
-            + " although tie_word_embeddings is set; it is not written, so the merged model uses the embedding for both";
+        return printableText(dropped.name) + " differs from " + printableText(kept.name);
     return std::string();
 }
 
 } // namespace
+
+Status checkTiedHead(SourceFiles& files, const CheckpointInfo& info, const MergePlan& plan, const TieCheck& tie,
+                     MemoryBudget& budget, const std::function<bool()>& canceled)
+{
+    auto difference = checkTie(files, info, tie, budget, canceled);
+    TESSERA_TRY(difference);
+    if (difference->empty())
+        return Status::success();
+    if (tie.forced)
+        return makeError(*difference + " and config.json says the embeddings are not tied: --tie-word-embedding "
+                         "would replace the trained output head with the embedding. Merge without it");
+    // A tied head that differs from the embedding was trained on its own: dropping it would lose it.
+    const std::string& configDir = plan.config.path.empty() ? info.hfConfigDir : plan.config.path;
+    const std::string config = configDir.empty() ? std::string("config.json")
+                                                 : printableText((fs::path(configDir) / "config.json").string());
+    return makeError(*difference + ", but " + config + " says tie_word_embeddings is true, so the merged model "
+                     "would use the embedding as its output head and the trained " + printableText(info.tensors[tie.dropped].name)
+                     + " would be lost. The model was trained with a head of its own: set \"tie_word_embeddings\": "
+                       "false in that config.json (or give --hf_model_path a folder whose config.json says so) and "
+                       "merge again");
+}
 
 bool isCanceled(const MergeRunOptions& options)
 {
@@ -571,17 +593,8 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
     if (canceled() || failed)
         return canceledError();
 
-    for (const auto& tie : options.writeFinish ? plan.tieChecks : std::vector<TieCheck>()) {
-        auto warning = checkTie(sources, info, tie, budget, stop);
-        TESSERA_TRY(warning);
-        if (!warning->empty() && tie.forced)
-            return makeError(printableText(info.tensors[tie.dropped].name) + " differs from "
-                             + printableText(info.tensors[tie.kept].name)
-                             + " and config.json says the embeddings are not tied: --tie-word-embedding would replace "
-                               "the trained output head with the embedding. Merge without it");
-        if (!warning->empty())
-            outcome.warnings.push_back(*warning);
-    }
+    for (const auto& tie : options.writeFinish ? plan.tieChecks : std::vector<TieCheck>())
+        TESSERA_TRY(checkTiedHead(sources, info, plan, tie, budget, stop));
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         auto& out = outputs[i];
         if (out->fd < 0)
@@ -620,6 +633,14 @@ Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir)
             names += (names.empty() ? "" : ", ") + c;
         return makeError(targetDir + " already holds weight files this merge would not replace (" + names
                          + "); a loader could mix them with the merged model. Remove them or choose another --target_dir");
+    }
+    if (const auto others = conflictingSideFiles(targetDir, plan.outputFileNames()); !others.empty()) {
+        std::string names;
+        for (const auto& c : others)
+            names += (names.empty() ? "" : ", ") + c;
+        return makeError(targetDir + " already holds config or tokenizer files this merge would not replace (" + names
+                         + "); the folder would pair the merged weights with another model's. Remove them or choose "
+                           "another --target_dir");
     }
     // The temporary folder is inside the target when it exists, else beside it: the same disk either way.
     if (auto free = freeDiskBytes(targetDir); free && *free < plan.diskBytes)

@@ -68,7 +68,7 @@ struct MergeOutcome {
     std::vector<std::string> files;     ///< file names written, in publish order
     std::uint64_t bytesWritten = 0;     ///< tensor bytes
     double seconds = 0;
-    std::vector<std::string> warnings;  ///< e.g. a tied lm_head that differs from the embedding
+    std::vector<std::string> warnings;  ///< what the user should know of what was written
     std::vector<std::string> notes;     ///< e.g. a dead run's temporary folder removed (also sent to onNote)
 };
 
@@ -84,8 +84,17 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& tensor, const Pla
 Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePlan& plan, const std::string& dir,
                                       const MergeRunOptions& options);
 
+class MemoryBudget;
+
+/// Checks a tied lm_head the plan drops (`tie`) against the embedding that replaces it: an error when it differs,
+/// since it was trained on its own and would be lost, saying what to do. The merge runs it before publishing, and
+/// `tessera test` as part of the same merge.
+Status checkTiedHead(SourceFiles& files, const CheckpointInfo& info, const MergePlan& plan, const TieCheck& tie,
+                     MemoryBudget& budget, const std::function<bool()>& canceled);
+
 /// Refuses, before anything is written, a target the merge cannot complete: not a folder, not writable, a final
-/// name taken by a folder, weight files of another model there, or too little free disk. --dry-run uses it too.
+/// name taken by a folder, weight files or config and tokenizer files of another model there that it would not
+/// replace, or too little free disk. --dry-run uses it too.
 Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir);
 
 /// The whole merge: checks the target (checkMergeTarget()), removes temporary folders dead runs left for it,

@@ -38,6 +38,11 @@ std::string nameSourceFile(const CheckpointInfo& info, const TensorInfo& t)
     return printableText(file.extension() == ".distcp" ? (file.parent_path() / ".metadata").string() : file.string());
 }
 
+bool endsWithText(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 /// The input embedding a tied lm_head.weight must equal.
 std::optional<std::size_t> findEmbedding(const CheckpointInfo& info)
 {
@@ -266,6 +271,10 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
             plan.configTied = plan.configTied || (forced && config->found);
             plan.dropped.push_back("lm_head.weight (tied to " + info.tensors[*embed].name + ")");
         }
+        // Forced on a checkpoint without any lm_head: the config must say tied too, or transformers would give the
+        // model a fresh random head.
+        if (options.forceTieWordEmbeddings && !config->tieWordEmbeddings && config->found && !info.find("lm_head.weight"))
+            plan.configTied = true;
     }
 
     std::vector<std::string> errors;
@@ -310,6 +319,16 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
             for (const auto& piece : info.tensors[t.source].pieces)
                 decoded = decoded || piece.encoding == PieceEncoding::MXFP4;
         plan.configDequantized = decoded || info.layout != "hf-safetensors";
+        // Quantized codes copied as they are would then be read as weights of their own.
+        std::vector<std::string> raw;
+        for (const auto& t : plan.tensors)
+            if (plan.configDequantized && t.dtype == DType::UInt8
+                && (endsWithText(t.name, "_blocks") || endsWithText(t.name, "_scales")))
+                raw.push_back(t.name);
+        if (!raw.empty())
+            return makeError("config.json's quantization_config (" + config->quantization + ") is dropped, since the "
+                             "weights are written unquantized, but these are quantized codes that would be written as "
+                             "they are:" + listedItems(raw, 10));
     }
     if (options.dtype) {
         plan.configDtype = options.dtype;

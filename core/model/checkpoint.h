@@ -136,6 +136,9 @@ struct CheckpointInfo {
     std::vector<std::string> files;    ///< the data files read, absolute
     std::vector<TensorInfo> tensors;   ///< in the checkpoint's own key order
     std::vector<Problem> problems;
+    /// What could not be checked, or what a relaxed check let through (--no-strict): shown with the problems,
+    /// but no reason to refuse the checkpoint.
+    std::vector<std::string> warnings;
     std::map<std::string, std::string> notes; ///< extra facts for display ("fsdp_version" → "2", …)
     /// LoRA updates to fuse into their weights (a LoRA checkpoint's fused view): the factors they name are
     /// tensors of this description that are read, never written or compared on their own.

@@ -118,6 +118,8 @@ nlohmann::json checkpointToJson(const CheckpointInfo& info)
     for (const auto& p : info.problems)
         problems.push_back(p.text());
     j["problems"] = problems;
+    if (!info.warnings.empty())
+        j["warnings"] = info.warnings;
     if (!info.notes.empty())
         j["notes"] = info.notes;
     return j;
@@ -166,6 +168,8 @@ std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
                 << (t.savedShape.empty() ? "" : " (boxed as " + shapeToString(t.shape) + ")")
                 << (t.placement.empty() ? "" : "  " + printableText(t.placement)) << storedAsNote(t) << "\n";
     }
+    for (const auto& warning : info.warnings)
+        out << "Warning     " << warning << "\n";
     if (info.problems.empty()) {
         out << "Problems    none\n";
     } else {

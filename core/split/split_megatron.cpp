@@ -306,6 +306,25 @@ std::int64_t var(const ConfigVars& vars, const std::string& name, std::int64_t f
     return it == vars.end() ? fallback : it->second;
 }
 
+/// What of the model tensor `source` its mapping back from the planned Megatron checkpoint (`back`) does not
+/// carry, as a message; empty when it carries all of it. Rows past config.json's vocab_size are what this is
+/// about: Megatron pads the vocabulary itself and a merge keeps vocab_size rows, so any others would be lost.
+std::string partLeftOut(const PlannedTensor& source, const TensorInfo& back, const ConfigVars& vars)
+{
+    if (back.outputShape() == source.shape)
+        return {};
+    const std::int64_t vocab = var(vars, "vocab_size", -1);
+    if (!source.shape.empty() && !back.outputShape().empty() && back.outputShape()[0] == vocab && source.shape[0] > vocab)
+        return source.name + " has " + std::to_string(source.shape[0]) + " rows but config.json's vocab_size is "
+            + std::to_string(vocab) + ": a Megatron checkpoint keeps vocab_size rows (padded to a multiple of "
+            "--make_vocab_size_divisible_by × TP with rows of its own) and a merge gives back vocab_size rows, so "
+            "rows " + std::to_string(vocab) + "–" + std::to_string(source.shape[0] - 1) + " would be lost. If they "
+            "are tokens of the model, set vocab_size to " + std::to_string(source.shape[0]) + " in config.json; "
+            "or split it as FSDP or DCP, which keep every row";
+    return source.name + " " + shapeToString(source.shape) + " maps back from the Megatron checkpoint as "
+        + shapeToString(back.outputShape()) + ": the rest of it would be lost";
+}
+
 /// Megatron-LM's model_optim_rng.pt items besides the model: `args` (the argparse Namespace its loader and
 /// Tessera's reader take the sizes from), `checkpoint_version` and `iteration`, pickled as key/value pairs.
 template <typename FindTensor>
@@ -788,6 +807,11 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
         auto it = modelIndex.find(h.name);
         if (it == modelIndex.end())
             continue; // e.g. a tied head the merge drops
+        // Only what maps back is written: a tensor that maps back smaller would lose the rest, silently zeroed.
+        if (const std::string lost = partLeftOut(model.tensors[it->second], h, *vars); !lost.empty()) {
+            errors.push_back(lost);
+            continue;
+        }
         covered.insert(it->second);
         const std::size_t esize = dtypeSize(h.dtype);
         for (const Piece& p : h.pieces) {
@@ -805,6 +829,8 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
             fragments[mi][r].push_back(std::move(f));
         }
     }
+    if (!errors.empty())
+        return fail();
     std::vector<std::string> uncovered;
     for (std::size_t i = 0; i < model.tensors.size(); ++i)
         if (!covered.count(i) && !(tied && model.tensors[i].name == "lm_head.weight"))

@@ -4,13 +4,16 @@
 
 #include "testutil.h"
 
+#include "formats/safetensors_reader.h"
 #include "formats/safetensors_writer.h"
 #include "mapping/hf_expected.h"
 #include "mapping/megatron_mapping_rules.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace tessera::test {
 
@@ -41,6 +44,41 @@ inline std::string writeHfModel(const std::string& configJson, bool valueModel =
         for (std::uint64_t b = 0; b < layout->byteSizes[i]; b += 2, ++next)
             std::memcpy(bytes.data() + layout->dataOffsets[i] + b, &next, 2);
     writeFile(dir + "/model.safetensors", bytes);
+    return dir;
+}
+
+/// A copy of the Hugging Face folder `source` (one model.safetensors beside its config and tokenizer files) without
+/// the tensors named in `drop`, every other byte as it was: a model saved with parameters missing.
+inline std::string copyHfModelWithout(const std::string& source, const std::vector<std::string>& drop)
+{
+    const std::string dir = makeTempDir() + "/hf";
+    std::filesystem::create_directories(dir);
+    for (const auto& entry : std::filesystem::directory_iterator(source))
+        if (entry.is_regular_file() && entry.path().filename() != "model.safetensors") {
+            const std::string copy = dir + "/" + entry.path().filename().string();
+            std::filesystem::copy_file(entry.path(), copy);
+            std::filesystem::permissions(copy, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+        }
+    auto header = readSafetensorsFile(source + "/model.safetensors");
+    if (!header)
+        qFatal("%s", header.error().message.c_str());
+    const std::string bytes = readFile(source + "/model.safetensors");
+    std::vector<SafetensorsEntry> entries;
+    std::vector<const SafetensorsTensor*> kept;
+    for (const auto& t : header->tensors)
+        if (std::find(drop.begin(), drop.end(), t.name) == drop.end()) {
+            entries.push_back({ t.name, t.dtype, t.shape });
+            kept.push_back(&t);
+        }
+    if (entries.size() + drop.size() != header->tensors.size())
+        qFatal("%s does not hold every tensor to drop", source.c_str());
+    const Status written = writeSafetensorsFile(dir + "/model.safetensors", entries, header->metadata,
+                                                [&](std::size_t i, std::uint8_t* dst, std::uint64_t n) {
+                                                    std::memcpy(dst, bytes.data() + kept[i]->begin, n);
+                                                    return Status::success();
+                                                });
+    if (!written)
+        qFatal("%s", written.error().message.c_str());
     return dir;
 }
 

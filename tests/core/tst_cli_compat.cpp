@@ -3,6 +3,7 @@
 // with --peft_target_dir, switches given as Python booleans (--strict False), --debug, --save_intermediate, and
 // `test` on a folder that is already merged.
 
+#include "hfmodels.h"
 #include "testutil.h"
 
 #include "formats/safetensors_reader.h"
@@ -13,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+
+#include <unistd.h>
 
 using namespace tessera;
 using namespace tessera::test;
@@ -69,6 +72,43 @@ private Q_SLOTS:
                             &o, &e),
                  2);
         QVERIFY2(e.contains(QStringLiteral("no LoRA tensors")), qPrintable(e));
+    }
+
+    // The adapter is published after the fused model; a --peft_target_dir it cannot go into is refused before the
+    // fused model is written, not after it is published.
+    void peftTargetDirIsCheckedBeforeAnythingIsWritten_data()
+    {
+        QTest::addColumn<QString>("adapter"); // relative to a fresh folder; the target is "out"
+        QTest::addColumn<QString>("message");
+        QTest::newRow("a file") << QStringLiteral("file") << QStringLiteral("exists and is not a folder");
+        QTest::newRow("under a file") << QStringLiteral("file/adapter") << QStringLiteral("is not a folder");
+        QTest::newRow("the target") << QStringLiteral("out") << QStringLiteral("is the --target_dir");
+        QTest::newRow("the target, spelled otherwise") << QStringLiteral("./out/") << QStringLiteral("is the --target_dir");
+        QTest::newRow("inside the target") << QStringLiteral("out/adapter") << QStringLiteral("is inside the --target_dir");
+        QTest::newRow("another model's folder") << QStringLiteral("model") << QStringLiteral("weight files");
+        if (::geteuid() != 0) // root writes anywhere
+            QTest::newRow("read-only") << QStringLiteral("readonly") << QStringLiteral("cannot write");
+    }
+    void peftTargetDirIsCheckedBeforeAnythingIsWritten()
+    {
+        QFETCH(QString, adapter);
+        QFETCH(QString, message);
+        const std::string root = makeTempDir();
+        writeFile(root + "/file", "x");
+        fs::create_directories(root + "/model");
+        writeFile(root + "/model/model.safetensors", "x");
+        fs::create_directories(root + "/readonly");
+        fs::permissions(root + "/readonly", fs::perms::owner_read | fs::perms::owner_exec);
+        const std::string out = root + "/out";
+        QString o, e;
+        QCOMPARE(runTessera(A({ "merge", "--local_dir", actor("lora_llama_w2_fp32"), "--target_dir", out,
+                                "--peft_target_dir", root + "/" + adapter.toStdString() }),
+                            &o, &e),
+                 1);
+        QVERIFY2(e.contains(QStringLiteral("--peft_target_dir")) && e.contains(message), qPrintable(e));
+        QVERIFY(!fs::exists(out));
+        QCOMPARE(readFile(root + "/file"), std::string("x"));
+        fs::permissions(root + "/readonly", fs::perms::owner_all);
     }
 
     void switchesTakePythonBooleans_data()
@@ -169,6 +209,33 @@ private Q_SLOTS:
                  1);
         QVERIFY2(e.contains(QStringLiteral("would replace the trained output head")), qPrintable(e));
         QVERIFY(!fs::exists(out));
+    }
+
+    // A config.json that says tied over a checkpoint whose lm_head was trained on its own: dropping the head would
+    // lose it, so the merge (and the GGUF export) refuses, says what to do, and writes nothing.
+    void tiedConfigOverADifferentTrainedHeadIsRefused()
+    {
+        const std::string dir = copyFixtureFolder("gguf_llama_w2_fp32/reference");
+        std::string config = readFile(dir + "/config.json");
+        const std::string untied = "\"tie_word_embeddings\": false";
+        QVERIFY(config.find(untied) != std::string::npos);
+        config.replace(config.find(untied), untied.size(), "\"tie_word_embeddings\": true");
+        writeFile(dir + "/config.json", config);
+        for (const char* format : { "safetensors", "gguf" }) {
+            const std::string out = makeTempDir() + "/out";
+            QString o, e;
+            QCOMPARE(runTessera(A({ "merge", "--local_dir", dir, "--target_dir", out, "--format", format }), &o, &e), 1);
+            QVERIFY2(e.contains(QStringLiteral("lm_head.weight differs from model.embed_tokens.weight"))
+                         && e.contains(QStringLiteral("would be lost"))
+                         && e.contains(QStringLiteral("set \"tie_word_embeddings\": false")),
+                     qPrintable(e));
+            QVERIFY(!fs::exists(out));
+        }
+        // `test` runs the same merge: against a reference without the head, it fails for the same reason.
+        const std::string reference = copyHfModelWithout(dir, { "lm_head.weight" });
+        QString o, e;
+        QCOMPARE(runTessera(A({ "test", "--local_dir", dir, "--test_hf_dir", reference }), &o, &e), 1);
+        QVERIFY2(o.contains(QStringLiteral("would be lost")), qPrintable(o + e));
     }
 
     void forcedTieWritesATiedConfig()

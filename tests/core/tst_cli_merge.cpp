@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `tessera merge` and `tessera test` as users run them: verl's flags, exit codes, outputs on the fixtures.
 
+#include "hfmodels.h"
 #include "testutil.h"
 
 #include "formats/safetensors_reader.h"
@@ -18,6 +19,19 @@ namespace {
 QString q(const std::string& s) { return QString::fromStdString(s); }
 using test::A;
 std::string actor(const char* c) { return test::fixture(std::string(c) + "/global_step_10/actor"); }
+
+/// `hf` split into `format` rank files (what training would have saved), with `drop` missing from the model.
+std::string splitWithout(const std::string& hf, const std::string& format, const std::string& drop)
+{
+    const std::string out = test::makeTempDir() + "/" + format;
+    QString stdOut, stdErr;
+    const int code = test::runTessera(A({ "split", "--hf_dir", hf, "--target_dir", out, "--format", format,
+                                          "--world_size", "2", "--ignore_missing_params", "^" + drop + "$", "--quiet" }),
+                                      &stdOut, &stdErr);
+    if (code != 0)
+        qFatal("split: %s", qPrintable(stdErr));
+    return out;
+}
 } // namespace
 
 class TestCliMerge : public QObject {
@@ -219,6 +233,125 @@ private Q_SLOTS:
         QVERIFY2(err.contains(QStringLiteral("--mesh_dim_names has an empty name")), qPrintable(err));
         QCOMPARE(test::runTessera(A({ "split", "--local_dir", a, "--target_dir", test::makeTempDir() + "/o", "--mesh",
                                       "2x2", "--mesh_dim_names", "dp,shard", "--dry-run" }), &out, &err), 0);
+    }
+
+    // A checkpoint saved without one of the parameters its config.json describes (a layer's down_proj, an untied
+    // lm_head) is not the model: inspect lists it as a problem, merge refuses it and writes nothing.
+    void refusesModelMissingParameters_data()
+    {
+        QTest::addColumn<QString>("layout");
+        QTest::addColumn<QString>("missing");
+        for (const char* layout : { "hf", "fsdp", "dcp" })
+            for (const char* missing : { "model.layers.1.mlp.down_proj.weight", "lm_head.weight",
+                                         "model.layers.0.self_attn.k_proj.bias" })
+                QTest::addRow("%s without %s", layout, missing) << QString::fromUtf8(layout) << QString::fromUtf8(missing);
+    }
+    void refusesModelMissingParameters()
+    {
+        QFETCH(QString, layout);
+        QFETCH(QString, missing);
+        // qwen2 has q/k/v biases: a bias is a parameter of the family like any other.
+        const std::string hf = test::copyHfModelWithout(test::fixture("fsdp2_qwen2_w2_fp32/reference"),
+                                                        { missing.toStdString() });
+        const std::string checkpoint = layout == QLatin1String("hf") ? hf : splitWithout(hf, layout.toStdString(), missing.toStdString());
+        QString stdOut, stdErr;
+        QCOMPARE(test::runTessera(A({ "inspect", checkpoint }), &stdOut, &stdErr), 1);
+        QVERIFY2(stdOut.contains(QStringLiteral("Problems    1")), qPrintable(stdOut));
+        QVERIFY2(stdOut.contains(missing + QStringLiteral(": missing: ")), qPrintable(stdOut));
+        const std::string out = test::makeTempDir() + "/merged";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", checkpoint, "--target_dir", out }), &stdOut, &stdErr), 1);
+        QVERIFY2(stdErr.contains(missing + QStringLiteral(": missing: ")), qPrintable(stdErr));
+        QVERIFY(!fs::exists(out));
+        QCOMPARE(test::runTessera(A({ "test", "--local_dir", checkpoint, "--test_hf_dir",
+                                      test::fixture("fsdp2_qwen2_w2_fp32/reference") }),
+                                  &stdOut, &stdErr),
+                 1);
+        // Told that it may be missing, the merge writes the rest.
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", checkpoint, "--target_dir", out, "--quiet",
+                                      "--ignore_missing_params", missing }),
+                                  &stdOut, &stdErr),
+                 0);
+        auto merged = scanSafetensorsFolder(out);
+        QVERIFY_RESULT(merged);
+        QCOMPARE(merged->tensors.size(), std::size_t(50));
+        QVERIFY(!merged->find(missing.toStdString()));
+    }
+
+    // A value model (verl's critic) has score.weight instead of lm_head: known by that head, by a classification
+    // architecture in config.json, or by --is-value-model; without its head it is refused like any other.
+    void valueModelNeedsItsScoreHead()
+    {
+        const std::string critic = std::string(TESSERA_TEST_DATA_DIR) + "/fsdp2_qwen2_critic_w2/reference";
+        QString stdOut, stdErr;
+        QCOMPARE(test::runTessera(A({ "inspect", critic }), &stdOut, &stdErr), 0);
+        const std::string headless = test::copyHfModelWithout(critic, { "score.weight" });
+        QCOMPARE(test::runTessera(A({ "inspect", headless, "--is_value_model" }), &stdOut, &stdErr), 1);
+        QVERIFY2(stdOut.contains(QStringLiteral("score.weight: missing: ")), qPrintable(stdOut));
+        std::string config = test::readFile(headless + "/config.json");
+        config.replace(config.find("Qwen2ForCausalLM"), 16, "Qwen2ForTokenClassification");
+        test::writeFile(headless + "/config.json", config);
+        QCOMPARE(test::runTessera(A({ "inspect", headless }), &stdOut, &stdErr), 1);
+        QVERIFY2(stdOut.contains(QStringLiteral("score.weight: missing: ")) && !stdOut.contains(QStringLiteral("lm_head")),
+                 qPrintable(stdOut));
+        const std::string out = test::makeTempDir() + "/merged";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", headless, "--target_dir", out }), &stdOut, &stdErr), 1);
+        QVERIFY(!fs::exists(out));
+    }
+
+    // The parameters of an architecture Tessera has no list for cannot be checked: the merge says so and goes on.
+    void warnsWhenParametersCannotBeChecked()
+    {
+        const std::string hf = test::copyHfModelWithout(test::fixture("fsdp2_llama_w4/reference"), {});
+        std::string config = test::readFile(hf + "/config.json");
+        for (const auto& [from, to] : { std::pair<std::string, std::string> { "LlamaForCausalLM", "NovelForCausalLM" },
+                                        { "\"llama\"", "\"novel\"" } }) {
+            const auto at = config.find(from);
+            QVERIFY(at != std::string::npos);
+            config.replace(at, from.size(), to);
+        }
+        test::writeFile(hf + "/config.json", config);
+        QString stdOut, stdErr;
+        QCOMPARE(test::runTessera(A({ "inspect", hf }), &stdOut, &stdErr), 0);
+        QVERIFY2(stdOut.contains(QStringLiteral("Warning     ")) && stdOut.contains(QStringLiteral("NovelForCausalLM"))
+                     && stdOut.contains(QStringLiteral("not checked for missing parameters")),
+                 qPrintable(stdOut));
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", hf, "--target_dir", test::makeTempDir() + "/out" }), &stdOut,
+                                  &stdErr),
+                 0);
+        QVERIFY2(stdErr.contains(QStringLiteral("warning: ")) && stdErr.contains(QStringLiteral("not checked for missing parameters")),
+                 qPrintable(stdErr));
+    }
+
+    // Merging model A into a folder that holds model B's tokenizer (or chat template, generation config…) would
+    // publish A's weights with B's tokenizer: refused, naming the files, before anything is written. Files the merge
+    // writes itself (a merge run again) and files that are no part of a model are no reason to refuse.
+    void refusesATargetHoldingAnotherModelsTokenizer()
+    {
+        const std::string target = test::makeTempDir() + "/target";
+        fs::create_directories(target);
+        fs::copy_file(test::fixture("gguf_llama_w2_fp32/reference/tokenizer.json"), target + "/tokenizer.json");
+        test::writeFile(target + "/chat_template.jinja", "{{ messages }}");
+        test::writeFile(target + "/notes.txt", "mine\n");
+        for (const char* dryRun : { "--dry-run", "--quiet" }) {
+            QString stdOut, stdErr;
+            QCOMPARE(test::runTessera(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target, dryRun }),
+                                      &stdOut, &stdErr),
+                     1);
+            QVERIFY2(stdErr.contains(QStringLiteral("(chat_template.jinja, tokenizer.json)"))
+                         && stdErr.contains(QStringLiteral("another model's")),
+                     qPrintable(stdErr));
+        }
+        QVERIFY(!fs::exists(target + "/model.safetensors"));
+        QVERIFY(!fs::exists(target + "/config.json"));
+        fs::remove(target + "/tokenizer.json");
+        fs::remove(target + "/chat_template.jinja");
+        for (int run = 0; run < 2; ++run) {
+            QString stdOut, stdErr;
+            QCOMPARE(test::runTessera(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target, "--quiet" }),
+                                      &stdOut, &stdErr),
+                     0);
+            QVERIFY(fs::exists(target + "/tokenizer_config.json") && fs::exists(target + "/notes.txt"));
+        }
     }
 
     void usageErrors()

@@ -9,7 +9,9 @@
 #include "formats/safetensors_reader.h"
 #include "formats/safetensors_writer.h"
 #include "formats/scan.h"
+#include "mapping/hf_parameter_check.h"
 #include "mapping/lora.h"
+#include "mapping/lora_config.h"
 #include "merge/lora_fuse.h"
 #include "merge/lora_plan.h"
 #include "merge/merge_engine.h"
@@ -388,6 +390,146 @@ private Q_SLOTS:
         auto refused = readLoraCheckpoint(*dora, {});
         QVERIFY(!refused);
         QVERIFY2(refused.error().message.find("DoRA") != std::string::npos, refused.error().message.c_str());
+    }
+
+    // The base weights are the model: one a LoRA checkpoint lacks (under its PEFT name) is missing from the fused
+    // model, and whatever is wrong with the checkpoint is wrong with both models made of it.
+    void checkpointProblemsReachTheFusedModelAndTheAdapter()
+    {
+        auto info = scanCheckpoint(loraActor());
+        QVERIFY_RESULT(info);
+        CheckpointInfo complete = *info;
+        QVERIFY_RESULT(checkExpectedParameters(complete, {}));
+        QVERIFY(complete.problems.empty() && complete.warnings.empty());
+        const auto dropped = std::remove_if(info->tensors.begin(), info->tensors.end(), [](const TensorInfo& t) {
+            return t.name == "base_model.model.model.layers.1.mlp.down_proj.weight";
+        });
+        QCOMPARE(std::distance(dropped, info->tensors.end()), std::ptrdiff_t(1));
+        info->tensors.erase(dropped, info->tensors.end());
+        QVERIFY_RESULT(checkExpectedParameters(*info, {}));
+        QCOMPARE(info->problems.size(), std::size_t(1));
+        QCOMPARE(info->problems.front().tensor, std::string("model.layers.1.mlp.down_proj.weight"));
+        auto lora = readLoraCheckpoint(*info, {});
+        QVERIFY_RESULT(lora);
+        for (const LoraOutput what : { LoraOutput::Both, LoraOutput::Fused }) {
+            auto plans = planLoraMerge(*lora, {}, what);
+            QVERIFY(!plans);
+            QVERIFY2(plans.error().message.find("model.layers.1.mlp.down_proj.weight: missing") != std::string::npos,
+                     plans.error().message.c_str());
+        }
+        QVERIFY_RESULT(planLoraMerge(*lora, {}, LoraOutput::Adapter)); // the adapter itself is whole
+
+        // A rank file gone: every tensor it held has holes, the factors too, and neither model is written.
+        const std::string copy = copyFixtureFolder("lora_llama_w2_fp32");
+        fs::remove(copy + "/global_step_10/actor/model_world_size_2_rank_1.pt");
+        for (const char* what : { "both", "adapter" }) {
+            const std::string target = makeTempDir() + "/out";
+            QString out, err;
+            QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"),
+                                  QString::fromStdString(copy + "/global_step_10/actor"), QStringLiteral("--target_dir"),
+                                  QString::fromStdString(target), QStringLiteral("--lora"), QString::fromUtf8(what) },
+                                &out, &err),
+                     1);
+            QVERIFY2(err.contains(QStringLiteral("rank 1")), qPrintable(err));
+            QVERIFY(!fs::exists(target));
+        }
+    }
+
+    // Every key of adapter_config.json and lora_train_meta.json is read with the JSON type PEFT writes it in: a number
+    // or a boolean given as a string is refused alike, naming the key and the type; so is a key whose feature the
+    // fuse does not do, rather than being ignored.
+    void adapterConfigKeysAreReadWithTheirTypes_data()
+    {
+        QTest::addColumn<QString>("config");
+        QTest::addColumn<QString>("message"); // empty: accepted
+        QTest::newRow("alpha as a string") << R"({"lora_alpha": "16"})" << R"("lora_alpha" must be a JSON number, got "16" (a string))";
+        QTest::newRow("rslora as a string") << R"({"lora_alpha": 2, "use_rslora": "true"})"
+                                            << R"("use_rslora" must be a JSON boolean (true or false), got "true" (a string))";
+        QTest::newRow("rslora false as a string") << R"({"lora_alpha": 2, "use_rslora": "false"})" << R"("use_rslora" must be a JSON boolean)";
+        QTest::newRow("r as a string") << R"({"lora_alpha": 2, "r": "2"})" << R"("r" must be a JSON integer, got "2" (a string))";
+        QTest::newRow("r not positive") << R"({"lora_alpha": 2, "r": 0})" << R"("r" must be a positive integer)";
+        QTest::newRow("alpha 1e308") << R"({"lora_alpha": 1e308})" << R"("lora_alpha" must be at most 1e+09)";
+        QTest::newRow("alpha negative") << R"({"lora_alpha": -2})" << R"("lora_alpha" must be a positive number)";
+        QTest::newRow("DoRA") << R"({"lora_alpha": 2, "use_dora": true})" << R"("use_dora" is true: DoRA)";
+        QTest::newRow("DoRA as a string") << R"({"lora_alpha": 2, "use_dora": "false"})" << R"("use_dora" must be a JSON boolean)";
+        QTest::newRow("some layers") << R"({"lora_alpha": 2, "layers_to_transform": [0]})" << R"("layers_to_transform" is [0]: the adapter applies to some layers only)";
+        QTest::newRow("one layer") << R"({"lora_alpha": 2, "layers_to_transform": 1})" << R"("layers_to_transform" is 1)";
+        QTest::newRow("layers pattern") << R"({"lora_alpha": 2, "layers_pattern": "layers"})" << R"("layers_pattern" is "layers")";
+        QTest::newRow("rank pattern") << R"({"lora_alpha": 2, "rank_pattern": {"q_proj": 4}})" << R"("rank_pattern" is {"q_proj":4})";
+        QTest::newRow("alpha pattern") << R"({"lora_alpha": 2, "alpha_pattern": {"q_proj": 4}})" << R"("alpha_pattern" is)";
+        QTest::newRow("biases") << R"({"lora_alpha": 2, "bias": "all"})" << R"("bias" is "all")";
+        QTest::newRow("LoRA bias") << R"({"lora_alpha": 2, "lora_bias": true})" << R"("lora_bias" is true)";
+        QTest::newRow("fan in fan out") << R"({"lora_alpha": 2, "fan_in_fan_out": true})" << R"("fan_in_fan_out" is true)";
+        QTest::newRow("layer replication") << R"({"lora_alpha": 2, "layer_replication": [[0, 1]]})" << R"("layer_replication" is [[0,1]])";
+        QTest::newRow("another PEFT type") << R"({"lora_alpha": 2, "peft_type": "LOHA"})" << R"("peft_type" is "LOHA")";
+        QTest::newRow("token indices") << R"({"lora_alpha": 2, "trainable_token_indices": [1, 2]})" << R"("trainable_token_indices")";
+        QTest::newRow("PEFT's defaults")
+            << R"({"lora_alpha": 2, "r": 2, "use_rslora": false, "use_dora": false, "layers_to_transform": null,
+                   "layers_pattern": null, "rank_pattern": {}, "alpha_pattern": {}, "bias": "none", "peft_type": "LORA",
+                   "fan_in_fan_out": false, "layer_replication": null, "task_type": "CAUSAL_LM", "lora_dropout": 0.05,
+                   "target_modules": ["q_proj"], "init_lora_weights": true})"
+            << "";
+    }
+    void adapterConfigKeysAreReadWithTheirTypes()
+    {
+        QFETCH(QString, config);
+        QFETCH(QString, message);
+        for (const char* file : { "lora_train_meta.json", "adapter_config.json" }) {
+            const std::string dir = writeSyntheticCheckpoint(syntheticPeft(), "");
+            writeFile(dir + "/" + file, config.toStdString());
+            auto info = scanCheckpoint(dir);
+            QVERIFY_RESULT(info);
+            auto lora = readLoraCheckpoint(*info, {});
+            if (message.isEmpty()) {
+                QVERIFY_RESULT(lora);
+                continue;
+            }
+            QVERIFY(!lora);
+            QVERIFY2(lora.error().message.find(file) != std::string::npos
+                         && lora.error().message.find(message.toStdString()) != std::string::npos,
+                     lora.error().message.c_str());
+        }
+    }
+
+    // One bound for alpha, from the flag or a file; a fused weight the update makes infinite is an error naming it.
+    void alphaIsBoundedAndAnOverflowingFuseIsAnError()
+    {
+        const std::string dir = writeSyntheticCheckpoint(syntheticPeft(), R"({"lora_alpha": 2})");
+        QString out, err;
+        for (const char* alpha : { "1e308", "1.5e9", "inf", "0" }) {
+            QCOMPARE(runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), QString::fromStdString(dir),
+                                  QStringLiteral("--target_dir"), QString::fromStdString(makeTempDir() + "/x"),
+                                  QStringLiteral("--lora_alpha"), QString::fromUtf8(alpha) },
+                                &out, &err),
+                     2);
+            QVERIFY2(err.contains(QStringLiteral("--lora_alpha")), qPrintable(err));
+        }
+        auto info = scanCheckpoint(dir);
+        QVERIFY_RESULT(info);
+        LoraSettings settings;
+        settings.alpha = kMaxLoraAlpha;
+        QVERIFY_RESULT(readLoraCheckpoint(*info, settings));
+        settings.alpha = kMaxLoraAlpha * 2;
+        QVERIFY(!readLoraCheckpoint(*info, settings));
+
+        // Factors whose update overflows float32 (each about 1e30): the fuse stops, naming the weight.
+        auto tensors = syntheticPeft();
+        for (auto& t : tensors)
+            if (t.name.find("q_proj.lora_") != std::string::npos)
+                for (auto& v : t.values)
+                    v = bf16ToFloat(floatToBf16(v * 1e30f));
+        auto huge = scanCheckpoint(writeSyntheticCheckpoint(tensors, R"({"lora_alpha": 2})"));
+        QVERIFY_RESULT(huge);
+        auto lora = readLoraCheckpoint(*huge, {});
+        QVERIFY_RESULT(lora);
+        const std::string target = makeTempDir() + "/out";
+        auto outcome = mergeLora(*lora, target, LoraOutput::Both);
+        QVERIFY(!outcome);
+        QVERIFY2(outcome.error().message.find("model.layers.0.self_attn.q_proj.weight: fusing its LoRA update")
+                         != std::string::npos
+                     && outcome.error().message.find("infinite or NaN") != std::string::npos,
+                 outcome.error().message.c_str());
+        QVERIFY(!fs::exists(target));
     }
 
     void lowRankProductMatchesLongDouble()

@@ -14,6 +14,7 @@
 #include "formats/megatron_names.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/megatron_mapping_rules.h"
+#include "merge/merge_plan.h"
 #include "model/tensor_reindex.h"
 
 #include <QTest>
@@ -688,33 +689,89 @@ private Q_SLOTS:
         QCOMPARE(test::materialize(expert), test::rows(m.dequantized.at(gateUp->name), 64 * 64, 2, 1));
     }
 
-    void mxfp4PairsOfOtherShapesStayAsStored()
+    void mxfp4PairsThatDoNotFitAreProblems()
     {
-        // Only blocks [E, R, G, 16] with scales [E, R, G] are one MXFP4 tensor; anything else is shown as stored.
+        // Only blocks [E, R, G, 16] with scales [E, R, G] are one MXFP4 tensor. Any other uint8 pair would be copied
+        // as raw codes under a config.json that no longer says they are quantized: a problem, never an output.
         const std::string dir = test::makeTempDir() + "/hf";
         fs::create_directories(dir);
+        test::writeFile(dir + "/config.json", kGptOssMxfp4Config);
         writeSafetensors(dir + "/model.safetensors",
                          { { "a_blocks", DType::UInt8, { 2, 3, 1, 16 } }, { "a_scales", DType::UInt8, { 2, 3, 1 } },
                            { "b_blocks", DType::UInt8, { 2, 3, 1, 16 } }, { "b_scales", DType::UInt8, { 2, 3, 2 } },
                            { "c_blocks", DType::UInt8, { 3, 1, 16 } }, { "c_scales", DType::UInt8, { 3, 1 } },
                            { "d_blocks", DType::UInt8, { 1, 1, 1, 16 } }, { "d_scales", DType::UInt8, { 1, 1, 1 } },
-                           { "d", DType::UInt8, { 1 } } },
+                           { "d", DType::UInt8, { 1 } }, { "e_blocks", DType::BFloat16, { 2 } },
+                           { "e_scales", DType::BFloat16, { 2 } } },
                          { std::string(96, '\x11'), std::string(6, '\x7f'), std::string(96, '\0'), std::string(12, '\0'),
                            std::string(48, '\0'), std::string(3, '\0'), std::string(16, '\0'), std::string(1, '\0'),
-                           std::string(1, '\0') });
+                           std::string(1, '\0'), std::string(4, '\0'), std::string(4, '\0') });
         auto info = scanCheckpoint(dir);
         QVERIFY_RESULT(info);
         std::set<std::string> names;
         for (const auto& t : info->tensors)
             names.insert(t.name);
         QCOMPARE(names, (std::set<std::string> { "a", "b_blocks", "b_scales", "c_blocks", "c_scales", "d", "d_blocks",
-                                                 "d_scales" }));
+                                                 "d_scales", "e_blocks", "e_scales" }));
+        std::set<std::string> refused;
+        for (const auto& p : info->problems)
+            refused.insert(p.tensor);
+        QCOMPARE(refused, (std::set<std::string> { "b", "c", "d" }));
         const TensorInfo* a = info->find("a");
         QCOMPARE(a->shape, (Shape { 2, 32, 3 }));
         const auto values = test::materialize(*a);
         QCOMPARE(values.size(), std::size_t(2 * 32 * 3));
         for (std::uint16_t v : values)
             QCOMPARE(test::bf16ToFloat(v), 0.5f); // code 1 (0.5) × 2^(127 − 127)
+
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "inspect", dir }), &out, &err), 1);
+        QVERIFY2(out.contains(QStringLiteral("b_blocks [2, 3, 1, 16] and b_scales [2, 3, 2] are not one MXFP4 tensor")),
+                 qPrintable(out));
+        const std::string merged = test::makeTempDir() + "/merged";
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", dir, "--target_dir", merged }), &out, &err), 1);
+        QVERIFY(!fs::exists(merged));
+    }
+
+    // Codes that reach a merge some other way (rank files holding them) are refused where the plan drops the
+    // config's quantization_config, rather than written raw.
+    void rawQuantizedCodesAreNotWrittenUnderADequantizedConfig()
+    {
+        const Mxfp4Model m = writeGptOssMxfp4(false);
+        auto info = scanSafetensorsFolder(m.dir + "/model.safetensors");
+        QVERIFY_RESULT(info);
+        CheckpointInfo raw = *info;
+        raw.layout = "verl-fsdp"; // as a training checkpoint would hold them: not joined, not decoded
+        raw.tensors.clear();
+        auto header = readSafetensorsFile(m.dir + "/model.safetensors");
+        QVERIFY_RESULT(header);
+        for (const auto& t : info->tensors)
+            if (!endsWith(t.name, "experts.gate_up_proj") && !endsWith(t.name, "experts.down_proj"))
+                raw.tensors.push_back(t);
+        for (const auto& h : header->tensors)
+            if (endsWith(h.name, "_blocks") || endsWith(h.name, "_scales")) {
+                TensorInfo t;
+                t.name = h.name;
+                t.dtype = h.dtype;
+                t.shape = h.shape;
+                Piece p;
+                p.file = m.dir + "/model.safetensors";
+                p.shape = h.shape;
+                p.offsets = Shape(h.shape.size(), 0);
+                p.strides = Shape(h.shape.size(), 1);
+                for (std::size_t d = h.shape.size(); d-- > 1;)
+                    p.strides[d - 1] = p.strides[d] * h.shape[d];
+                p.storedDtype = h.dtype;
+                p.dataOffset = h.begin;
+                t.pieces.push_back(p);
+                raw.tensors.push_back(t);
+            }
+        raw.problems.clear();
+        auto plan = planMerge(raw, {});
+        QVERIFY(!plan);
+        QVERIFY2(plan.error().message.find("quantized codes") != std::string::npos
+                     && plan.error().message.find("model.layers.0.mlp.experts.gate_up_proj_blocks") != std::string::npos,
+                 plan.error().message.c_str());
     }
 
     void mxfp4ModelMergesDiffsAndSplits()

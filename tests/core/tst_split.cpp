@@ -394,6 +394,34 @@ private Q_SLOTS:
         QVERIFY(!fs::exists(target));
     }
 
+    // A model whose embedding and head have rows past config.json's vocab_size: they are trained values, so a split
+    // carries them (FSDP, DCP) or refuses, naming the numbers (Megatron keeps vocab_size rows), never zeroes them.
+    void rowsPastTheVocabularyAreKeptOrRefused()
+    {
+        const std::string hf = test::copyFixtureFolder("fsdp2_llama_w4/reference");
+        std::string config = test::readFile(hf + "/config.json");
+        const std::string vocab = "\"vocab_size\": 512";
+        QVERIFY(config.find(vocab) != std::string::npos);
+        config.replace(config.find(vocab), vocab.size(), "\"vocab_size\": 500");
+        test::writeFile(hf + "/config.json", config);
+        for (const char* format : { "megatron", "megatron-dist" }) {
+            const std::string target = test::makeTempDir() + "/actor";
+            QString out, err;
+            QCOMPARE(test::runTessera(A({ "split", "--hf_dir", hf, "--target_dir", target, "--format", format, "--tp", "2" }),
+                                      &out, &err),
+                     1);
+            QVERIFY2(err.contains(QStringLiteral("model.embed_tokens.weight has 512 rows but config.json's vocab_size is 500"))
+                         && err.contains(QStringLiteral("rows 500–511 would be lost")),
+                     qPrintable(err));
+            QVERIFY(!fs::exists(target));
+        }
+        for (const char* format : { "fsdp", "dcp" }) {
+            const std::string target = test::makeTempDir() + "/actor";
+            split(A({ "--hf_dir", hf, "--target_dir", target, "--format", format, "--world_size", "2" }));
+            mergesBackTo(target, hf);
+        }
+    }
+
     void brokenSourceIsAnErrorAndWritesNothing()
     {
         // A model file cut short: the split stops with a message naming it, and the target is not created.

@@ -2,10 +2,12 @@
 // The Summary says what a merge would refuse, so that it never disagrees with the Merge page.
 
 #include "formats/scan.h"
+#include "jobs/scanjob.h"
 #include "mappingfixtures.h"
 #include "pages/summarypage.h"
 #include "testutil.h"
 
+#include <QSignalSpy>
 #include <QTest>
 
 #include <filesystem>
@@ -51,6 +53,31 @@ private Q_SLOTS:
         QCOMPARE(html.count(QString::fromStdString(info->root) + QStringLiteral(": ")), 0);
         QCOMPARE(html.count(QString::fromStdString(info->root) + QStringLiteral("/model_world_size")), 0);
         QVERIFY(html.contains(QStringLiteral(">model_world_size_4_rank_2.pt: no ZIP")));
+    }
+
+    void missingParametersAreProblems()
+    {
+        // config.json describes a fifth layer the checkpoint does not hold: the workbench's scan checks the
+        // parameters as inspect and merge do, and the summary lists each missing one.
+        const std::string dir = tessera::test::copyFixtureFolder("fsdp2_llama_w4");
+        const std::string config = dir + "/global_step_10/actor/huggingface/config.json";
+        std::string text = tessera::test::readFile(config);
+        const std::string layers = "\"num_hidden_layers\": 4";
+        QVERIFY(text.find(layers) != std::string::npos);
+        text.replace(text.find(layers), layers.size(), "\"num_hidden_layers\": 5");
+        tessera::test::writeFile(config, text);
+        ScanJob job;
+        QSignalSpy finished(&job, &ScanJob::finished);
+        job.start(QString::fromStdString(dir + "/global_step_10/actor"));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const auto checkpoint = finished.first().first().value<CheckpointPtr>();
+        QCOMPARE(checkpoint->problems.size(), std::size_t(9)); // q, k, v, o, gate, up, down and two norms
+        SummaryPage page;
+        page.setCheckpoint(checkpoint);
+        const QString html = page.html();
+        QVERIFY2(html.contains(QStringLiteral("9 problems"))
+                     && html.contains(QStringLiteral("model.layers.4.mlp.down_proj.weight: missing: ")),
+                 qPrintable(html));
     }
 };
 

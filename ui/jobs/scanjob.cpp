@@ -3,6 +3,7 @@
 
 #include "retirewatcher.h"
 #include "formats/scan.h"
+#include "mapping/hf_parameter_check.h"
 
 #include <QPromise>
 #include <QtConcurrent>
@@ -64,6 +65,10 @@ void ScanJob::run(QPromise<ScanOutcome>& promise, const QString& path, const QSt
     // Exceptions must not unwind into QtConcurrent; the core promises none, but a bad_alloc on a huge index can.
     try {
         auto result = tessera::scanCheckpoint(path.toStdString(), options, progress);
+        // What config.json expects is checked as `tessera inspect` and `tessera merge` check it, so the summary
+        // lists a missing parameter and the Merge page refuses the checkpoint (no option here can fail it).
+        if (result)
+            (void)tessera::checkExpectedParameters(*result, {});
         if (result)
             outcome.checkpoint = std::make_shared<const tessera::CheckpointInfo>(std::move(result).value());
         else

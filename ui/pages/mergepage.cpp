@@ -4,6 +4,7 @@
 #include "confirm.h"
 #include "formats/scan.h"
 #include "mapping/lora.h"
+#include "mapping/lora_config.h"
 
 #include "io/byte_size.h"
 #include "io/number_text.h"
@@ -571,8 +572,9 @@ bool MergePage::planLora(const CheckpointPtr& input, const tessera::MergeOptions
     if (!alphaText.isEmpty()) {
         // Read as the command line reads it, so the command this page shows runs as the page did.
         const auto alpha = tessera::parseDecimalNumber(alphaText.toStdString());
-        if (!alpha || !(*alpha > 0) || *alpha > 1e9) {
-            showPlanError(tr("--lora_alpha must be a number above 0 and at most 1e+09 (got '%1')").arg(alphaText));
+        const std::string why = alpha ? tessera::loraAlphaProblem(*alpha) : std::string("must be a positive number");
+        if (!why.empty()) {
+            showPlanError(tr("--lora_alpha %1 (got '%2')").arg(qs(why), alphaText));
             return false;
         }
         settings.alpha = *alpha;

@@ -118,6 +118,9 @@ void SummaryPage::render()
         html += QStringLiteral("<p style='color:") + problemColor(palette()).name() + QStringLiteral("'><b>")
             + tr("A merge would refuse it:") + QStringLiteral("</b> ")
             + refusal.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")) + QStringLiteral("</p>");
+    for (const auto& warning : info.warnings)
+        html += QStringLiteral("<p><b>") + tr("Warning:") + QStringLiteral("</b> ") + qs(warning).toHtmlEscaped()
+            + QStringLiteral("</p>");
     if (info.problems.empty()) {
         html += tr("<p><b>Problems:</b> none</p>");
     } else {
