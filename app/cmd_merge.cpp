@@ -12,6 +12,7 @@
 
 #include "io/byte_size.h"
 #include "io/path_kinds.h"
+#include "publish/staged_run.h"
 #include "io/printable.h"
 #include "merge/merge_engine.h"
 #include "merge/lora_plan.h"
@@ -144,7 +145,9 @@ int runMerge(const std::vector<std::string>& args)
     auto label = [](const MergeOutput& o) { return o.subfolder.empty() ? std::string() : o.subfolder + "/"; };
     if (parser.isSet("dry_run")) {
         // A plan that the real merge would refuse is not OK: check the target as the merge does.
-        const Status usable = outputs.empty() ? Status::success() : checkMergeTargets(outputs, target);
+        Status usable = outputs.empty() ? Status::success() : checkMergeTargets(outputs, target);
+        if (usable && !outputs.empty())
+            usable = StagedRun::checkFree(target);
         if (!usable)
             return reportFailure(parser, usable.error().message);
         if (json) {

@@ -9,6 +9,7 @@
 
 #include "io/byte_size.h"
 #include "io/printable.h"
+#include "publish/staged_run.h"
 #include "split/split_engine.h"
 #include "split/split_plan.h"
 
@@ -175,6 +176,8 @@ int runSplit(const std::vector<std::string>& args)
     if (parser.isSet("dry_run")) {
         if (auto usable = checkSplitTarget(info, model, *plan, target); !usable)
             return fail(parser, ExitProblems, usable.error().message);
+        if (auto free = StagedRun::checkFree(target); !free)
+            return fail(parser, ExitProblems, free.error().message);
         if (json)
             printJson(splitPlanToJson(*plan, model));
         else

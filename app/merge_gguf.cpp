@@ -8,6 +8,7 @@
 #include "io/byte_size.h"
 #include "io/printable.h"
 #include "merge/gguf_plan.h"
+#include "publish/staged_run.h"
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +76,8 @@ int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
     if (parser.isSet("dry_run")) {
         if (auto usable = checkGgufTarget(*plan, target); !usable)
             return fail(ExitProblems, usable.error().message);
+        if (auto free = StagedRun::checkFree(target); !free)
+            return fail(ExitProblems, free.error().message);
         if (json)
             std::cout << jsonText(ggufPlanToJson(*plan)) << "\n";
         else

@@ -380,6 +380,12 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
         }
         return ExitOk;
     }
+    if (!quiet) {
+        for (const auto& w : model.warnings)
+            printMessage("split", "warning", w);
+        for (const auto& w : plan.warnings)
+            printMessage("split", "note", w);
+    }
     TerminalProgress progress("Splitting " + label, TerminalProgress::Unit::Bytes, quiet);
     SplitRunOptions run;
     run.progress = &progress;

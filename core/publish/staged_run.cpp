@@ -25,6 +25,11 @@ Result<StagedRun> StagedRun::begin(const std::string& target, const std::string&
     return run;
 }
 
+Status StagedRun::checkFree(const std::string& target)
+{
+    return TargetLock::checkFree(target, [&](const std::string& id) { return PartSet::exists(target, id); });
+}
+
 Status StagedRun::publish(const std::vector<std::string>& files, const std::vector<std::string>& keystones)
 {
     TESSERA_TRY(m_staging->publish(files, keystones));

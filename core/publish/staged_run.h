@@ -25,6 +25,10 @@ public:
                                    const std::function<Status()>& check,
                                    const std::function<void(const std::string&)>& onNote);
 
+    /// Refuses, naming it, when another run or job in parts is writing `target`: what begin() would be told
+    /// (for --dry-run).
+    static Status checkFree(const std::string& target);
+
     const std::string& path() const { return m_staging->path(); }     ///< where to write
     const std::string& target() const { return m_staging->target(); } ///< where it ends up
     const std::vector<std::string>& notes() const { return m_notes; }  ///< what begin() did besides

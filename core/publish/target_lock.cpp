@@ -444,6 +444,14 @@ void TargetLock::removeSetLock(const std::string& target, const std::string& id)
     }
 }
 
+Status TargetLock::checkFree(const std::string& target, const SetExists& setExists)
+{
+    const auto held = holder(target, setExists);
+    if (held)
+        return refusal(*held, normalTarget(target).string());
+    return Status::success();
+}
+
 bool TargetLock::publishedBy(const std::string& target, const std::string& id)
 {
     const auto places = placesOf(target);

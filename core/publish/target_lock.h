@@ -56,6 +56,8 @@ public:
     static void removeSetLock(const std::string& target, const std::string& id);
     /// True when the lock file records that set `id` published the target (see markPublished()).
     static bool publishedBy(const std::string& target, const std::string& id);
+    /// Refuses, naming the holder, when another run holds `target`'s lock: what a run would be told, for --dry-run.
+    static Status checkFree(const std::string& target, const SetExists& setExists);
     /// The live holder of `target`'s lock, if any (for --dry-run and --status); a void lock is not one.
     static std::optional<LockHolder> holder(const std::string& target, const SetExists& setExists);
 
