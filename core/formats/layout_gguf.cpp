@@ -3,6 +3,7 @@
 #include "formats/gguf_names.h"
 #include "formats/gguf_reader.h"
 #include "io/mapped_file.h"
+#include "io/path_kinds.h"
 #include "model/quant_blocks.h"
 #include "model/tensor_reindex.h"
 
@@ -83,7 +84,7 @@ Status checkExpertCount(const GgufTensorInfo& t, std::int64_t experts, std::int6
 
 Result<CheckpointInfo> scanGgufFile(const std::string& path)
 {
-    const std::string absolute = fs::absolute(fs::path(path)).lexically_normal().string();
+    const std::string absolute = absoluteNormal(fs::path(path)).string();
     auto file = MappedFile::open(absolute);
     TESSERA_TRY(file);
     auto header = parseGgufHeader((*file)->view());

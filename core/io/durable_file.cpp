@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 namespace tessera {
@@ -97,6 +98,15 @@ Status syncFolder(const std::string& dir)
     // Some file systems do not support fsync on folders (EINVAL); their renames are as durable as they get.
     if (::fsync(folder.fd) != 0 && errno != EINVAL && errno != EROFS)
         return failure(dir, "cannot be flushed to disk");
+    return Status::success();
+}
+
+Status createFolders(const std::string& dir)
+{
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        return makeError(dir + ": the folder cannot be created: " + ec.message());
     return Status::success();
 }
 

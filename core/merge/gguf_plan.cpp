@@ -4,6 +4,7 @@
 #include "formats/gguf_names.h"
 #include "formats/gguf_tokenizer.h"
 #include "io/byte_size.h"
+#include "io/path_kinds.h"
 #include "io/text_file.h"
 #include "listed_items.h"
 #include "merge/checkpoint_problems.h"
@@ -89,7 +90,7 @@ std::string defaultModelName(const json& config, const std::string& root)
         if (!n.empty() && n != "." && n != "..")
             return n;
     }
-    fs::path p = fs::absolute(fs::path(root)).lexically_normal();
+    fs::path p = absoluteNormal(fs::path(root));
     while (!p.empty() && p != p.parent_path()) {
         const std::string n = p.filename().string();
         const bool generic = n.empty() || n == "actor" || n == "critic" || n == "huggingface" || n == "model"
@@ -572,7 +573,7 @@ Status checkGgufTarget(const GgufPlan& plan, const std::string& targetDir)
     if (auto free = freeDiskBytes(targetDir); free && *free < plan.fileSize)
         return makeError("the export writes " + std::to_string(plan.fileSize) + " bytes but only "
                          + std::to_string(*free) + " are free on the disk holding "
-                         + fs::absolute(targetDir).lexically_normal().string());
+                         + absoluteNormal(targetDir).string());
     return Status::success();
 }
 

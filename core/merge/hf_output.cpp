@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/hf_output.h"
 #include "io/durable_file.h"
+#include "io/path_kinds.h"
 #include "io/text_file.h"
 #include "mapping/megatron_mapping_rules.h"
 
@@ -109,7 +110,7 @@ std::vector<std::string> listHfSideFiles(const std::string& configDir)
     if (configDir.empty())
         return names;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(configDir, ec)) {
+    for (const auto& entry : folderEntries(configDir, ec)) {
         const std::string name = entry.path().filename().string();
         if (entry.is_regular_file(ec) && isHfSideFile(name))
             names.push_back(name);
@@ -235,7 +236,7 @@ std::vector<std::string> conflictingWeightFiles(const std::string& targetDir, co
     std::error_code ec;
     if (!fs::is_directory(targetDir, ec))
         return conflicts;
-    for (const auto& entry : fs::directory_iterator(targetDir, ec)) {
+    for (const auto& entry : folderEntries(targetDir, ec)) {
         const std::string name = entry.path().filename().string();
         const bool weight = endsWith(name, ".safetensors") || endsWith(name, ".safetensors.index.json")
             || (startsWith(name, "pytorch_model") && (endsWith(name, ".bin") || endsWith(name, ".bin.index.json")))

@@ -399,10 +399,9 @@ void removeLeftovers(const fs::path& target, const std::function<void(const std:
         const std::string prefix = place.prefix + kSetTag;
         std::error_code ec;
         std::vector<fs::path> leftovers;
-        for (const auto& entry : fs::directory_iterator(place.folder, ec)) {
+        for (const auto& entry : folderEntries(place.folder, ec)) {
             const std::string name = entry.path().filename().string();
-            if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 17 || !isFolder(entry.path())
-                || entry.is_symlink())
+            if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 17 || !isRealFolder(entry.path()))
                 continue;
             const std::string tail = name.substr(prefix.size() + 16);
             std::error_code timeError;
@@ -762,7 +761,7 @@ std::vector<PartsSetStatus> partsStatus(const std::string& targetDir)
         const std::string prefix = place.prefix + kSetTag;
         std::error_code ec;
         std::vector<fs::path> found;
-        for (const auto& entry : fs::directory_iterator(place.folder, ec)) {
+        for (const auto& entry : folderEntries(place.folder, ec)) {
             const std::string name = entry.path().filename().string();
             if (name.rfind(prefix, 0) == 0 && name.size() == prefix.size() + 16 && isFolder(entry.path()))
                 found.push_back(entry.path());

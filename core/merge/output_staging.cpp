@@ -213,7 +213,7 @@ std::vector<std::string> OutputStaging::removeStale(const std::string& target)
     for (const auto& place : stagingPlaces(t)) {
         std::error_code ec;
         std::vector<fs::path> stale;
-        for (const auto& entry : fs::directory_iterator(place.folder, ec)) {
+        for (const auto& entry : folderEntries(place.folder, ec)) {
             const std::string name = entry.path().filename().string();
             if (startsWith(name, place.prefix)
                 && isStagingSuffix(name.substr(place.prefix.size()), place.folder != t))
@@ -376,7 +376,7 @@ Status OutputStaging::publishInto(const std::vector<std::string>& keystones)
     const fs::path target(m_target);
     std::vector<std::string> names;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(temp, ec)) {
+    for (const auto& entry : folderEntries(temp, ec)) {
         // Everything written is published, hidden names too (a DCP folder's .metadata); only the staging's
         // own bookkeeping stays behind.
         const std::string name = entry.path().filename().string();
