@@ -217,6 +217,9 @@ Result<GgufTokenizer> fromTokenizerJson(const json& tok, const fs::path& dir, st
     // Ids below the embedding's rows (or, not knowing them, below the number of tokens listed): every id up to
     // the largest becomes a token, so an id is checked before the vocabulary is filled up to it.
     const std::size_t listed = model["vocab"].size() + (tok.contains("added_tokens") ? tok["added_tokens"].size() : 0);
+    if (vocabSize && model["vocab"].size() > vocabSize)
+        return makeError(source + " has " + std::to_string(model["vocab"].size()) + " tokens but the model's embedding has "
+                         + std::to_string(vocabSize) + " rows");
     const std::uint64_t idLimit = vocabSize ? vocabSize : listed;
     const std::string limitText = vocabSize ? "the model's embedding has " + std::to_string(vocabSize) + " rows"
                                             : "the file lists " + std::to_string(listed) + " tokens";

@@ -363,11 +363,19 @@ Status checkGgufHparams(const GgufHparams& hp, const GgufArchitecture& arch, con
     if (dims.vocab.size == 0)
         reasons.push_back("the vocabulary is empty (" + dims.vocab.source + ")");
     TensorSurvey survey(hp, arch, dims);
+    const TensorInfo* embedding = nullptr;
+    const TensorInfo* head = nullptr;
     for (const TensorInfo& t : info.tensors) {
+        embedding = t.name == "model.embed_tokens.weight" ? &t : embedding;
+        head = t.name == "lm_head.weight" ? &t : head;
         const auto mapped = ggufTensorName(t.name);
         if (mapped && !mapped->skip && !(tied && t.name == "lm_head.weight"))
             survey.add(t, *mapped); // a tensor with no llama.cpp name is refused by name by the plan
     }
+    // Tied, the head is not written and llama.cpp uses the embedding for it: a head of another shape is no copy.
+    if (tied && head && embedding && head->shape != embedding->shape)
+        reasons.push_back("tie_word_embeddings makes the output head the embedding, but lm_head.weight is "
+                          + shapeToString(head->shape) + " and model.embed_tokens.weight " + shapeToString(embedding->shape));
     survey.shapeReasons(reasons);
     const std::size_t numberProblems = reasons.size();
     survey.modelReasons(reasons);

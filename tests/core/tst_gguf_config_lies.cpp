@@ -6,6 +6,9 @@
 #include "testutil.h"
 #include "hfmodels.h"
 
+#include "formats/scan.h"
+#include "merge/gguf_hparams.h"
+
 #include <nlohmann/json.hpp>
 
 #include <QTest>
@@ -140,6 +143,27 @@ private Q_SLOTS:
                 QVERIFY2(err.contains(n), qPrintable(QStringLiteral("'") + n + QStringLiteral("' not in: ") + err));
             QVERIFY2(!fs::exists(target), target.c_str());
         }
+    }
+
+    void tiedHeadOfAnotherShape()
+    {
+        // Tied embeddings write no output head: llama.cpp uses the embedding, so a head of another shape is not
+        // the embedding whatever config.json says.
+        auto info = scanCheckpoint(fixture("gguf_llama_w2_fp32/reference"));
+        QVERIFY_RESULT(info);
+        const auto arch = ggufArchitectureFor("LlamaForCausalLM");
+        auto hp = readGgufHparams(json::parse(readFile(fixture("gguf_llama_w2_fp32/reference/config.json"))), *arch, "c");
+        QVERIFY_RESULT(hp);
+        QVERIFY_RESULT(checkGgufHparams(*hp, *arch, *info, true, "c"));
+        for (auto& t : info->tensors)
+            if (t.name == "lm_head.weight")
+                t.shape = { 500, 128 };
+        QVERIFY(!checkGgufHparams(*hp, *arch, *info, false, "c")); // untied: its rows are not vocab_size
+        const Status tied = checkGgufHparams(*hp, *arch, *info, true, "c");
+        QVERIFY(!tied);
+        QVERIFY2(tied.error().message.find("lm_head.weight is [500, 128] and model.embed_tokens.weight [512, 128]")
+                     != std::string::npos,
+                 tied.error().message.c_str());
     }
 };
 
