@@ -56,7 +56,7 @@ bool installHandler()
     action.sa_sigaction = onBusError;
     // SA_NODEFER: SIGBUS stays unblocked in the handler, so leaving it by siglongjmp needs no saved signal mask
     // (sigsetjmp without one is a few register stores, not a system call).
-    action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
     ::sigemptyset(&action.sa_mask);
     return ::sigaction(SIGBUS, &action, &g_previous) == 0;
 }
