@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compare/model_compare.h"
 
+#include "io/guarded_read.h"
 #include "io/printable.h"
 #include "model/convert.h"
 #include "merge/box_copy.h"
@@ -160,12 +161,13 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
         std::vector<std::uint8_t> rounded; // a chunk of the wider reference, rounded to the merge's dtype
         const std::uint8_t* refBase = rp ? refFile->view().data() + rp->dataOffset : refBuffer.data();
         if (rp && (rp->dataOffset > refFile->size() || count * refEs > refFile->size() - rp->dataOffset))
-            status = makeError(rp->file + ": " + printableText(ref.name) + " reaches past the end of the file");
+            status = pastEndError(rp->file, ref.name, refFile->size());
         if (status && planned.delta && isFloatingPoint(ref.dtype)) {
-            auto largest = largestMagnitude(refBase, ref.dtype, count);
-            if (!largest) {
+            Result<double> largest = 0.0;
+            status = files.guardedRead(ref.pieces.front().file, [&] { largest = largestMagnitude(refBase, ref.dtype, count); });
+            if (status && !largest)
                 status = largest.error();
-            } else {
+            if (status) {
                 const double tolerance = options.fusedTolerance * *largest;
                 options.atol = std::max(options.atol, tolerance);
                 std::ostringstream s;
@@ -174,10 +176,16 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
                 c.note = c.note.empty() ? s.str() : c.note + "; " + s.str();
             }
         }
+        std::vector<std::uint8_t> mapped; // a chunk of a reference read where it lies, copied out of the mapping
         for (std::uint64_t first = 0; status && first < count; first += kChunkElements) {
             const std::uint64_t n = std::min(kChunkElements, count - first);
             const std::uint8_t* refChunk = refBase + first * refEs;
-            if (roundReference) {
+            if (rp) { // guarded: a reference truncated by another process meanwhile is an error, not a SIGBUS
+                mapped.resize(static_cast<std::size_t>(n * refEs));
+                status = files.guardedRead(rp->file, [&] { std::memcpy(mapped.data(), refChunk, mapped.size()); });
+                refChunk = mapped.data();
+            }
+            if (status && roundReference) {
                 rounded.resize(static_cast<std::size_t>(n * es));
                 status = convertElements(refChunk, ref.dtype, rounded.data(), merged.dtype, n);
                 refChunk = rounded.data();

@@ -2,6 +2,7 @@
 #include "formats/config_folder.h"
 
 #include "io/confined_file.h"
+#include "io/path_kinds.h"
 
 #include <sys/stat.h>
 
@@ -72,10 +73,10 @@ Result<ConfigFolder> listConfigFolder(const std::string& dir)
     const auto [root, below] = confinement(fs::path(dir));
     folder.root = root;
     folder.below = below;
-    fs::directory_iterator it(dir, ec);
+    const auto entries = folderEntries(dir, ec);
     if (ec)
         return makeError(dir + ": cannot be listed: " + ec.message());
-    for (const auto& entry : it) {
+    for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
         if (!isHfSideFile(name))
             continue;

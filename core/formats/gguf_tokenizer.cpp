@@ -213,12 +213,23 @@ Result<GgufTokenizer> fromTokenizerJson(const json& tok, const ConfigFolder& fol
     Vocab v;
     std::int64_t maxId = -1;
     std::map<std::int64_t, std::string> byId;
+    // Ids below the embedding's rows (or, not knowing them, below the number of tokens listed): every id up to
+    // the largest becomes a token, so an id is checked before the vocabulary is filled up to it.
+    const std::size_t listed = model["vocab"].size() + (tok.contains("added_tokens") ? tok["added_tokens"].size() : 0);
+    if (vocabSize && model["vocab"].size() > vocabSize)
+        return makeError(source + " has " + std::to_string(model["vocab"].size()) + " tokens but the model's embedding has "
+                         + std::to_string(vocabSize) + " rows");
+    const std::uint64_t idLimit = vocabSize ? vocabSize : listed;
+    const std::string limitText = vocabSize ? "the model's embedding has " + std::to_string(vocabSize) + " rows"
+                                            : "the file lists " + std::to_string(listed) + " tokens";
     for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-        if (!it.value().is_number_integer() || it.value().get<std::int64_t>() < 0
-            || it.value().get<std::int64_t>() > (1 << 24))
+        if (!it.value().is_number_integer() || it.value().get<std::int64_t>() < 0)
             return makeError(source + ": the id of token " + it.key() + " is not a valid number");
-        byId[it.value().get<std::int64_t>()] = it.key();
-        maxId = std::max(maxId, it.value().get<std::int64_t>());
+        const auto id = it.value().get<std::int64_t>();
+        if (static_cast<std::uint64_t>(id) >= idLimit)
+            return makeError(source + ": token " + it.key() + " has id " + std::to_string(id) + ", but " + limitText);
+        byId[id] = it.key();
+        maxId = std::max(maxId, id);
     }
     std::map<std::int64_t, bool> added; // id → special
     if (tok.contains("added_tokens") && tok["added_tokens"].is_array())
@@ -227,8 +238,9 @@ Result<GgufTokenizer> fromTokenizerJson(const json& tok, const ConfigFolder& fol
                 || !a["content"].is_string())
                 continue;
             const auto id = a["id"].get<std::int64_t>();
-            if (id < 0 || id > (1 << 24))
-                return makeError(source + ": added token id " + std::to_string(id) + " is out of range");
+            if (id < 0 || static_cast<std::uint64_t>(id) >= idLimit)
+                return makeError(source + ": added token " + a["content"].get<std::string>() + " has id "
+                                 + std::to_string(id) + ", but " + limitText);
             byId[id] = a["content"].get<std::string>();
             added[id] = a.value("special", false);
             maxId = std::max(maxId, id);
@@ -295,9 +307,11 @@ Result<GgufTokenizer> fromSentencePiece(const ConfigFolder& folder, std::uint64_
     const std::string file = folder.pathOf("tokenizer.model");
     auto bytes = folder.readText("tokenizer.model", kMaxTokenizerBytes);
     TESSERA_TRY(bytes);
-    auto sp = parseSentencePieceModel(*bytes);
+    // No more pieces than the embedding has rows: checked while reading, before the vocabulary is built.
+    auto sp = parseSentencePieceModel(*bytes, vocabSize ? vocabSize : SIZE_MAX);
     if (!sp)
-        return sp.error().withContext(file);
+        return sp.error().withContext(file + (vocabSize ? " (for an embedding of " + std::to_string(vocabSize)
+                                                        + " rows)" : std::string()));
     GgufTokenizer out;
     Vocab v;
     for (std::size_t i = 0; i < sp->pieces.size(); ++i) {
@@ -493,7 +507,7 @@ private:
 
 } // namespace
 
-Result<SentencePieceModel> parseSentencePieceModel(const std::string& data)
+Result<SentencePieceModel> parseSentencePieceModel(const std::string& data, std::size_t maxPieces)
 {
     SentencePieceModel model;
     ProtoReader r(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
@@ -541,6 +555,10 @@ Result<SentencePieceModel> parseSentencePieceModel(const std::string& data)
                     TESSERA_TRY(sub.skip(w));
                 }
             }
+            if (number == 1 && piece.text.empty())
+                return makeError("piece " + std::to_string(model.pieces.size()) + " is empty (SentencePiece has none)");
+            if (number == 1 && model.pieces.size() == maxPieces)
+                return makeError("more than " + std::to_string(maxPieces) + " pieces");
             if (number == 1)
                 model.pieces.push_back(std::move(piece));
         } else {

@@ -27,7 +27,8 @@ struct GgufTokenizer {
 
 /// Reads the tokenizer of the config folder (only the files it lists: see ConfigFolder) for a model with `vocabSize` embedding rows (0: unknown): the vocabulary
 /// is padded with `[PAD{i}]` tokens (type unused) up to it, as llama.cpp's converter does; a vocabulary larger
-/// than the embedding is an error. `configJson` is config.json's text (for bos/eos ids it may hold), or empty.
+/// than the embedding, or a token id past its rows (unknown: past the tokens the file lists), is an error found
+/// before the vocabulary is built. `configJson` is config.json's text (for bos/eos ids it may hold), or empty.
 /// Errors name the file; a folder with no tokenizer Tessera can convert is an error too (llama.cpp cannot load
 /// a model without one).
 Result<GgufTokenizer> readGgufTokenizer(const ConfigFolder& folder, std::uint64_t vocabSize,
@@ -50,7 +51,8 @@ struct SentencePieceModel {
     bool addDummyPrefix = true;
 };
 
-/// Parses a SentencePiece `tokenizer.model` (a ModelProto protobuf) without the protobuf library.
-Result<SentencePieceModel> parseSentencePieceModel(const std::string& bytes);
+/// Parses a SentencePiece `tokenizer.model` (a ModelProto protobuf) without the protobuf library. More than
+/// `maxPieces` pieces (the embedding's rows) or an empty piece is an error, found before the next piece is kept.
+Result<SentencePieceModel> parseSentencePieceModel(const std::string& bytes, std::size_t maxPieces);
 
 } // namespace tessera

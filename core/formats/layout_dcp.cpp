@@ -5,6 +5,7 @@
 #include "model/coverage.h"
 #include "io/printable.h"
 #include "formats/layouts.h"
+#include "io/path_kinds.h"
 #include "parallel.h"
 #include "pickle/torch_save.h"
 #include "pickle/unpickler.h"
@@ -149,7 +150,7 @@ Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& pr
 {
     CheckpointInfo info;
     info.layout = "dcp";
-    info.root = fs::absolute(dir).lexically_normal().string();
+    info.root = absoluteNormal(dir).string();
     const std::string metaPath = (fs::path(info.root) / ".metadata").string();
     auto metaFile = MappedFile::open(metaPath);
     TESSERA_TRY(metaFile);

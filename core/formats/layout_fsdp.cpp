@@ -3,6 +3,7 @@
 
 #include "model/coverage.h"
 #include "formats/layouts.h"
+#include "io/path_kinds.h"
 #include "io/regex.h"
 #include "io/text_file.h"
 #include "parallel.h"
@@ -169,13 +170,13 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
 {
     CheckpointInfo info;
     info.layout = "verl-fsdp";
-    info.root = fs::absolute(dir).lexically_normal().string();
+    info.root = absoluteNormal(dir).string();
 
     // Which world size: fsdp_config.json when present (verl ≥ mid-2025), else the file names.
     static const Regex pattern = Regex::fixed(R"(model_world_size_(\d+)_rank_(\d+)\.pt)");
     std::map<std::int64_t, std::map<std::int64_t, std::string>> byWorld;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    for (const auto& entry : folderEntries(dir, ec)) {
         std::vector<std::string> m;
         const std::string name = entry.path().filename().string();
         if (!pattern.fullMatch(name, m))
@@ -240,7 +241,7 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
             info.problems.push_back({ missing, "", "rank " + std::to_string(r) + " of " + std::to_string(world)
                                                       + " is missing" });
         } else {
-            ranks[static_cast<std::size_t>(r)].path = fs::absolute(it->second).lexically_normal().string();
+            ranks[static_cast<std::size_t>(r)].path = absoluteNormal(it->second).string();
             info.files.push_back(ranks[static_cast<std::size_t>(r)].path);
         }
     }
@@ -351,7 +352,7 @@ Result<CheckpointInfo> scanTorchSaveFile(const std::string& path)
 {
     CheckpointInfo info;
     info.layout = "torch-save";
-    info.root = fs::absolute(path).lexically_normal().string();
+    info.root = absoluteNormal(path).string();
     RankFile rank;
     rank.rank = 0;
     rank.path = info.root;

@@ -3,6 +3,7 @@
 #include "formats/gguf_names.h"
 #include "formats/gguf_reader.h"
 #include "io/mapped_file.h"
+#include "io/path_kinds.h"
 #include "model/quant_blocks.h"
 #include "model/tensor_reindex.h"
 
@@ -60,11 +61,30 @@ std::vector<Piece> unpermuteRows(const Piece& whole, std::int64_t rows, std::int
     return out;
 }
 
+/// Experts past the names' six digits (gguf_names), far past any model's.
+constexpr std::int64_t kMaxExperts = 999999;
+
+/// A stacked expert tensor becomes one tensor per expert, so its expert count is checked against what the file
+/// holds before any of them is made: every expert has data, and the count is the one the file declares.
+Status checkExpertCount(const GgufTensorInfo& t, std::int64_t experts, std::int64_t declared)
+{
+    const std::string count = std::to_string(experts) + " experts";
+    if (t.bytes == 0)
+        return makeError(t.name + ": " + count + " that hold no data (a dimension is 0)");
+    if (declared <= 0)
+        return makeError(t.name + ": " + count + ", but the file declares no expert_count");
+    if (experts != declared)
+        return makeError(t.name + ": " + count + ", but the file's expert_count is " + std::to_string(declared));
+    if (experts > kMaxExperts)
+        return makeError(t.name + ": " + count + ", more than " + std::to_string(kMaxExperts) + " (damaged?)");
+    return Status::success();
+}
+
 } // namespace
 
 Result<CheckpointInfo> scanGgufFile(const std::string& path)
 {
-    const std::string absolute = fs::absolute(fs::path(path)).lexically_normal().string();
+    const std::string absolute = absoluteNormal(fs::path(path)).string();
     auto file = MappedFile::open(absolute);
     TESSERA_TRY(file);
     auto header = parseGgufHeader((*file)->view());
@@ -96,14 +116,14 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             + (header->find("tokenizer.chat_template") ? ", chat template" : "");
     }
     info.notes["gguf.version"] = std::to_string(header->version);
-    auto headsOf = [&](const char* key) -> std::int64_t {
+    auto archInt = [&](const char* key) -> std::int64_t {
         const GgufValue* v = header->find(arch + key);
         return v && v->asInt() ? *v->asInt() : 0;
     };
-    const std::int64_t heads = headsOf(".attention.head_count");
-    const std::int64_t kvHeads = headsOf(".attention.head_count_kv") > 0 ? headsOf(".attention.head_count_kv") : heads;
+    const std::int64_t heads = archInt(".attention.head_count");
+    const std::int64_t kvHeads = archInt(".attention.head_count_kv") > 0 ? archInt(".attention.head_count_kv") : heads;
     const bool llama = arch == "llama";
-    const bool mixtral = llama && headsOf(".expert_count") > 0;
+    const bool mixtral = llama && archInt(".expert_count") > 0;
     std::vector<std::string> unread;
     std::size_t dequantized = 0;
     for (const auto& t : header->tensors) {
@@ -137,6 +157,8 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
 
         const bool stacked = endsWith(t.name, "_exps.weight") && tensor.shape.size() == 3;
         if (stacked) {
+            if (auto counted = checkExpertCount(t, tensor.shape[0], archInt(".expert_count")); !counted)
+                return counted.error().withContext(absolute);
             for (std::int64_t e = 0; e < tensor.shape[0]; ++e) {
                 const std::string hf = hfTensorName(t.name, static_cast<int>(e), mixtral);
                 TensorInfo one = selectLeading(tensor, e, hf.empty() ? t.name + "." + std::to_string(e) : hf);
@@ -151,7 +173,9 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
         const bool isQ = endsWith(t.name, "attn_q.weight") || endsWith(t.name, "attn_q.bias");
         const bool isK = endsWith(t.name, "attn_k.weight") || endsWith(t.name, "attn_k.bias");
         const std::int64_t h = isQ ? heads : kvHeads;
-        if (llama && (isQ || isK) && h > 0 && !tensor.shape.empty() && tensor.shape[0] % h == 0
+        // Two boxes per head: only for a tensor with data whose rows split into heads of an even size, so the
+        // boxes never outnumber its rows, whatever head count the metadata claims.
+        if (llama && (isQ || isK) && h > 0 && t.bytes > 0 && !tensor.shape.empty() && tensor.shape[0] % h == 0
             && (tensor.shape[0] / h) % 2 == 0) {
             tensor.pieces = unpermuteRows(tensor.pieces.front(), tensor.shape[0], h);
             tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)" + q8Note;

@@ -8,6 +8,7 @@
 #include "formats/layouts.h"
 #include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
+#include "io/path_kinds.h"
 #include "io/regular_file.h"
 #include "io/printable.h"
 #include "io/regex.h"
@@ -271,12 +272,12 @@ struct StageLayers {
 Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, Progress& progress)
 {
     CheckpointInfo info;
-    info.root = fs::absolute(dir).lexically_normal().string();
+    info.root = absoluteNormal(dir).string();
 
     static const Regex folderPattern = Regex::fixed(R"(mp_rank_(\d{2,})(?:_(\d{3,}))?(?:_(\d{3,}))?)");
     std::vector<RankFolder> folders;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(info.root, ec)) {
+    for (const auto& entry : folderEntries(info.root, ec)) {
         std::vector<std::string> m;
         const std::string name = entry.path().filename().string();
         if (!entry.is_directory(ec) || !folderPattern.fullMatch(name, m))

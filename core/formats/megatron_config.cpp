@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/megatron_config.h"
+#include "io/path_kinds.h"
 #include "io/printable.h"
 #include "io/text_file.h"
 
@@ -104,7 +105,7 @@ std::vector<std::string> MegatronConfig::mergeFrom(const MegatronConfig& other)
 
 std::string findTransformerConfig(const std::string& dir)
 {
-    fs::path here = fs::absolute(dir).lexically_normal();
+    fs::path here = absoluteNormal(dir);
     for (int up = 0; up < 3 && !here.empty(); ++up) {
         std::error_code ec;
         const fs::path candidate = here / "transformer_config.json";

@@ -2,6 +2,7 @@
 // Layout detection: from whatever folder the user points at to the reader that understands it.
 
 #include "formats/scan.h"
+#include "io/path_kinds.h"
 #include "io/printable.h"
 #include "io/regex.h"
 #include "io/text_file.h"
@@ -38,7 +39,7 @@ bool isDirectoryNoThrow(const fs::path& p)
 bool hasFileMatching(const fs::path& dir, const Regex& pattern)
 {
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir, ec))
+    for (const auto& entry : folderEntries(dir, ec))
         if (pattern.fullMatch(entry.path().filename().string()))
             return true;
     return false;
@@ -47,7 +48,7 @@ bool hasFileMatching(const fs::path& dir, const Regex& pattern)
 bool hasSubdirMatching(const fs::path& dir, const Regex& pattern)
 {
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir, ec))
+    for (const auto& entry : folderEntries(dir, ec))
         if (entry.is_directory(ec) && pattern.fullMatch(entry.path().filename().string()))
             return true;
     return false;
@@ -112,7 +113,7 @@ fs::path newestStep(const fs::path& root)
     fs::path best;
     long long bestStep = -1;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(root, ec)) {
+    for (const auto& entry : folderEntries(root, ec)) {
         std::vector<std::string> m;
         const std::string name = entry.path().filename().string();
         if (!entry.is_directory(ec) || !stepPattern.fullMatch(name, m))
@@ -161,7 +162,7 @@ FoundConfig findHfConfig(const std::vector<fs::path>& visited)
                                        "tokenizer files are not used unasked; pass --hf_model_path " + real
                                            + " to use them" } };
             }
-            return { fs::absolute(dir).lexically_normal().string(), std::nullopt };
+            return { absoluteNormal(dir).string(), std::nullopt };
         }
     return {};
 }
@@ -234,7 +235,7 @@ Result<CheckpointInfo> scanCheckpoint(const std::string& path, const ScanOptions
     if (!options.hfModelPath.empty()) {
         if (!existsNoThrow(fs::path(options.hfModelPath) / "config.json"))
             info->problems.push_back({ options.hfModelPath, "", "no config.json in the --hf_model_path folder" });
-        info->hfConfigDir = fs::absolute(options.hfModelPath).lexically_normal().string();
+        info->hfConfigDir = absoluteNormal(options.hfModelPath).string();
     } else if (info->hfConfigDir.empty()) {
         auto found = findHfConfig(visited);
         info->hfConfigDir = found.dir;

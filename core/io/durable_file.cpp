@@ -147,6 +147,15 @@ Status syncFolder(const std::string& dir)
     return Status::success();
 }
 
+Status createFolders(const std::string& dir)
+{
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        return makeError(dir + ": the folder cannot be created: " + ec.message());
+    return Status::success();
+}
+
 Status writeAllAt(int fd, const std::uint8_t* data, std::uint64_t length, std::uint64_t offset, const std::string& what)
 {
     while (length > 0) {

@@ -30,6 +30,9 @@ Status replaceFileAtomically(const std::string& path, const std::string& bytes);
 std::string uniqueSiblingName(const std::string& path, const std::string& tag);
 /// Flushes a folder's entries (created, renamed or removed names) to disk.
 Status syncFolder(const std::string& dir);
+/// Creates folder `dir` and the folders above it that are missing; the error names the folder and says why
+/// ("No space left on device" when the disk is out of inodes, "File exists" when a file has its name).
+Status createFolders(const std::string& dir);
 
 /// Starts writing bytes [offset, offset + length) of `fd` to disk without waiting for them. A large output that
 /// is flushed at the end anyway is flushed while the rest is still being produced, not all at once after it:

@@ -25,6 +25,23 @@ bool isRealFolder(const fs::path& path)
     return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+fs::path absoluteNormal(const fs::path& path)
+{
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(path, ec);
+    return (ec ? path : absolute).lexically_normal();
+}
+
+std::vector<fs::directory_entry> folderEntries(const fs::path& dir, std::error_code& ec)
+{
+    std::vector<fs::directory_entry> entries;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        entries.push_back(*it);
+    if (ec)
+        entries.clear();
+    return entries;
+}
+
 fs::path normalTarget(const std::string& path)
 {
     std::error_code ec;

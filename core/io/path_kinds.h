@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace tessera {
 
@@ -20,5 +22,12 @@ bool isRealFolder(const std::filesystem::path& path);
 
 /// `path` made absolute and normal, without a trailing separator: "out/" and "./out" name the same target.
 std::filesystem::path normalTarget(const std::string& path);
+
+/// `path` made absolute and normal (fs::absolute throws when the working folder is gone: then `path` normal).
+std::filesystem::path absoluteNormal(const std::filesystem::path& path);
+
+/// The entries of folder `dir`; none, with `ec` saying why, when it cannot be read. Iterating a
+/// fs::directory_iterator throws when a read fails midway; this never does.
+std::vector<std::filesystem::directory_entry> folderEntries(const std::filesystem::path& dir, std::error_code& ec);
 
 } // namespace tessera

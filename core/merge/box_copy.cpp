@@ -3,59 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace tessera {
-
-void forEachRun(const Shape& shape, const Shape& srcStrides, const Shape& dstStrides,
-                const std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)>& run)
-{
-    const std::size_t rank = shape.size();
-    for (auto s : shape)
-        if (s <= 0)
-            return;
-    if (rank == 0) {
-        run(0, 0, 1);
-        return;
-    }
-    // Merge trailing dims while both sides stay contiguous: the run covers dims [inner, rank).
-    std::size_t inner = rank;
-    std::int64_t runLength = 1;
-    while (inner > 0) {
-        const std::size_t d = inner - 1;
-        const bool srcOk = shape[d] == 1 || srcStrides[d] == runLength;
-        const bool dstOk = shape[d] == 1 || dstStrides[d] == runLength;
-        if (!srcOk || !dstOk)
-            break;
-        runLength *= shape[d];
-        --inner;
-    }
-    const auto count = static_cast<std::uint64_t>(runLength);
-    if (inner == 0) {
-        run(0, 0, count);
-        return;
-    }
-    // Odometer over the outer dims [0, inner).
-    std::vector<std::int64_t> index(inner, 0);
-    std::int64_t srcOff = 0, dstOff = 0;
-    while (true) {
-        run(static_cast<std::uint64_t>(srcOff), static_cast<std::uint64_t>(dstOff), count);
-        std::size_t d = inner;
-        while (d > 0) {
-            --d;
-            if (++index[d] < shape[d]) {
-                srcOff += srcStrides[d];
-                dstOff += dstStrides[d];
-                break;
-            }
-            srcOff -= srcStrides[d] * (shape[d] - 1);
-            dstOff -= dstStrides[d] * (shape[d] - 1);
-            index[d] = 0;
-            if (d == 0)
-                return;
-        }
-    }
-}
 
 namespace {
 
@@ -110,16 +59,14 @@ void copyBox(const std::uint8_t* src, const Shape& srcStrides, const Shape& shap
     for (auto s : shape)
         if (s <= 0)
             return;
-    const Shape outer(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(line));
-    const Shape outerSrc(srcStrides.begin(), srcStrides.begin() + static_cast<std::ptrdiff_t>(line));
-    const Shape outerDst(dstStrides.begin(), dstStrides.begin() + static_cast<std::ptrdiff_t>(line));
     const std::int64_t n = shape[line], ss = srcStrides[line], ds = dstStrides[line];
     constexpr std::int64_t kBlock = 64;
     for (std::int64_t first = 0; first < n; first += kBlock) {
         const std::int64_t count = std::min(kBlock, n - first);
         const std::uint8_t* from = src + first * ss * static_cast<std::int64_t>(elementSize);
         std::uint8_t* to = dst + first * ds * static_cast<std::int64_t>(elementSize);
-        forEachRun(outer, outerSrc, outerDst, [&](std::uint64_t s, std::uint64_t d, std::uint64_t lines) {
+        detail::forEachRunOf(shape.data(), srcStrides.data(), dstStrides.data(), line,
+                             [&](std::uint64_t s, std::uint64_t d, std::uint64_t lines) {
             for (std::uint64_t c = 0; c < lines; ++c)
                 copyLineOf(elementSize, from + (s + c) * elementSize, ss, to + (d + c) * elementSize, ds, count);
         });

@@ -4,10 +4,12 @@
 #include "formats/gguf_names.h"
 #include "formats/gguf_tokenizer.h"
 #include "io/byte_size.h"
+#include "io/path_kinds.h"
 #include "io/printable.h"
 #include "io/text_file.h"
 #include "listed_items.h"
 #include "merge/checkpoint_problems.h"
+#include "merge/gguf_hparams.h"
 #include "merge/hf_output.h"
 #include "publish/target_checks.h"
 #include "model/rope_permute.h"
@@ -104,7 +106,7 @@ std::string defaultModelName(const json& config, const CheckpointInfo& info)
         if (!n.empty() && n != "." && n != "..")
             return n;
     }
-    fs::path p = fs::absolute(fs::path(root)).lexically_normal();
+    fs::path p = absoluteNormal(fs::path(root));
     while (!p.empty() && p != p.parent_path()) {
         const std::string n = p.filename().string();
         const bool generic = n.empty() || n == "actor" || n == "critic" || n == "huggingface" || n == "model"
@@ -165,62 +167,6 @@ std::string llama3RopeFactors(double theta, std::int64_t headDim, const json& sc
         bytes.append(reinterpret_cast<const char*>(&v), 4);
     }
     return bytes;
-}
-
-struct Hparams {
-    std::int64_t hidden = 0, layers = 0, heads = 0, kvHeads = 0, ffn = 0, context = 0, headDim = 0, vocab = 0;
-    double eps = 1e-6, theta = 10000;
-    std::int64_t experts = 0, expertsUsed = 0, expertFfn = 0, sharedFfn = 0;
-};
-
-Result<Hparams> readHparams(const json& c, const GgufArchitecture& arch, const std::string& file)
-{
-    Hparams h;
-    std::vector<std::string> missing;
-    auto integer = [&](const char* key, std::int64_t& out, bool required) {
-        if (c.contains(key) && c[key].is_number_integer() && c[key].get<std::int64_t>() >= 0
-            && c[key].get<std::int64_t>() < (1ll << 32))
-            out = c[key].get<std::int64_t>();
-        else if (required)
-            missing.push_back(key);
-    };
-    integer("hidden_size", h.hidden, true);
-    integer("num_hidden_layers", h.layers, true);
-    integer("num_attention_heads", h.heads, true);
-    integer("intermediate_size", h.ffn, !arch.moe);
-    integer("max_position_embeddings", h.context, true);
-    integer("vocab_size", h.vocab, false);
-    h.kvHeads = h.heads;
-    integer("num_key_value_heads", h.kvHeads, false);
-    if (c.contains("head_dim") && c["head_dim"].is_number_integer())
-        integer("head_dim", h.headDim, false);
-    else if (h.heads > 0)
-        h.headDim = h.hidden / h.heads;
-    if (c.contains("rms_norm_eps") && c["rms_norm_eps"].is_number())
-        h.eps = c["rms_norm_eps"].get<double>();
-    else
-        missing.push_back("rms_norm_eps");
-    if (c.contains("rope_theta") && c["rope_theta"].is_number())
-        h.theta = c["rope_theta"].get<double>();
-    if (arch.moe) {
-        integer(c.contains("num_local_experts") ? "num_local_experts" : "num_experts", h.experts, true);
-        integer("num_experts_per_tok", h.expertsUsed, true);
-        if (arch.name != "llama")
-            integer("moe_intermediate_size", h.expertFfn, true);
-        if (arch.name == "qwen2moe")
-            integer("shared_expert_intermediate_size", h.sharedFfn, false);
-    }
-    if (!missing.empty()) {
-        std::string keys;
-        for (const auto& k : missing)
-            keys += (keys.empty() ? "" : ", ") + k;
-        return makeError(file + ": " + keys + " missing or not a number; a GGUF " + arch.name + " model needs "
-                         + (missing.size() == 1 ? "it" : "them"));
-    }
-    if (h.heads == 0 || h.kvHeads == 0 || h.heads % h.kvHeads != 0)
-        return makeError(file + ": " + std::to_string(h.heads) + " attention heads and " + std::to_string(h.kvHeads)
-                         + " key/value heads do not make grouped-query attention");
-    return h;
 }
 
 /// The element type a tensor is written in, as convert_hf_to_gguf chooses it: 1-D tensors, norms and the MoE
@@ -307,7 +253,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
                          + " cannot be written as GGUF by Tessera (it writes " + known + ")");
     }
     plan.architecture = arch->name;
-    auto hp = readHparams(config, *arch, configFile);
+    auto hp = readGgufHparams(config, *arch, configFile);
     TESSERA_TRY(hp);
     auto facts = readHfConfig(plan.config);
     TESSERA_TRY(facts);
@@ -317,6 +263,9 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
 
     // --- Tensors under llama.cpp's names --------------------------------------------------------------------
     const bool tied = options.forceTieWordEmbeddings || facts->tieWordEmbeddings;
+    // Before anything is derived from its numbers (head counts, rope_freqs' length): config.json must describe
+    // the tensors as llama.cpp will read them.
+    TESSERA_TRY(checkGgufHparams(*hp, *arch, info, tied, configFile));
     std::vector<std::string> errors;
     std::vector<Pending> pending;
     std::map<std::string, std::size_t> stackIndex; // stacked GGUF name → index into pending
@@ -681,7 +630,7 @@ Status checkGgufTarget(const GgufPlan& plan, const std::string& targetDir)
     if (auto free = freeDiskBytes(targetDir); free && *free < plan.fileSize)
         return makeError("the export writes " + std::to_string(plan.fileSize) + " bytes but only "
                          + std::to_string(*free) + " are free on the disk holding "
-                         + fs::absolute(targetDir).lexically_normal().string());
+                         + absoluteNormal(targetDir).string());
     return Status::success();
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/hf_output.h"
 #include "io/durable_file.h"
+#include "io/path_kinds.h"
 #include "io/text_file.h"
 #include "mapping/megatron_mapping_rules.h"
 
@@ -188,7 +189,7 @@ std::vector<std::string> conflictingWeightFiles(const std::string& targetDir, co
     std::error_code ec;
     if (!fs::is_directory(targetDir, ec))
         return conflicts;
-    for (const auto& entry : fs::directory_iterator(targetDir, ec)) {
+    for (const auto& entry : folderEntries(targetDir, ec)) {
         const std::string name = entry.path().filename().string();
         const bool weight = endsWith(name, ".safetensors") || endsWith(name, ".safetensors.index.json")
             || (startsWith(name, "pytorch_model") && (endsWith(name, ".bin") || endsWith(name, ".bin.index.json")))
@@ -206,7 +207,7 @@ std::vector<std::string> conflictingSideFiles(const std::string& targetDir, cons
     std::error_code ec;
     if (!fs::is_directory(targetDir, ec))
         return conflicts;
-    for (const auto& entry : fs::directory_iterator(targetDir, ec)) {
+    for (const auto& entry : folderEntries(targetDir, ec)) {
         const std::string name = entry.path().filename().string();
         // Remote code is loaded only through the config.json and tokenizer_config.json that name it, which
         // this check covers: a script of the user's beside them is no part of a model.

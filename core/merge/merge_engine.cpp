@@ -10,6 +10,8 @@
 #include "publish/staged_run.h"
 #include "publish/target_checks.h"
 #include "io/durable_file.h"
+#include "io/guarded_read.h"
+#include "io/path_kinds.h"
 #include "parallel.h"
 #include "model/placement.h"
 
@@ -22,6 +24,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -92,8 +95,7 @@ Status checkBounds(const MappedFile& file, const MappedFile* scales, const Piece
 {
     const std::uint64_t span = pieceSpanBytes(p, p.shape, p.strides);
     if (p.dataOffset > file.size() || span > file.size() - p.dataOffset)
-        return makeError(p.file + ": " + tensor + ": the piece " + boxText(p.offsets, p.shape)
-                         + " reaches past the end of the file (truncated or damaged?)");
+        return pastEndError(p.file, tensor + ": the piece " + boxText(p.offsets, p.shape), file.size());
     return checkScaleBounds(p, boxSpanBytes(p.shape, p.strides, 1), scales, tensor);
 }
 
@@ -142,12 +144,14 @@ Status verifyReplica(SourceFiles& files, const TensorInfo& t, const Piece& repli
         return canceledError();
     bool equal = true;
     std::uint64_t firstDiff = 0;
-    forEachRun(replica.shape, replica.strides, primary.strides, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
-        if (equal && std::memcmp(ra + s * es, pb + d * es, n * es) != 0) {
-            equal = false;
-            firstDiff = d;
-        }
-    });
+    TESSERA_TRY(files.guardedRead(replica.file, [&] {
+        forEachRun(replica.shape, replica.strides, primary.strides, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
+            if (equal && std::memcmp(ra + s * es, pb + d * es, n * es) != 0) {
+                equal = false;
+                firstDiff = d;
+            }
+        });
+    }, primary.file));
     (*a)->adviseDontNeed(replica.dataOffset, boxSpanBytes(replica.shape, replica.strides, es));
     (*b)->adviseDontNeed(primary.dataOffset, boxSpanBytes(primary.shape, primary.strides, es));
     if (!equal)
@@ -156,6 +160,42 @@ Status verifyReplica(SourceFiles& files, const TensorInfo& t, const Piece& repli
                          + std::to_string(replica.rank) + " (" + replica.file + ") differs from rank "
                          + std::to_string(primary.rank) + " (" + primary.file + ") near element "
                          + std::to_string(firstDiff) + " of the piece; the replicas diverged during training");
+    return Status::success();
+}
+
+/// Writes `length` bytes of a piece stored as they are written, from `done` bytes into it, through memory:
+/// read with pread rather than from the mapping, so a source truncated meanwhile is a short read, not a SIGBUS
+/// (MergeRunOptions::onTensorBytes sees the bytes on their way).
+Status writeDirectThroughMemory(SourceFiles& files, const TensorInfo& t, const Piece& p, const OutputFile& out,
+                                std::uint64_t outOffset, std::uint64_t done, std::uint64_t length,
+                                const std::function<void(std::uint64_t)>& addBytes, const std::function<bool()>& canceled)
+{
+    const int fd = files.descriptor(p.file);
+    if (fd < 0)
+        return makeError(p.file + ": cannot be opened: " + std::strerror(errno));
+    std::unique_ptr<std::uint8_t[]> staging(new std::uint8_t[static_cast<std::size_t>(std::min(length, kMergeChunkBytes))]);
+    const std::string what = out.path + ": " + t.name;
+    for (std::uint64_t at = 0; at < length;) {
+        if (canceled && canceled())
+            return canceledError();
+        const std::uint64_t n = std::min(length - at, kMergeChunkBytes);
+        const std::uint64_t from = p.dataOffset + done + at;
+        for (std::uint64_t got = 0; got < n;) {
+            const ssize_t r = ::pread(fd, staging.get() + got, static_cast<std::size_t>(n - got),
+                                      static_cast<off_t>(from + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return makeError(p.file + ": " + t.name + ": cannot be read: " + std::strerror(errno));
+            if (r == 0) // its bounds were checked when it was read: the file shrank since
+                return files.changedError(p.file);
+            got += static_cast<std::uint64_t>(r);
+        }
+        ::posix_fadvise(fd, static_cast<off_t>(from), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+        TESSERA_TRY(writeTensorBytes(out, staging.get(), n, outOffset + at, what));
+        at += n;
+        addBytes(n);
+    }
     return Status::success();
 }
 
@@ -190,9 +230,8 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
                 if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP
                               || errno == EBADF || errno == EPERM))
                     break; // not supported between these files: fall back to writing from the mapping
-                if (n == 0)
-                    return makeError(p.file + ": " + printableText(t.name)
-                                     + ": the file ends before the tensor's data (truncated?)");
+                if (n == 0) // its bounds were checked when it was read: the file shrank since
+                    return files.changedError(p.file);
                 return makeError(what + ": copy failed: " + std::strerror(errno));
             }
             if (!out.options || out.options->sync)
@@ -206,18 +245,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
         auto map = files.map(p.file);
         TESSERA_TRY(map);
         TESSERA_TRY(checkBounds(**map, nullptr, p, t.name));
-        const std::uint8_t* base = (*map)->view().data() + p.dataOffset;
-        while (done < length) {
-            if (canceled && canceled())
-                return canceledError();
-            const std::uint64_t n = std::min(length - done, kMergeChunkBytes);
-            (*map)->adviseWillNeed(p.dataOffset + done, n);
-            TESSERA_TRY(writeTensorBytes(out, base + done, n, outOffset + done, what));
-            (*map)->adviseDontNeed(p.dataOffset + done, n);
-            done += n;
-            addBytes(n);
-        }
-        return Status::success();
+        return writeDirectThroughMemory(files, t, p, out, outOffset + done, done, length - done, addBytes, canceled);
     }
     auto map = files.map(p.file);
     TESSERA_TRY(map);
@@ -230,7 +258,10 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
             return canceledError();
         const std::uint64_t n = std::min(perChunk, count - first);
         (*map)->adviseWillNeed(p.dataOffset + first * inSize, n * inSize);
-        auto converted = convertElements(base + first * inSize, p.storedDtype, staging.data(), planned.dtype, n);
+        Status converted;
+        TESSERA_TRY(files.guardedRead(p.file, [&] {
+            converted = convertElements(base + first * inSize, p.storedDtype, staging.data(), planned.dtype, n);
+        }));
         if (!converted)
             return converted.error().withContext(p.file + ": " + t.name);
         TESSERA_TRY(writeTensorBytes(out, staging.data(), n * outSize, outOffset + first * outSize, what));
@@ -301,6 +332,56 @@ bool isCanceled(const MergeRunOptions& options)
         || (options.cancel && options.cancel->load(std::memory_order_relaxed));
 }
 
+namespace {
+
+/// Reads one slab of a piece (from its mapping at `base`, an MXFP4 piece's scales at `scaleBase`) into its
+/// place in `dst`, converted to `dtype`, or into the fp32 accumulator `acc` of a Sum. `decoded`/`converted` are
+/// buffers kept across slabs. Only memory is touched, so it can run inside a guarded read.
+Status readSlab(const Piece& p, const Slab& slab, const std::uint8_t* base, const std::uint8_t* scaleBase,
+                const Shape& gstr, DType dtype, std::uint8_t* dst, float* acc, std::vector<float>& decoded,
+                std::vector<std::uint8_t>& converted)
+{
+    const std::size_t outSize = dtypeSize(dtype);
+    const std::uint64_t dstBase = elementOffset(slab.globalOffsets, gstr);
+    const std::uint8_t* src = base + slab.srcByteOffset;
+    DType srcDtype = p.storedDtype;
+    if (p.encoding != PieceEncoding::Plain) {
+        // Decoded in stored order, then read like a plain piece with the same strides.
+        const std::uint64_t span = boxSpanBytes(slab.shape, p.strides, 1);
+        const bool convert = !acc && dtype != DType::Float32;
+        auto status = decodePieceElements(p, base, scaleBase, slab.srcElement, span, decoded);
+        if (status && convert) {
+            converted.resize(static_cast<std::size_t>(span * outSize));
+            status = convertElements(decoded.data(), DType::Float32, converted.data(), dtype, span);
+        }
+        if (!status)
+            return status;
+        src = convert ? converted.data() : reinterpret_cast<const std::uint8_t*>(decoded.data());
+        srcDtype = convert ? dtype : DType::Float32;
+    }
+    if (!acc && srcDtype == dtype) {
+        // Bytes as they are: copied run by run, or line by line when the box is transposed.
+        copyBox(src, p.strides, slab.shape, outSize, dst + dstBase * outSize, gstr);
+        return Status::success();
+    }
+    const std::size_t srcSize = dtypeSize(srcDtype);
+    Status status;
+    forEachRun(slab.shape, p.strides, gstr, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
+        if (!status)
+            return;
+        const std::uint8_t* run = src + s * srcSize;
+        if (acc && p.role == PieceRole::PartialTerm)
+            status = accumulatePartial(acc + dstBase + d, run, srcDtype, n);
+        else if (acc)
+            status = convertElements(run, srcDtype, acc + dstBase + d, DType::Float32, n);
+        else
+            status = convertElements(run, srcDtype, dst + (dstBase + d) * outSize, dtype, n);
+    });
+    return status;
+}
+
+} // namespace
+
 // ---------------------------------------------------------------------------------------------------------------
 
 MemoryBudget::MemoryBudget(std::uint64_t capacity)
@@ -370,7 +451,6 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedT
     if (planned.delta)
         return materializeFused(files, t, planned, dst, canceled);
     const Shape gstr = globalStrides(t.shape);
-    const std::size_t outSize = dtypeSize(planned.dtype);
     PageBuffer accumulator;
     float* acc = nullptr;
     if (planned.mode == CopyMode::Sum) {
@@ -399,42 +479,11 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedT
             if (canceled && canceled())
                 return canceledError();
             (*map)->adviseWillNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
-            const std::uint64_t dstBase = elementOffset(slab.globalOffsets, gstr);
-            const std::uint8_t* src = base + slab.srcByteOffset;
-            DType srcDtype = p.storedDtype;
-            if (p.encoding != PieceEncoding::Plain) {
-                // Decoded in stored order, then read like a plain piece with the same strides.
-                const std::uint64_t span = boxSpanBytes(slab.shape, p.strides, 1);
-                const bool convert = !acc && planned.dtype != DType::Float32;
-                auto status = decodePieceElements(p, base, scaleBase, slab.srcElement, span, decoded);
-                if (status && convert) {
-                    converted.resize(static_cast<std::size_t>(span * outSize));
-                    status = convertElements(decoded.data(), DType::Float32, converted.data(), planned.dtype, span);
-                }
-                if (!status)
-                    return status.error().withContext(p.file + ": " + t.name);
-                src = convert ? converted.data() : reinterpret_cast<const std::uint8_t*>(decoded.data());
-                srcDtype = convert ? planned.dtype : DType::Float32;
-            }
-            if (!acc && srcDtype == planned.dtype) {
-                // Bytes as they are: copied run by run, or line by line when the box is transposed.
-                copyBox(src, p.strides, slab.shape, outSize, dst + dstBase * outSize, gstr);
-                (*map)->adviseDontNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
-                continue;
-            }
-            const std::size_t srcSize = dtypeSize(srcDtype);
+            // The slab's reads of the mapping, guarded: a source truncated meanwhile is an error, not a SIGBUS.
             Status status;
-            forEachRun(slab.shape, p.strides, gstr, [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
-                if (!status)
-                    return;
-                const std::uint8_t* run = src + s * srcSize;
-                if (acc && p.role == PieceRole::PartialTerm)
-                    status = accumulatePartial(acc + dstBase + d, run, srcDtype, n);
-                else if (acc)
-                    status = convertElements(run, srcDtype, acc + dstBase + d, DType::Float32, n);
-                else
-                    status = convertElements(run, srcDtype, dst + (dstBase + d) * outSize, planned.dtype, n);
-            });
+            TESSERA_TRY(files.guardedRead(p.file, [&] {
+                status = readSlab(p, slab, base, scaleBase, gstr, planned.dtype, dst, acc, decoded, converted);
+            }, p.scaleFile));
             if (!status)
                 return status.error().withContext(p.file + ": " + t.name);
             (*map)->adviseDontNeed(p.dataOffset + slab.srcByteOffset, slab.spanBytes);
@@ -646,7 +695,7 @@ Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir)
     if (auto free = freeDiskBytes(targetDir); free && *free < plan.diskBytes)
         return makeError("the merge writes " + std::to_string(plan.diskBytes) + " bytes but only "
                          + std::to_string(*free) + " are free on the disk holding "
-                         + fs::absolute(targetDir).lexically_normal().string());
+                         + absoluteNormal(targetDir).string());
     return Status::success();
 }
 
@@ -662,7 +711,7 @@ Status checkSubfolder(const std::string& targetDir, const MergeOutput& output)
     if (!fs::is_directory(fs::symlink_status(dir, ec)))
         return makeError(dir.string() + " exists and is not a folder; move it away or choose another target folder");
     const auto names = output.plan->outputFileNames();
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    for (const auto& entry : folderEntries(dir, ec)) {
         const std::string name = entry.path().filename().string();
         if (std::find(names.begin(), names.end(), name) == names.end())
             return makeError(dir.string() + " holds " + printableText(name)
@@ -707,7 +756,7 @@ Status checkMergeTargets(const std::vector<MergeOutput>& outputs, const std::str
     }
     if (auto free = freeDiskBytes(targetDir); free && *free < diskBytes)
         return makeError("the merge writes " + std::to_string(diskBytes) + " bytes but only " + std::to_string(*free)
-                         + " are free on the disk holding " + fs::absolute(targetDir).lexically_normal().string());
+                         + " are free on the disk holding " + absoluteNormal(targetDir).string());
     return Status::success();
 }
 

@@ -6,6 +6,7 @@
 #include "merge/merge_plan.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@ Result<std::shared_ptr<MappedFile>> SourceFiles::map(const std::string& path)
     auto file = MappedFile::open(path);
     TESSERA_TRY(file);
     m_maps[path] = *file;
+    m_sizes.emplace(path, (*file)->size());
     return *file;
 }
 
@@ -30,7 +32,24 @@ int SourceFiles::descriptor(const std::string& path)
         return it->second;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     m_fds[path] = fd;
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0)
+        m_sizes.emplace(path, static_cast<std::uint64_t>(st.st_size));
     return fd;
+}
+
+Error SourceFiles::changedError(const std::string& path, const std::string& other)
+{
+    std::lock_guard<std::mutex> lock(m_mutex);
+    auto sizeOf = [&](const std::string& p) {
+        auto it = m_sizes.find(p);
+        return it == m_sizes.end() ? 0 : it->second;
+    };
+    struct stat st {};
+    if (!other.empty() && other != path && ::stat(other.c_str(), &st) == 0
+        && static_cast<std::uint64_t>(st.st_size) < sizeOf(other))
+        return fileChangedError(other, sizeOf(other));
+    return fileChangedError(path, sizeOf(path));
 }
 
 SourceFiles::~SourceFiles()
@@ -74,8 +93,7 @@ Status SourceFiles::checkRecord(const Piece& piece, const std::function<bool()>&
     TESSERA_TRY(file);
     const MappedFile& mapped = **file;
     if (piece.storageBegin > mapped.size() || piece.storageBytes > mapped.size() - piece.storageBegin)
-        return makeError(piece.file + ": record '" + piece.storageRecord
-                         + "' reaches past the end of the file (truncated or damaged?)");
+        return pastEndError(piece.file, "record '" + piece.storageRecord + "'", mapped.size());
     const std::uint8_t* base = mapped.view().data() + piece.storageBegin;
     std::uint32_t crc = 0;
     for (std::uint64_t done = 0; done < piece.storageBytes;) {
@@ -83,7 +101,7 @@ Status SourceFiles::checkRecord(const Piece& piece, const std::function<bool()>&
             return makeError("canceled");
         const std::uint64_t n = std::min(piece.storageBytes - done, kMergeChunkBytes);
         mapped.adviseWillNeed(piece.storageBegin + done, n);
-        crc = crc32Update(crc, base + done, static_cast<std::size_t>(n));
+        TESSERA_TRY(guardedRead(piece.file, [&] { crc = crc32Update(crc, base + done, static_cast<std::size_t>(n)); }));
         mapped.adviseDontNeed(piece.storageBegin + done, n);
         done += n;
     }

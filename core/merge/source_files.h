@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "io/guarded_read.h"
 #include "io/mapped_file.h"
 #include "model/checkpoint.h"
 #include "result.h"
@@ -29,6 +30,20 @@ public:
     /// that result. Pieces without a checksum (safetensors) pass at once. A mismatch names file and record.
     Status verifyStorage(const Piece& piece, const std::function<bool()>& canceled = {});
 
+    /// Runs `read` over the mapping of `path` (and of `other`, when given: a second file it reads) with a bus
+    /// error turned into an error naming the file that changed: a source truncated by another process while it
+    /// is read (see io/guarded_read.h for what `read` may do).
+    template <typename Read>
+    Status guardedRead(const std::string& path, Read&& read, const std::string& other = {})
+    {
+        if (runGuardedRead(read))
+            return Status::success();
+        return changedError(path, other);
+    }
+    /// The error for `path` (or `other`, whichever shrank) having changed while it was read: its size when this
+    /// object first mapped or opened it, and now.
+    Error changedError(const std::string& path, const std::string& other = {});
+
     SourceFiles() = default;
     SourceFiles(const SourceFiles&) = delete;
     SourceFiles& operator=(const SourceFiles&) = delete;
@@ -46,6 +61,7 @@ private:
     std::condition_variable m_checked;
     std::map<std::string, std::shared_ptr<MappedFile>> m_maps;
     std::map<std::string, int> m_fds;
+    std::map<std::string, std::uint64_t> m_sizes; ///< each file's size when first mapped or opened
     std::map<std::pair<std::string, std::uint64_t>, RecordState> m_records; ///< by (file, record offset)
 };
 

@@ -125,7 +125,7 @@ std::vector<std::string> OutputStaging::removeStale(const std::string& target)
     for (const auto& place : stagingPlaces(t)) {
         std::error_code ec;
         std::vector<fs::path> stale;
-        for (const auto& entry : fs::directory_iterator(place.folder, ec)) {
+        for (const auto& entry : folderEntries(place.folder, ec)) {
             const std::string name = entry.path().filename().string();
             if (startsWith(name, place.prefix)
                 && isStagingSuffix(name.substr(place.prefix.size()), place.folder != t))

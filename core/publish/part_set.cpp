@@ -142,7 +142,7 @@ void removeLeftovers(const fs::path& target, const std::function<void(const std:
     for (const auto& place : setPlaces(target)) {
         std::error_code ec;
         std::vector<fs::path> leftovers;
-        for (const auto& entry : fs::directory_iterator(place.folder, ec)) {
+        for (const auto& entry : folderEntries(place.folder, ec)) {
             const std::string name = entry.path().filename().string();
             const std::string set = place.prefix + kSetTag;
             // uniqueSiblingName() puts a '.' before the set's own name: "..<set>.done-…", "..<set>.new-…".
@@ -479,7 +479,7 @@ std::vector<PartsSetStatus> PartSet::status(const std::string& targetDir)
         const std::string prefix = place.prefix + kSetTag;
         std::error_code ec;
         std::vector<fs::path> found;
-        for (const auto& entry : fs::directory_iterator(place.folder, ec)) {
+        for (const auto& entry : folderEntries(place.folder, ec)) {
             const std::string name = entry.path().filename().string();
             if (name.rfind(prefix, 0) == 0 && name.size() == prefix.size() + kIdLength && isRealFolder(entry.path()))
                 found.push_back(entry.path());

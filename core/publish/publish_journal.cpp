@@ -133,7 +133,7 @@ Status clearJournal(const std::string& staging)
     if (ec)
         return makeError((dir / kReplaced).string() + ": cannot be removed: " + ec.message());
     // Journals begun and never committed (replaceFileAtomically()'s temporary names).
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    for (const auto& entry : folderEntries(dir, ec)) {
         const std::string name = entry.path().filename().string();
         if (name.rfind(std::string(".") + kJournal + ".", 0) == 0)
             ::unlink(entry.path().c_str());

@@ -4,6 +4,8 @@
 
 #include "io/byte_size.h"
 #include "io/durable_file.h"
+#include "io/guarded_read.h"
+#include "io/path_kinds.h"
 #include "io/text_file.h"
 #include "merge/box_copy.h"
 #include "merge/hf_output.h"
@@ -106,6 +108,17 @@ struct ModelTensor {
         if (map)
             map->adviseDontNeed(offset, bytes); // read once: its pages need not stay resident
     }
+    /// Runs `read` over `data`; when that is a source file's mapping, guarded, so a source truncated by another
+    /// process meanwhile is an error naming it rather than a SIGBUS (see io/guarded_read.h).
+    template <typename Read>
+    Status guardedRead(Read&& read) const
+    {
+        if (!map) {
+            read();
+            return Status::success();
+        }
+        return runGuardedRead(read) ? Status::success() : Status(fileChangedError(map->path(), map->size()));
+    }
 };
 using ModelTensors = std::map<std::size_t, std::unique_ptr<ModelTensor>>;
 
@@ -131,8 +144,7 @@ Result<std::unique_ptr<ModelTensor>> readModelTensor(SourceFiles& files, const T
         auto map = files.map(p->file);
         TESSERA_TRY(map);
         if (p->dataOffset > (*map)->size() || pt.bytes > (*map)->size() - p->dataOffset)
-            return makeError(p->file + ": " + printableText(t.name)
-                             + " reaches past the end of the file (truncated or damaged?)");
+            return pastEndError(p->file, t.name, (*map)->size());
         m->map = *map;
         m->offset = p->dataOffset;
         m->bytes = pt.bytes;
@@ -156,12 +168,22 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
 {
     const std::size_t esize = dtypeSize(t.spec.dtype);
     const std::uint64_t bytes = t.bytes();
-    auto stream = [&](const std::uint8_t* data) -> Status {
+    // `from`: the model tensor the bytes are read from when it may be a source file's mapping. The writer
+    // checksums and writes what it is given, so bytes from a mapping pass through a guarded copy first.
+    std::unique_ptr<std::uint8_t[]> staging;
+    auto stream = [&](const std::uint8_t* data, const ModelTensor* from) -> Status {
+        if (from && from->map && !staging)
+            staging.reset(new std::uint8_t[static_cast<std::size_t>(std::min(kMergeChunkBytes, bytes))]);
         for (std::uint64_t off = 0; off < bytes; off += kMergeChunkBytes) {
             if (isCanceled(meter.options))
                 return canceledError();
             const std::uint64_t n = std::min(kMergeChunkBytes, bytes - off);
-            TESSERA_TRY(writer.append(data + off, n));
+            const std::uint8_t* chunk = data + off;
+            if (from && from->map) {
+                TESSERA_TRY(from->guardedRead([&] { std::memcpy(staging.get(), chunk, static_cast<std::size_t>(n)); }));
+                chunk = staging.get();
+            }
+            TESSERA_TRY(writer.append(chunk, n));
             meter.add(n, t.spec.name);
         }
         return Status::success();
@@ -172,9 +194,9 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
         if (whole && !whole->localElement && whole->sourceBoxShape.empty() && whole->shape == t.spec.shape
             && boxIsContiguousInTensor(whole->sourceOffsets, whole->shape, sourceShape)) {
             // A block of whole rows (FSDP's Shard(0)): written straight from the assembled tensor.
-            const std::uint8_t* src = sources.at(whole->source)->data
-                + elementOffset(whole->sourceOffsets, globalStrides(sourceShape)) * esize;
-            TESSERA_TRY(stream(src));
+            const ModelTensor& from = *sources.at(whole->source);
+            const std::uint8_t* src = from.data + elementOffset(whole->sourceOffsets, globalStrides(sourceShape)) * esize;
+            TESSERA_TRY(stream(src, &from));
         } else {
             auto local = PageBuffer::allocate(bytes);
             TESSERA_TRY(local);
@@ -183,10 +205,13 @@ Status appendLocalTensor(TorchSaveWriter& writer, const SplitTensor& t, const Me
                 const Shape& shape = f.sourceBoxShape.empty() ? model.tensors[f.source].shape : f.sourceBoxShape;
                 const Shape srcStrides = globalStrides(shape);
                 const std::uint64_t at = f.localElement ? *f.localElement : elementOffset(f.localOffsets, localStrides);
-                copyBox(sources.at(f.source)->data + elementOffset(f.sourceOffsets, srcStrides) * esize, srcStrides,
-                        f.shape, esize, local->data() + at * esize, f.localElement ? f.localStrides : localStrides);
+                const ModelTensor& from = *sources.at(f.source);
+                TESSERA_TRY(from.guardedRead([&] {
+                    copyBox(from.data + elementOffset(f.sourceOffsets, srcStrides) * esize, srcStrides, f.shape, esize,
+                            local->data() + at * esize, f.localElement ? f.localStrides : localStrides);
+                }));
             }
-            TESSERA_TRY(stream(local->data()));
+            TESSERA_TRY(stream(local->data(), nullptr));
         }
     }
     return writer.appendZeros(t.spec.storageBytes() - bytes);
@@ -254,7 +279,7 @@ std::string dcpMetadata(const SplitPlan& plan, const SplitItems& items)
 /// already names a later step (a split into an older step must not hide the newer ones).
 Status writeRunIteration(const std::string& target, std::int64_t iteration, std::string& note)
 {
-    fs::path actor = fs::absolute(target).lexically_normal();
+    fs::path actor = absoluteNormal(target);
     if (actor.filename().empty())
         actor = actor.parent_path();
     const fs::path root = actor.parent_path().parent_path();
@@ -284,7 +309,7 @@ Status checkSplitTarget(const CheckpointInfo& info, const MergePlan& model, cons
     if (fs::is_directory(targetDir, ec)) {
         const auto names = plan.topLevelNames();
         std::vector<std::string> taken;
-        for (const auto& entry : fs::directory_iterator(targetDir, ec)) {
+        for (const auto& entry : folderEntries(targetDir, ec)) {
             const std::string name = entry.path().filename().string();
             if (std::find(names.begin(), names.end(), name) != names.end() || looksLikeCheckpointFile(name))
                 taken.push_back(name);
@@ -327,7 +352,7 @@ Result<SplitItems> writeSplitFiles(const CheckpointInfo& info, const MergePlan& 
         }
         for (const auto& t : f.tensors)
             selectedBytes += t.spec.storageBytes();
-        fs::create_directories(fs::path(o->path).parent_path());
+        TESSERA_TRY(createFolders(fs::path(o->path).parent_path().string()));
         // Never through a link: the folder is the run's own, and a link there was not put there by it.
         const int fd = ::open(o->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         o->file = fd < 0 ? nullptr : ::fdopen(fd, "wb");
@@ -431,12 +456,12 @@ Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const
         files.push_back(plan.dcpFolder.empty() ? ".metadata" : plan.dcpFolder + "/.metadata");
     }
     for (const auto& [name, content] : plan.generatedFiles) {
-        fs::create_directories((dir / name).parent_path());
+        TESSERA_TRY(createFolders((dir / name).parent_path().string()));
         TESSERA_TRY(writeFileSynced((dir / name).string(), content));
         files.push_back(name);
     }
     for (const auto& [name, pickle] : plan.generatedPickles) {
-        fs::create_directories((dir / name).parent_path());
+        TESSERA_TRY(createFolders((dir / name).parent_path().string()));
         TESSERA_TRY(writeTorchSavePickle((dir / name).string(), fs::path(name).stem().string(), pickle));
         files.push_back(name);
     }
@@ -444,7 +469,7 @@ Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const
         TESSERA_TRY(syncFolder((dir / plan.dcpFolder).string()));
     if (!plan.config.path.empty() && !plan.config.files.empty()) {
         const fs::path side = plan.sideFolder.empty() ? dir : dir / plan.sideFolder;
-        fs::create_directories(side);
+        TESSERA_TRY(createFolders(side.string()));
         TESSERA_TRY(copyHfSideFiles(plan.config, side.string(), model.configEdits()));
         for (const auto& sf : plan.config.files)
             files.push_back(plan.sideFolder.empty() ? sf : plan.sideFolder + "/" + sf);

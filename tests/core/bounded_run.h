@@ -59,7 +59,8 @@ inline constexpr rlim_t kChildAddressSpace = 4'000'000'000ULL;
 /// A tessera child process under the limits: start it, do other work (another run), then finish it.
 class BoundedProcess {
 public:
-    void start(const std::vector<std::string>& args)
+    /// `addressSpace`: what the child may map (a test of a bound tighter than kChildAddressSpace passes less).
+    void start(const std::vector<std::string>& args, rlim_t addressSpace = kChildAddressSpace)
     {
         QStringList arguments;
         for (const auto& a : args)
@@ -68,12 +69,12 @@ public:
         if (kSanitizedBuild) {
             const QString asan = env.value(QStringLiteral("ASAN_OPTIONS"));
             env.insert(QStringLiteral("ASAN_OPTIONS"), (asan.isEmpty() ? QString() : asan + QLatin1Char(':'))
-                                                           + QStringLiteral("hard_rss_limit_mb=4000"));
+                                                           + QStringLiteral("hard_rss_limit_mb=%1").arg(addressSpace / 1000000));
         }
         m_process.setProcessEnvironment(env);
         if (!kSanitizedBuild) {
-            m_process.setChildProcessModifier([] {
-                const rlimit limit { kChildAddressSpace, kChildAddressSpace };
+            m_process.setChildProcessModifier([addressSpace] {
+                const rlimit limit { addressSpace, addressSpace };
                 ::setrlimit(RLIMIT_AS, &limit);
             });
         }
@@ -112,10 +113,11 @@ private:
 };
 
 /// Runs `tessera args…` and kills it after `timeoutMs`.
-inline BoundedRun runTesseraBounded(const std::vector<std::string>& args, int timeoutMs)
+inline BoundedRun runTesseraBounded(const std::vector<std::string>& args, int timeoutMs,
+                                    rlim_t addressSpace = kChildAddressSpace)
 {
     BoundedProcess process;
-    process.start(args);
+    process.start(args, addressSpace);
     return process.finish(timeoutMs);
 }
 

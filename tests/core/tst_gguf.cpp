@@ -352,7 +352,7 @@ private Q_SLOTS:
         const std::string trainer = field(3, 0) + varint(2) + field(40, 0) + varint(0) + field(41, 0) + varint(1)
             + field(42, 0) + varint(2) + field(43, 0) + varint(static_cast<std::uint64_t>(-1));
         model += bytesField(2, trainer) + bytesField(3, field(3, 0) + varint(0));
-        auto sp = parseSentencePieceModel(model);
+        auto sp = parseSentencePieceModel(model, 3);
         QVERIFY_RESULT(sp);
         QCOMPARE(sp->pieces.size(), std::size_t(3));
         QCOMPARE(sp->pieces[0].type, 2);
@@ -363,7 +363,8 @@ private Q_SLOTS:
         QCOMPARE(sp->modelType, 2);
         QCOMPARE(sp->padId, -1);
         QCOMPARE(sp->addDummyPrefix, false);
-        QVERIFY(!parseSentencePieceModel(model.substr(0, model.size() - 3)));
+        QVERIFY(!parseSentencePieceModel(model.substr(0, model.size() - 3), 3));
+        QVERIFY(!parseSentencePieceModel(model, 2)); // more pieces than the embedding's rows
 
         // As a tokenizer folder: llama model, scores, types, padded to the embedding's rows, special ids.
         const std::string dir = test::makeTempDir();
