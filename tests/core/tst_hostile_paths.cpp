@@ -11,6 +11,7 @@
 #include "io/mapped_file.h"
 #include "io/printable.h"
 #include "io/text_file.h"
+#include "merge/merge_engine.h"
 #include "merge/merge_plan.h"
 
 #include <QTest>
@@ -259,6 +260,14 @@ private Q_SLOTS:
         for (const auto& w : plan->warnings)
             warned |= mentions(w, "tokenizer_extra.json: a symbolic link that leads out");
         QVERIFY(warned);
+        // What the plan says is what is written: the merged folder holds the link's target's content only for the
+        // link that stays inside, and nothing of the secret.
+        const std::string out = makeTempDir() + "/merged";
+        QVERIFY_RESULT(mergeCheckpoint(*info, *plan, out, {}));
+        QVERIFY(!fs::exists(out + "/tokenizer_extra.json"));
+        QCOMPARE(readFile(out + "/tokenizer_alias.json"), readFile(dir + "/huggingface/config.json"));
+        for (const auto& entry : fs::directory_iterator(out))
+            QVERIFY2(readFile(entry.path().string()).find("secret") == std::string::npos, entry.path().c_str());
     }
 
     void printableTextEscapesControlsAndBadUtf8()
