@@ -70,7 +70,8 @@ Result<ConfigFolder> listConfigFolder(const std::string& dir)
     if (!fs::is_directory(dir, ec))
         return makeError(dir + ": the config folder does not exist");
     folder.path = dir;
-    const auto [root, below] = confinement(fs::path(dir));
+    // Without a trailing separator, so that a hub cache's snapshots/<rev>/ is recognised however it was typed.
+    const auto [root, below] = confinement(normalTarget(dir));
     folder.root = root;
     folder.below = below;
     const auto entries = folderEntries(dir, ec);

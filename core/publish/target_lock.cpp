@@ -3,6 +3,7 @@
 
 #include "io/durable_file.h"
 #include "io/path_kinds.h"
+#include "io/printable.h"
 #include "io/text_file.h"
 
 #include <fcntl.h>
@@ -212,10 +213,11 @@ std::string LockHolder::describe() const
     std::tm tm {};
     if (since > 0 && ::localtime_r(&t, &tm))
         std::strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
+    // Read from a file another host may have written: shown escaped.
     if (set)
-        return "a job split into parts (set " + setId + ", begun by pid " + std::to_string(pid) + " on " + host
-            + " at " + when + ")";
-    return "another run (pid " + std::to_string(pid) + " on " + host + ", since " + when + ")";
+        return "a job split into parts (set " + printableText(setId) + ", begun by pid " + std::to_string(pid)
+            + " on " + printableText(host) + " at " + when + ")";
+    return "another run (pid " + std::to_string(pid) + " on " + printableText(host) + ", since " + when + ")";
 }
 
 struct TargetLock::Held {

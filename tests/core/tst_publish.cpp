@@ -226,6 +226,38 @@ private Q_SLOTS:
         QVERIFY(fs::exists(target + "/config.json") && fs::exists(target + "/train.py"));
     }
 
+    /// A Hugging Face hub cache links each file of a snapshot to the repo's blobs/: those links stay inside the repo
+    /// and are followed (however the snapshot's path is typed); one that leads out of the repo is not.
+    void hubCacheSnapshotsAreRead()
+    {
+        const std::string repo = test::makeTempDir() + "/models--org--llama";
+        const std::string snapshot = repo + "/snapshots/0123abcd";
+        fs::create_directories(repo + "/blobs");
+        fs::create_directories(snapshot);
+        const std::string hf = actor("fsdp2_llama_w4") + "/huggingface";
+        int blob = 0;
+        for (const auto& entry : fs::directory_iterator(hf)) {
+            const std::string name = "blob" + std::to_string(blob++);
+            fs::copy_file(entry.path(), repo + "/blobs/" + name);
+            fs::create_symlink("../../blobs/" + name, snapshot + "/" + entry.path().filename().string());
+        }
+        const std::string secret = test::makeTempDir() + "/secret";
+        test::writeFile(secret, "PRIVATE");
+        fs::create_symlink(secret, snapshot + "/tokenizer_extra.json");
+        const std::string target = test::makeTempDir() + "/out";
+        QString out, err;
+        QVERIFY2(test::runTessera(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target,
+                                      "--hf_model_path", snapshot + "/" }),
+                                  &out, &err)
+                     == 0,
+                 qPrintable(err));
+        for (const auto& entry : fs::directory_iterator(hf))
+            QCOMPARE(test::readFile(target + "/" + entry.path().filename().string()),
+                     test::readFile(entry.path().string()));
+        QVERIFY(!fs::exists(target + "/tokenizer_extra.json"));
+        QVERIFY2(err.contains(QStringLiteral("tokenizer_extra.json: a symbolic link that leads out")), qPrintable(err));
+    }
+
     /// A link planted where a part writes (the shared folder's name can be guessed) is never written through, a file
     /// planted there is never published, and a shared folder someone else can write is not used.
     void plantedFilesInASetAreRefused_data()
