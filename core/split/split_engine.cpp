@@ -46,9 +46,9 @@ bool isCanceled(const SplitRunOptions& o)
 /// Names a split target must not already hold: another checkpoint there would mix with the new one.
 bool looksLikeCheckpointFile(const std::string& name)
 {
-    return name.rfind("model_world_size_", 0) == 0 || endsWith(name, ".distcp") || name == ".metadata"
-        || name.rfind("mp_rank_", 0) == 0 || name == "fsdp_config.json" || name == "transformer_config.json"
-        || name == "dist_ckpt" || name == "release" || name.rfind("iter_", 0) == 0
+    return startsWith(name, "model_world_size_") || endsWith(name, ".distcp") || name == ".metadata"
+        || startsWith(name, "mp_rank_") || name == "fsdp_config.json" || name == "transformer_config.json"
+        || name == "dist_ckpt" || name == "release" || startsWith(name, "iter_")
         || name == "latest_checkpointed_iteration.txt";
 }
 

@@ -50,7 +50,7 @@ RecordAt findRecord(const std::string& bytes, const std::string& suffix)
     for (std::size_t at = bytes.find("PK\x01\x02"); at != std::string::npos; at = bytes.find("PK\x01\x02", at + 4)) {
         const std::size_t nameLen = le(bytes, at + 28, 2);
         // The first one after the local header: in a DCP file each item is an archive with its own "data/0".
-        if (at > r.local && endsWith(bytes.substr(at + 46, nameLen))) {
+        if (at > r.local && endsWith(bytes.substr(at + 46, nameLen), suffix)) {
             r.central = at;
             r.size = le(bytes, at + 24, 4);
             break;
