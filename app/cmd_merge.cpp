@@ -199,7 +199,7 @@ int runMerge(const std::vector<std::string>& args)
         MergeRunOptions adapterRun = run;
         adapterRun.beforePublish = nullptr; // the report goes with the fused model
         auto adapter = mergeCheckpoints({ *separateAdapter }, peftTarget, adapterRun);
-        if (!adapter && adapter.error().message == "canceled" && fusedWritten) {
+        if (!adapter && adapter.error().isCanceled() && fusedWritten) {
             outcome = makeError("canceled while writing the adapter; the fused model is in " + target
                                 + ", the adapter folder " + peftTarget + " was left as it was");
         } else if (!adapter) {
@@ -218,7 +218,7 @@ int runMerge(const std::vector<std::string>& args)
     progress.finish();
     setup.debug.stage("write");
     if (!outcome) {
-        const bool canceled = outcome.error().message == "canceled";
+        const bool canceled = outcome.error().isCanceled();
         return reportFailure(parser, canceled ? "canceled; nothing was written" : outcome.error().message);
     }
     for (const auto& w : outcome->warnings)

@@ -8,6 +8,7 @@
 #include "terminal_text.h"
 
 #include "io/byte_size.h"
+#include "formats/layout_registry.h"
 #include "io/printable.h"
 #include "publish/staged_run.h"
 #include "split/split_engine.h"
@@ -154,7 +155,7 @@ int runSplit(const std::vector<std::string>& args)
     auto setup = prepareMerge(parser, "split");
     if (setup.exitCode >= 0)
         return setup.exitCode;
-    if (fromHf && setup.info->layout != "hf-safetensors")
+    if (fromHf && !isHuggingFaceLayout(setup.info->layout))
         return fail(parser, ExitProblems, parser.value("hf_dir") + " is a " + setup.info->layout
                                               + " checkpoint, not a Hugging Face model: give it as --local_dir");
     if (setup.lora)
@@ -164,7 +165,7 @@ int runSplit(const std::vector<std::string>& args)
         return fail(parser, ExitProblems, planned.error().message);
     const MergePlan& model = planned->primary();
     const CheckpointInfo& info = planned->primaryInfo(setup);
-    options.moduleOrder = info.layout == "hf-safetensors";
+    options.moduleOrder = isHuggingFaceLayout(info.layout);
     auto plan = planSplit(model, options);
     if (!plan)
         return fail(parser, ExitProblems, plan.error().message);
@@ -203,7 +204,7 @@ int runSplit(const std::vector<std::string>& args)
     setup.debug.stage("write");
     if (!outcome)
         return fail(parser, ExitProblems,
-                    outcome.error().message == "canceled" ? "canceled; nothing was written" : outcome.error().message);
+                    outcome.error().isCanceled() ? "canceled; nothing was written" : outcome.error().message);
     if (json) {
         printJson({ { "output_dir", outcome->outputDir }, { "format", splitFormatName(plan->format) },
                     { "layout", plan->layout }, { "files", outcome->files }, { "total_size", outcome->bytesWritten },

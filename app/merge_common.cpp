@@ -5,6 +5,7 @@
 #include "terminal_text.h"
 
 #include "io/regex.h"
+#include "formats/layout_registry.h"
 #include "mapping/hf_parameter_check.h"
 #include "mapping/lora_config.h"
 #include "mapping/megatron_mapping.h"
@@ -108,10 +109,11 @@ MergeSetup prepareMerge(const ArgParser& parser, const std::string& command)
     setup.debug.stage("scan");
     setup.debug.checkpoint(*info);
     const std::string& layout = info->layout;
-    const bool matches = backend == "auto" || (backend == "fsdp" && (layout == "verl-fsdp" || layout == "torch-save"))
-        || (backend == "dcp" && layout == "dcp") || (backend == "megatron" && layout.rfind("megatron", 0) == 0);
+    const bool matches = backend == "auto" || (backend == "fsdp" && layoutFamily(layout) == LayoutFamily::TorchSave)
+        || (backend == "dcp" && layoutFamily(layout) == LayoutFamily::Dcp)
+        || (backend == "megatron" && isMegatronLayout(layout));
     // The guides run `test --backend fsdp` on an already merged folder: comparing that needs no backend.
-    const bool mergedFolderTest = command == "test" && layout == "hf-safetensors";
+    const bool mergedFolderTest = command == "test" && isHuggingFaceLayout(layout);
     if (mergedFolderTest && backend != "auto" && !parser.isSet("quiet") && !parser.isSet("json"))
         printMessage("test", "note", localDir + " is already a Hugging Face model; it is compared as it is (--backend "
                                          + backend + " is not needed)");

@@ -100,7 +100,7 @@ int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
     progress.finish();
     setup.debug.stage("write");
     if (!outcome)
-        return fail(ExitProblems, outcome.error().message == "canceled" ? "canceled; nothing was written"
+        return fail(ExitProblems, outcome.error().isCanceled() ? "canceled; nothing was written"
                                                                         : outcome.error().message);
     for (const auto& w : outcome->warnings)
         printMessage("merge", "warning", w);

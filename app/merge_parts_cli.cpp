@@ -221,7 +221,7 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
     progress.finish();
     setup.debug.stage("write part");
     if (!outcome) {
-        const bool canceled = outcome.error().message == "canceled";
+        const bool canceled = outcome.error().isCanceled();
         return fail(parser, label + ": " + (canceled ? "canceled; the target was not touched, and running this part "
                                                      "again completes it"
                                                    : outcome.error().message + " (the target was not touched; the "
@@ -396,7 +396,7 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
     auto outcome = runSplitPart(info, model, plan, *parts, spec->part, target, run);
     progress.finish();
     if (!outcome) {
-        const bool canceled = outcome.error().message == "canceled";
+        const bool canceled = outcome.error().isCanceled();
         return fail(parser, label + ": " + (canceled ? "canceled; the target was not touched, and running this part "
                                                        "again completes it"
                                                      : outcome.error().message + " (the target was not touched; "

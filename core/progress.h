@@ -19,7 +19,7 @@ public:
         (void)total;
         (void)text;
     }
-    /// Checked between units of work; once true the operation stops and returns a "canceled" error.
+    /// Checked between units of work; once true the operation stops and returns canceledError().
     virtual bool isCanceled() const { return false; }
 };
 

@@ -8,12 +8,18 @@
 
 namespace tessera {
 
+/// Why an operation stopped: a failure, or the caller asked it to stop (Progress::isCanceled(), a cancel flag).
+/// Callers tell a cancel by its kind, never by its words: context added on the way up changes the words only.
+enum class ErrorKind { Failure, Canceled };
+
 /// A failure the user can act on: the message names the file, key or rule involved.
 struct Error {
     std::string message;
+    ErrorKind kind = ErrorKind::Failure;
 
-    /// Returns a copy whose message is prefixed with `context: ` (e.g. a file name).
-    Error withContext(const std::string& context) const { return Error { context + ": " + message }; }
+    bool isCanceled() const { return kind == ErrorKind::Canceled; }
+    /// Returns a copy of the same kind whose message is prefixed with `context: ` (e.g. a file name).
+    Error withContext(const std::string& context) const { return Error { context + ": " + message, kind }; }
 };
 
 /// A value or an Error. The core returns these instead of throwing.
@@ -56,6 +62,9 @@ private:
 };
 
 inline Error makeError(std::string message) { return Error { std::move(message) }; }
+
+/// The error of an operation stopped because its caller asked it to: "canceled", of kind Canceled.
+inline Error canceledError() { return Error { "canceled", ErrorKind::Canceled }; }
 
 } // namespace tessera
 

@@ -297,7 +297,7 @@ Result<CompareReport> compareWithReference(const CheckpointInfo& info, const Mer
         c.name = planned.name;
         if (canceled()) {
             c.verdict = TensorComparison::Verdict::Failed;
-            c.detail = "canceled";
+            c.detail = canceledError().message;
             return;
         }
         auto it = byName.find(planned.name);
@@ -330,7 +330,7 @@ Result<CompareReport> compareWithReference(const CheckpointInfo& info, const Mer
     // The merge refuses a tied head that differs from the embedding; so does the same merge run in memory.
     for (const auto& tie : plan.tieChecks) {
         const Status same = checkTiedHead(files, info, plan, tie, budget, canceled);
-        if (same || same.error().message == "canceled")
+        if (same || same.error().isCanceled())
             continue;
         TensorComparison c;
         c.name = info.tensors[tie.dropped].name;
@@ -339,7 +339,7 @@ Result<CompareReport> compareWithReference(const CheckpointInfo& info, const Mer
         report.tensors.push_back(std::move(c));
     }
     if (progress.isCanceled())
-        return makeError("canceled");
+        return canceledError();
     return report;
 }
 

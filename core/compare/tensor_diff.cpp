@@ -804,7 +804,7 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
             finished(work[w]);
     });
     if (progress.isCanceled())
-        return makeError("canceled");
+        return canceledError();
     return report;
 }
 
@@ -838,7 +838,7 @@ Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, cons
     auto forEachChunkOf = [&](auto&& fn) -> Status {
         for (std::uint64_t first = 0; first < out.elements; first += kChunkElements) {
             if (canceled())
-                return makeError("canceled");
+                return canceledError();
             const std::uint64_t n = std::min(kChunkElements, out.elements - first);
             TESSERA_TRY(toDouble(buffer->data() + first * es, t.dtype, values.data(), n));
             fn(values.data(), gaps.empty() ? nullptr : gaps.data() + first, n);
@@ -879,7 +879,7 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     if (!pair->numeric())
         return detail; // no values to plot
     if (canceled())
-        return makeError("canceled");
+        return canceledError();
     progress.report(2, 3, name);
 
     // Second pass, now that the ranges are known.

@@ -123,7 +123,7 @@ using DiffRowSink = std::function<void(std::size_t index, const TensorDiff& row)
 /// pieces one at a time per worker (any layout), so memory stays within twice the largest A+B pair of tensors
 /// whatever the thread count. Floating values are compared in float64 after a bit-exact conversion; integer and
 /// bool tensors exactly; other dtypes (float8, complex) by their bytes. Progress counts tensors; cancel is checked
-/// between tensors and returns a "canceled" error. Unreadable tensors become Failed rows, not an Error.
+/// between tensors and returns canceledError(). Unreadable tensors become Failed rows, not an Error.
 Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo& b, const DiffOptions& options,
                                    Progress& progress = silentProgress(), const DiffRowSink& onRow = {});
 

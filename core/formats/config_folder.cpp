@@ -3,6 +3,7 @@
 
 #include "io/confined_file.h"
 #include "io/path_kinds.h"
+#include "text_util.h"
 
 #include <sys/stat.h>
 
@@ -14,12 +15,6 @@ namespace fs = std::filesystem;
 namespace tessera {
 
 namespace {
-
-bool endsWith(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 /// Where links may lead: the folder itself, or for a hub cache snapshot (<repo>/snapshots/<rev>/) the repo folder,
 /// whose blobs/ the snapshot's files link to. Returns the root and the folder's path below it.

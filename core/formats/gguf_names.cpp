@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/gguf_names.h"
+#include "text_util.h"
 
 #include <cstdlib>
 #include <utility>
@@ -65,12 +66,6 @@ const std::pair<const char*, const char*> kTopNames[] = {
     { "model.norm.weight", "output_norm.weight" },
     { "lm_head.weight", "output.weight" },
 };
-
-bool startsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-bool endsWith(const std::string& s, const std::string& p)
-{
-    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
 
 /// Reads a decimal number at s[pos…] up to the next '.', advancing pos past the dot.
 std::optional<int> number(const std::string& s, std::size_t& pos)

@@ -9,6 +9,7 @@
 #include "parallel.h"
 #include "pickle/torch_save.h"
 #include "pickle/unpickler.h"
+#include "formats/layout_registry.h"
 
 #include <filesystem>
 #include <map>
@@ -149,7 +150,7 @@ Result<std::map<StorageKey, StorageInfo>> readStorageData(const PyRef& metadata,
 Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& progress)
 {
     CheckpointInfo info;
-    info.layout = "dcp";
+    info.layout = layout_names::kDcp;
     info.root = absoluteNormal(dir).string();
     const std::string metaPath = (fs::path(info.root) / ".metadata").string();
     auto metaFile = MappedFile::open(metaPath);
@@ -240,7 +241,7 @@ Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& pr
         progress.report(++done, entries->size(), entry.name);
     });
     if (progress.isCanceled())
-        return makeError("canceled");
+        return canceledError();
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         info.tensors.push_back(std::move(tensors[i]));
         for (auto& p : problems[i])

@@ -8,6 +8,7 @@
 #include "io/text_file.h"
 #include "parallel.h"
 #include "pickle/saved_tensor.h"
+#include "formats/layout_registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -169,7 +170,7 @@ std::optional<std::int64_t> parseRankNumber(const std::string& digits)
 Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progress& progress)
 {
     CheckpointInfo info;
-    info.layout = "verl-fsdp";
+    info.layout = layout_names::kVerlFsdp;
     info.root = absoluteNormal(dir).string();
 
     // Which world size: fsdp_config.json when present (verl ≥ mid-2025), else the file names.
@@ -256,7 +257,7 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
         progress.report(++done, ranks.size(), ranks[i].path);
     });
     if (progress.isCanceled())
-        return makeError("canceled");
+        return canceledError();
     for (auto& rank : ranks)
         for (auto& p : rank.problems)
             info.problems.push_back(std::move(p));
@@ -351,7 +352,7 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
 Result<CheckpointInfo> scanTorchSaveFile(const std::string& path)
 {
     CheckpointInfo info;
-    info.layout = "torch-save";
+    info.layout = layout_names::kTorchSave;
     info.root = absoluteNormal(path).string();
     RankFile rank;
     rank.rank = 0;

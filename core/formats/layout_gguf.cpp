@@ -6,6 +6,8 @@
 #include "io/path_kinds.h"
 #include "model/quant_blocks.h"
 #include "model/tensor_reindex.h"
+#include "text_util.h"
+#include "formats/layout_registry.h"
 
 #include <filesystem>
 #include <map>
@@ -36,11 +38,6 @@ std::optional<StoredType> storedTypeOfGgml(std::uint32_t type)
     default:
         return std::nullopt;
     }
-}
-
-bool endsWith(const std::string& s, const std::string& p)
-{
-    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
 /// Rows of a llama q/k tensor from llama.cpp's interleaved order back to Hugging Face's: HF rows
@@ -91,7 +88,7 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
     if (!header)
         return header.error().withContext(absolute);
     CheckpointInfo info;
-    info.layout = "gguf";
+    info.layout = layout_names::kGguf;
     info.root = absolute;
     info.files = { absolute };
     std::error_code ec;

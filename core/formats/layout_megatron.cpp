@@ -14,6 +14,7 @@
 #include "io/regex.h"
 #include "parallel.h"
 #include "pickle/saved_tensor.h"
+#include "formats/layout_registry.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -328,7 +329,7 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
                 info.problems.push_back({ f.dir, "", "no model.pt or model_optim_rng.pt in this folder" });
         }
     }
-    info.layout = legacyFiles >= lmFiles ? "megatron-legacy" : "megatron-lm";
+    info.layout = legacyFiles >= lmFiles ? layout_names::kMegatronLegacy : layout_names::kMegatronLm;
     if (legacyFiles && lmFiles)
         info.problems.push_back({ info.root, "", "some folders hold model.pt and others model_optim_rng.pt; they "
                                                  "come from different checkpoints" });
@@ -343,7 +344,7 @@ Result<CheckpointInfo> scanMegatronPerRank(const std::string& dir, int threads, 
         progress.report(++done, folders.size(), folders[i].path);
     });
     if (progress.isCanceled())
-        return makeError("canceled");
+        return canceledError();
     for (auto& f : folders) {
         if (!f.path.empty())
             info.files.push_back(f.path);

@@ -10,6 +10,7 @@
 #include "io/regex.h"
 #include "io/text_file.h"
 #include "pickle/torch_save.h"
+#include "formats/layout_registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -54,7 +55,7 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
     auto scanned = scanDcp(dir, threads, progress);
     TESSERA_TRY(scanned);
     CheckpointInfo info = std::move(*scanned);
-    info.layout = "megatron-dist";
+    info.layout = layout_names::kMegatronDist;
 
     // metadata.json names the backend; only torch_dist is a DCP folder.
     const fs::path metaJson = fs::path(info.root) / "metadata.json";

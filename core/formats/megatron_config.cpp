@@ -3,6 +3,7 @@
 #include "io/path_kinds.h"
 #include "io/printable.h"
 #include "io/text_file.h"
+#include "text_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -237,13 +238,6 @@ std::optional<std::int64_t> megatronStageLayers(const MegatronConfig& config, in
         end = *config.numLayers;
     return *end - *begin;
 }
-
-namespace {
-bool endsWith(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-} // namespace
 
 std::optional<MegatronShapeMismatch> checkShapeAgainstConfig(const std::string& name, const Shape& shape,
                                                              std::size_t leadingAxes, const MegatronConfig& config)

@@ -2,6 +2,7 @@
 #include "formats/megatron_names.h"
 
 #include "io/regex.h"
+#include "text_util.h"
 
 #include <charconv>
 
@@ -9,11 +10,6 @@ namespace tessera {
 
 namespace {
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-bool endsWith(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 /// The parameter kind after the module path: "weight", "bias", "weight3" (TEGroupedMLP) → "weight"/"bias".
 std::string paramKind(const std::string& name)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/mxfp4.h"
 #include "model/quant_blocks.h"
+#include "text_util.h"
 
 #include <cmath>
 #include <limits>
@@ -20,11 +21,6 @@ float scaleFactor(std::uint8_t scale)
     if (scale == 255)
         return std::numeric_limits<float>::infinity();
     return std::ldexp(1.0f, static_cast<int>(scale) - 127);
-}
-
-bool endsWith(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// The one plain piece of a tensor as a Hugging Face folder stores it, or nullptr.

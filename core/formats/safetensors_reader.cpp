@@ -4,6 +4,8 @@
 #include "formats/mxfp4.h"
 #include "io/regular_file.h"
 #include "io/text_file.h"
+#include "text_util.h"
+#include "formats/layout_registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -558,11 +560,6 @@ namespace {
 constexpr const char* kSingleName = "model.safetensors";
 constexpr const char* kIndexName = "model.safetensors.index.json";
 
-bool endsWith(std::string_view text, std::string_view suffix)
-{
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 bool isFile(const fs::path& path)
 {
     std::error_code ec;
@@ -619,7 +616,7 @@ std::vector<const SafetensorsTensor*> inDataOrder(const SafetensorsHeader& heade
 CheckpointInfo emptyInfo(const fs::path& folder)
 {
     CheckpointInfo info;
-    info.layout = "hf-safetensors";
+    info.layout = layout_names::kHfSafetensors;
     info.root = folder.string();
     info.parallel.worldSize = 1;
     if (isFile(folder / "config.json"))

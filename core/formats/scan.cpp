@@ -7,9 +7,7 @@
 #include "io/regex.h"
 #include "io/text_file.h"
 
-#include "formats/layouts.h"
-#include "formats/gguf_reader.h"
-#include "formats/safetensors_reader.h"
+#include "formats/layout_registry.h"
 
 #include <algorithm>
 #include <cctype>
@@ -22,37 +20,6 @@ namespace fs = std::filesystem;
 namespace tessera {
 
 namespace {
-
-// A symlink loop or an unreadable folder makes the throwing overloads throw; here it only means "not there".
-bool existsNoThrow(const fs::path& p)
-{
-    std::error_code ec;
-    return fs::exists(p, ec);
-}
-
-bool isDirectoryNoThrow(const fs::path& p)
-{
-    std::error_code ec;
-    return fs::is_directory(p, ec);
-}
-
-bool hasFileMatching(const fs::path& dir, const Regex& pattern)
-{
-    std::error_code ec;
-    for (const auto& entry : folderEntries(dir, ec))
-        if (pattern.fullMatch(entry.path().filename().string()))
-            return true;
-    return false;
-}
-
-bool hasSubdirMatching(const fs::path& dir, const Regex& pattern)
-{
-    std::error_code ec;
-    for (const auto& entry : folderEntries(dir, ec))
-        if (entry.is_directory(ec) && pattern.fullMatch(entry.path().filename().string()))
-            return true;
-    return false;
-}
 
 /// The tracker names one step; a few bytes. A bigger file (or /dev/zero behind a symlink) is not a tracker.
 constexpr std::uint64_t kMaxTrackerBytes = 4096;
@@ -176,53 +143,35 @@ Result<CheckpointInfo> dispatch(const fs::path& path, const ScanOptions& options
     if (!fs::exists(path, ec))
         return makeError(path.string() + (ec ? ": " + ec.message() : std::string(": no such file or folder")));
     if (fs::is_regular_file(path, ec)) {
-        const std::string ext = path.extension().string();
-        if (ext == ".safetensors")
-            return scanSafetensorsFolder(path.string());
-        if (ext == ".gguf")
-            return scanGgufFile(path.string());
         if (path.filename() == ".metadata")
             return dispatch(path.parent_path(), options, progress, visited, hops + 1);
-        return scanTorchSaveFile(path.string());
+        return layoutOfFile(path).scan(path.string(), options.threads, progress);
     }
     if (!fs::is_directory(path, ec))
         return makeError(path.string() + ": neither a file nor a folder");
     visited.push_back(path);
 
-    static const Regex fsdpFile = Regex::fixed(R"(model_world_size_\d+_rank_\d+\.pt)");
-    static const Regex mpRank = Regex::fixed(R"(mp_rank_\d\d(_\d\d\d)?(_\d\d\d)?)");
-    static const Regex safetensorsFile = Regex::fixed(R"(.*\.safetensors)");
-    const int threads = options.threads;
-
-    if (hasFileMatching(path, fsdpFile))
-        return scanVerlFsdp(path.string(), threads, progress);
-    if (existsNoThrow(path / ".metadata")) {
-        if (existsNoThrow(path / "metadata.json"))
-            return scanMegatronDist(path.string(), threads, progress);
-        return scanDcp(path.string(), threads, progress);
-    }
-    if (hasSubdirMatching(path, mpRank))
-        return scanMegatronPerRank(path.string(), threads, progress);
+    // The layouts recognised by the folder's own files, then the folders below that lead to one, then the
+    // layouts that only count when nothing below does, then the newest step folder.
+    if (const LayoutEntry* layout = layoutOfFolder(path, false))
+        return layout->scan(path.string(), options.threads, progress);
     for (const char* sub : { "model/dist_ckpt", "dist_ckpt", "model" })
-        if (isDirectoryNoThrow(path / sub)
-            && (existsNoThrow(path / sub / ".metadata") || hasSubdirMatching(path / sub, mpRank)))
+        if (isFolder(path / sub) && layoutOfFolder(path / sub, false, true))
             return dispatch(path / sub, options, progress, visited, hops + 1);
-    if (existsNoThrow(path / "latest_checkpointed_iteration.txt")) {
+    if (existsFollowingLinks(path / "latest_checkpointed_iteration.txt")) {
         auto step = followTracker(path);
         TESSERA_TRY(step);
         return dispatch(*step, options, progress, visited, hops + 1);
     }
     for (const char* role : { "actor", "critic" })
-        if (isDirectoryNoThrow(path / role))
+        if (isFolder(path / role))
             return dispatch(path / role, options, progress, visited, hops + 1);
-    if (hasFileMatching(path, safetensorsFile))
-        return scanSafetensorsFolder(path.string());
+    if (const LayoutEntry* layout = layoutOfFolder(path, true))
+        return layout->scan(path.string(), options.threads, progress);
     if (auto newest = newestStep(path); !newest.empty())
         return dispatch(newest, options, progress, visited, hops + 1);
-    return makeError(path.string()
-                     + ": no checkpoint found. Tessera looks for model_world_size_W_rank_R.pt files (verl FSDP), a "
-                       "DCP folder (.metadata + *.distcp), Megatron mp_rank_* folders or dist_ckpt/, *.safetensors, "
-                       "or a run folder with latest_checkpointed_iteration.txt");
+    return makeError(path.string() + ": no checkpoint found. Tessera looks for " + layoutsLookedFor()
+                     + ", or a run folder with latest_checkpointed_iteration.txt");
 }
 
 } // namespace
@@ -233,7 +182,7 @@ Result<CheckpointInfo> scanCheckpoint(const std::string& path, const ScanOptions
     auto info = dispatch(fs::path(path), options, progress, visited, 0);
     TESSERA_TRY(info);
     if (!options.hfModelPath.empty()) {
-        if (!existsNoThrow(fs::path(options.hfModelPath) / "config.json"))
+        if (!existsFollowingLinks(fs::path(options.hfModelPath) / "config.json"))
             info->problems.push_back({ options.hfModelPath, "", "no config.json in the --hf_model_path folder" });
         info->hfConfigDir = absoluteNormal(options.hfModelPath).string();
     } else if (info->hfConfigDir.empty()) {

@@ -13,6 +13,12 @@ bool pathExists(const fs::path& path)
     return ::lstat(path.c_str(), &st) == 0;
 }
 
+bool existsFollowingLinks(const fs::path& path)
+{
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
 bool isFolder(const fs::path& path)
 {
     struct stat st {};

@@ -14,6 +14,9 @@ namespace tessera {
 /// Something is at `path`, a dangling symbolic link included.
 bool pathExists(const std::filesystem::path& path);
 
+/// Something is at `path` once symbolic links are followed: a dangling link is nothing.
+bool existsFollowingLinks(const std::filesystem::path& path);
+
 /// A folder, or a symbolic link to one.
 bool isFolder(const std::filesystem::path& path);
 

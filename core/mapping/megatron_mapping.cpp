@@ -471,8 +471,6 @@ std::size_t MappingResult::count(MappingStatus status) const
         std::count_if(rows.begin(), rows.end(), [&](const MappingRow& r) { return r.status == status; }));
 }
 
-bool isMegatronLayout(const std::string& layout) { return layout.rfind("megatron", 0) == 0; }
-
 Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const MappingOptions& options)
 {
     MappingResult result;

@@ -7,6 +7,7 @@
 // axes unstacked. No value is ever computed, so planMerge()/mergeCheckpoint() write it bit-exact and streaming.
 // The mapping table (every source, every expected parameter, and what became of it) is kept for display.
 
+#include "formats/layout_registry.h" // isMegatronLayout(): the layouts this mapping is for
 #include "model/checkpoint.h"
 #include "result.h"
 
@@ -68,9 +69,6 @@ struct MappingResult {
     CheckpointInfo mapped;              ///< Hugging Face names, in the model's order; problems = source + mapping
     std::size_t count(MappingStatus status) const;
 };
-
-/// True for the layouts whose names need this mapping ("megatron-legacy", "megatron-lm", "megatron-dist").
-bool isMegatronLayout(const std::string& layout);
 
 /// Maps `source` (a Megatron layout) to Hugging Face names. An Error only when no mapping can be tried: no
 /// config.json, no rules for its architecture, a broken rules file, a bad --ignore_missing_params regex.

@@ -118,7 +118,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
         budget.release(held);
         std::lock_guard<std::mutex> lock(mutex);
         if (!status) {
-            if (!firstError && status.error().message != "canceled")
+            if (!firstError && !status.error().isCanceled())
                 firstError = status.error();
             failed = true;
             return;
@@ -135,7 +135,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
     if (firstError)
         return *firstError;
     if (failed || canceled())
-        return makeError("canceled");
+        return canceledError();
     for (const auto& g : selection.finish ? plan.generated : std::vector<GgufGeneratedTensor>())
         TESSERA_TRY(writeAllAt(fd, reinterpret_cast<const std::uint8_t*>(g.bytes.data()), g.bytes.size(), g.fileOffset,
                               path));
@@ -192,7 +192,7 @@ Result<MergeOutcome> writeGgufTensors(const GgufPlan& plan, const std::string& d
     const std::string path = (fs::path(dir) / plan.fileName).string();
     TESSERA_TRY(writeQuantizedAndGenerated(plan, path, selection, options, progress, state));
     if (progress.isCanceled())
-        return makeError("canceled");
+        return canceledError();
     outcome->files = { plan.fileName };
     outcome->bytesWritten = fileBytes;
     return outcome;
@@ -207,7 +207,7 @@ Result<MergeOutcome> writeGgufFile(const GgufPlan& plan, const std::string& targ
     const auto start = std::chrono::steady_clock::now();
     auto outcome = writeGgufTensors(plan, run->path(), GgufSelection {}, options);
     if (!outcome) {
-        if (outcome.error().message == "canceled")
+        if (outcome.error().isCanceled())
             return outcome.error();
         return makeError(outcome.error().message + " (nothing was written to " + run->target()
                          + "; the temporary folder is removed)");

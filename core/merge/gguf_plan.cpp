@@ -13,6 +13,8 @@
 #include "merge/hf_output.h"
 #include "publish/target_checks.h"
 #include "model/rope_permute.h"
+#include "text_util.h"
+#include "formats/layout_registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -77,11 +79,6 @@ std::uint32_t fileTypeOf(GgufOutType t)
     return 1;
 }
 
-bool endsWith(const std::string& s, const std::string& p)
-{
-    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
-
 /// A GGUF file's own name for its model: general.name, else the file's name without ".gguf".
 std::string ggufModelName(const std::string& path)
 {
@@ -98,7 +95,7 @@ std::string ggufModelName(const std::string& path)
 /// global_step_N, iter_N, huggingface…).
 std::string defaultModelName(const json& config, const CheckpointInfo& info)
 {
-    if (info.layout == "gguf")
+    if (layoutFamily(info.layout) == LayoutFamily::Gguf)
         return ggufModelName(info.root);
     const std::string& root = info.root;
     if (config.contains("_name_or_path") && config["_name_or_path"].is_string()) {

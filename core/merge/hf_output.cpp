@@ -4,6 +4,7 @@
 #include "io/path_kinds.h"
 #include "io/text_file.h"
 #include "mapping/megatron_mapping_rules.h"
+#include "text_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,16 +16,6 @@
 namespace fs = std::filesystem;
 
 namespace tessera {
-
-namespace {
-
-bool endsWith(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
-} // namespace
 
 Result<HfConfigFacts> readHfConfig(const ConfigFolder& folder)
 {

@@ -37,8 +37,6 @@ std::uint64_t tileRows(std::int64_t cols)
     return std::max<std::uint64_t>(1, kMergeChunkBytes / (static_cast<std::uint64_t>(std::max<std::int64_t>(cols, 1)) * 4));
 }
 
-Error canceledError() { return makeError("canceled"); }
-
 /// How many of the `n` values of `dtype` at `data` are infinite or NaN (an exponent of all ones).
 std::uint64_t nonFinite(const std::uint8_t* data, DType dtype, std::uint64_t n)
 {

@@ -43,8 +43,6 @@ std::uint64_t volume(const Shape& shape)
     return n;
 }
 
-Error canceledError() { return makeError("canceled"); }
-
 /// One slab of a piece: a block of its dim-0 rows small enough that its source pages can be dropped after use.
 struct Slab {
     Shape shape;
@@ -629,7 +627,7 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         }
         if (!status) {
             std::lock_guard<std::mutex> lock(errorMutex);
-            if (!firstError && status.error().message != "canceled")
+            if (!firstError && !status.error().isCanceled())
                 firstError = status.error();
             failed = true;
             return;
@@ -784,7 +782,7 @@ Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, c
                 return makeError(dir + ": cannot be created: " + std::strerror(errno));
         }
         auto outcome = writeMergedFiles(*o.info, *o.plan, dir, options);
-        if (!outcome && outcome.error().message != "canceled")
+        if (!outcome && !outcome.error().isCanceled())
             return makeError(outcome.error().message + " (nothing was written to " + run->target()
                              + "; the temporary folder is removed)");
         TESSERA_TRY(outcome);

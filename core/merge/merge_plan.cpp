@@ -14,6 +14,8 @@
 #include "model/placement.h"
 #include "formats/safetensors_reader.h"
 #include "formats/safetensors_writer.h"
+#include "text_util.h"
+#include "formats/layout_registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -36,11 +38,6 @@ std::string nameSourceFile(const CheckpointInfo& info, const TensorInfo& t)
         return printableText(info.root);
     const fs::path file = t.pieces.front().file;
     return printableText(file.extension() == ".distcp" ? (file.parent_path() / ".metadata").string() : file.string());
-}
-
-bool endsWithText(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// The input embedding a tied lm_head.weight must equal.
@@ -185,7 +182,7 @@ std::vector<std::string> MergePlan::outputFileNames() const
 Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& options)
 {
     TESSERA_TRY(refuseCheckpointProblems(info, "merged"));
-    if (info.layout.rfind("megatron", 0) == 0)
+    if (isMegatronLayout(info.layout))
         return makeError(info.root + ": a Megatron checkpoint (" + info.layout
                          + ") needs its names and fused weights mapped to Hugging Face's; merging it is not supported "
                            "by this engine yet");
@@ -318,12 +315,12 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         for (const auto& t : plan.tensors)
             for (const auto& piece : info.tensors[t.source].pieces)
                 decoded = decoded || piece.encoding == PieceEncoding::MXFP4;
-        plan.configDequantized = decoded || info.layout != "hf-safetensors";
+        plan.configDequantized = decoded || !isHuggingFaceLayout(info.layout);
         // Quantized codes copied as they are would then be read as weights of their own.
         std::vector<std::string> raw;
         for (const auto& t : plan.tensors)
             if (plan.configDequantized && t.dtype == DType::UInt8
-                && (endsWithText(t.name, "_blocks") || endsWithText(t.name, "_scales")))
+                && (endsWith(t.name, "_blocks") || endsWith(t.name, "_scales")))
                 raw.push_back(t.name);
         if (!raw.empty())
             return makeError("config.json's quantization_config (" + config->quantization + ") is dropped, since the "

@@ -98,7 +98,7 @@ Status SourceFiles::checkRecord(const Piece& piece, const std::function<bool()>&
     std::uint32_t crc = 0;
     for (std::uint64_t done = 0; done < piece.storageBytes;) {
         if (canceled && canceled())
-            return makeError("canceled");
+            return canceledError();
         const std::uint64_t n = std::min(piece.storageBytes - done, kMergeChunkBytes);
         mapped.adviseWillNeed(piece.storageBegin + done, n);
         TESSERA_TRY(guardedRead(piece.file, [&] { crc = crc32Update(crc, base + done, static_cast<std::size_t>(n)); }));

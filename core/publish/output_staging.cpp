@@ -5,6 +5,7 @@
 #include "io/path_kinds.h"
 #include "publish/publish_journal.h"
 #include "publish/staged_files.h"
+#include "text_util.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -30,8 +31,6 @@ namespace {
 constexpr const char* kTag = ".tessera-";
 constexpr const char* kNew = "new-";
 constexpr const char* kPartial = "partial-";
-
-bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::string errnoText() { return std::strerror(errno); }
 

@@ -374,7 +374,7 @@ Result<std::optional<std::string>> PartSet::checkBytes(const std::vector<Recorde
         const std::string path = (fs::path(outFolder()) / r.path).string();
         auto crc = crcOfFileRange(path, r.begin, r.end, canceled);
         std::lock_guard<std::mutex> lock(mutex);
-        if (!crc && crc.error().message == "canceled")
+        if (!crc && crc.error().isCanceled())
             failure = crc.error();
         else if (!crc)
             mismatch = crc.error().message;
@@ -564,7 +564,7 @@ Result<std::uint32_t> crcOfFileRange(const std::string& path, std::uint64_t begi
     Status status;
     for (std::uint64_t at = begin; at < end && status;) {
         if (canceled && canceled()) {
-            status = makeError("canceled");
+            status = canceledError();
             break;
         }
         const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), end - at));

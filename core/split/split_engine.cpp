@@ -17,6 +17,7 @@
 #include "pickle/dcp_metadata_writer.h"
 #include "pickle/torch_save_writer.h"
 #include "parallel.h"
+#include "text_util.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -37,8 +38,6 @@ namespace tessera {
 
 namespace {
 
-Error canceledError() { return makeError("canceled"); }
-
 bool isCanceled(const SplitRunOptions& o)
 {
     return (o.cancel && o.cancel->load()) || (o.progress && o.progress->isCanceled());
@@ -47,13 +46,9 @@ bool isCanceled(const SplitRunOptions& o)
 /// Names a split target must not already hold: another checkpoint there would mix with the new one.
 bool looksLikeCheckpointFile(const std::string& name)
 {
-    auto ends = [&](const char* s) {
-        const std::size_t n = std::strlen(s);
-        return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
-    };
-    return name.rfind("model_world_size_", 0) == 0 || ends(".distcp") || name == ".metadata"
-        || name.rfind("mp_rank_", 0) == 0 || name == "fsdp_config.json" || name == "transformer_config.json"
-        || name == "dist_ckpt" || name == "release" || name.rfind("iter_", 0) == 0
+    return startsWith(name, "model_world_size_") || endsWith(name, ".distcp") || name == ".metadata"
+        || startsWith(name, "mp_rank_") || name == "fsdp_config.json" || name == "transformer_config.json"
+        || name == "dist_ckpt" || name == "release" || startsWith(name, "iter_")
         || name == "latest_checkpointed_iteration.txt";
 }
 
@@ -503,7 +498,7 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
     TESSERA_TRY(run);
     auto items = writeSplitFiles(info, model, plan, run->path(), options, nullptr);
     if (!items)
-        return items.error().message == "canceled"
+        return items.error().isCanceled()
             ? items.error()
             : makeError(items.error().message + " (nothing was written to " + run->target() + ")");
     auto files = finishSplitFolder(model, plan, run->path(), *items);

@@ -11,6 +11,8 @@
 #include "mapping/hf_expected.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/megatron_mapping_rules.h"
+#include "text_util.h"
+#include "formats/layout_registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -62,11 +64,6 @@ std::string instantiate(std::string pattern, const Captures& captures)
             pattern.replace(at, key.size(), value);
     }
     return pattern;
-}
-
-bool endsWith(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// One planned Megatron tensor (global name, global numbering) and the model tensors it is made of.
@@ -710,7 +707,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     // The planned checkpoint as the reader would describe it, with synthetic offsets, mapped exactly as a
     // merge maps it: each mapped piece is a box of a model tensor inside one rank's local tensor.
     CheckpointInfo planned;
-    planned.layout = "megatron-legacy";
+    planned.layout = layout_names::kMegatronLegacy;
     planned.root = "(planned split)";
     planned.hfConfigDir = model.config.path;
     planned.parallel.tensorParallel = tp;

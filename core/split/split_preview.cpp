@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "split/split_preview.h"
+#include "text_util.h"
 
 #include <map>
 #include <set>
 
 namespace tessera {
 
+namespace {
+/// A preview's layout: "planned " and the split's format ("planned dcp"), a name no reader gives.
+constexpr char kPreviewPrefix[] = "planned ";
+} // namespace
+
+bool isSplitPlacementPreview(const CheckpointInfo& info) { return startsWith(info.layout, kPreviewPrefix); }
+
 CheckpointInfo splitPlacementPreview(const SplitPlan& plan, const MergePlan& model)
 {
     CheckpointInfo info;
-    info.layout = std::string("planned ") + splitFormatName(plan.format);
+    info.layout = kPreviewPrefix + std::string(splitFormatName(plan.format));
     info.root = "(planned split)";
     info.parallel.worldSize = plan.worldSize;
     info.notes["layout"] = plan.layout;

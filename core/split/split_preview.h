@@ -13,4 +13,7 @@ namespace tessera {
 /// tensors on every expert rank). The workbench draws it with the placement view. No piece has bytes to read.
 CheckpointInfo splitPlacementPreview(const SplitPlan& plan, const MergePlan& model);
 
+/// True for what splitPlacementPreview() made: its pieces name the files and keys they will be written to.
+bool isSplitPlacementPreview(const CheckpointInfo& info);
+
 } // namespace tessera

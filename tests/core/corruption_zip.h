@@ -5,6 +5,8 @@
 // there cannot hide itself by producing the inputs that test it.
 #pragma once
 
+#include "text_util.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -157,11 +159,6 @@ inline std::string writeArchive(const std::vector<Record>& records)
     put32(out, std::uint32_t(centralStart));
     put16(out, 0);
     return out;
-}
-
-inline bool endsWith(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// Rewrites the archive `bytes` with the payload of the record whose name ends in `suffix` passed through

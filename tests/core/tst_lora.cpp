@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QProcess>
+#include <QStandardPaths>
 #include <QTest>
 
 #include <cmath>
@@ -555,6 +557,29 @@ private Q_SLOTS:
                 QCOMPARE(fused[i * cols + j], expected);
             }
         QVERIFY(!addLowRankProduct(fused.data(), rows, cols, c.data(), m.data(), r, 0.5f, 2, [] { return true; }));
+    }
+
+    /// Ctrl-C while the adapter alone is written into --peft_target_dir is said as a cancel ("canceled; nothing was
+    /// written"), though the adapter's error reaches the command with "the adapter: " before it. strace sends the
+    /// SIGINT at the run's first mkdir, the adapter's staging folder's: after the scan, before any byte is written.
+    void adapterCanceledIsReportedAsACancel()
+    {
+        if (QStandardPaths::findExecutable(QStringLiteral("strace")).isEmpty())
+            QSKIP("strace is not installed (packaging/install-deps.sh installs it)");
+        const std::string root = makeTempDir();
+        QProcess strace;
+        strace.start(QStringLiteral("strace"),
+                     A({ "-f", "-o", "/dev/null", "-e", "trace=mkdir,mkdirat", "-e",
+                         "inject=mkdir,mkdirat:signal=INT:when=1", tesseraBinary(), "merge", "--local_dir",
+                         loraActor(), "--target_dir", root + "/fused", "--lora", "adapter", "--peft_target_dir",
+                         root + "/adapter" }));
+        QVERIFY(strace.waitForFinished(600000));
+        const QString err = QString::fromUtf8(strace.readAllStandardError());
+        QCOMPARE(strace.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(strace.exitCode(), 1);
+        QVERIFY2(err.contains(QStringLiteral("merge: canceled; nothing was written")), qPrintable(err));
+        QVERIFY(!fs::exists(root + "/adapter/adapter_model.safetensors"));
+        QVERIFY(!fs::exists(root + "/fused"));
     }
 
     void cliMergesAndTestsTheFixture()

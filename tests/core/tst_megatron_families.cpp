@@ -16,6 +16,7 @@
 #include "mapping/megatron_mapping_rules.h"
 #include "merge/merge_plan.h"
 #include "model/tensor_reindex.h"
+#include "text_util.h"
 
 #include <QTest>
 
@@ -200,11 +201,6 @@ struct Mxfp4Model {
     std::map<std::string, test::Values> dequantized; ///< every tensor as transformers loads it (bf16)
     std::string bf16Dir; ///< the same model saved in bf16, as transformers saves it after dequantizing
 };
-
-bool endsWith(const std::string& s, const std::string& suffix)
-{
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 Mxfp4Model writeGptOssMxfp4(bool shardScales)
 {

@@ -124,6 +124,11 @@ std::string patchedCopy(const std::string& fixture, const std::string& tensor, s
     qFatal("no tensor %s", tensor.c_str());
 }
 
+class CanceledFromTheStart final : public Progress {
+public:
+    bool isCanceled() const override { return true; }
+};
+
 class CancelAfter final : public Progress {
 public:
     explicit CancelAfter(std::uint64_t n) : m_n(n) { }
@@ -622,7 +627,20 @@ private Q_SLOTS:
         options.threads = 1;
         auto report = diffCheckpoints(a, b, options, progress);
         QVERIFY(!report);
-        QCOMPARE(report.error().message, std::string("canceled"));
+        QVERIFY(report.error().isCanceled());
+    }
+
+    /// A tensor's detail canceled while side A is read says where it stopped ("A: canceled") and is still a
+    /// cancel: the context added on the way up no longer hides it.
+    void detailCanceledWhileReadingIsACancel()
+    {
+        const auto a = scan(test::fixture("fsdp2_llama_w4/global_step_10/actor"));
+        const auto b = scan(test::fixture("fsdp2_llama_w4/reference"));
+        CanceledFromTheStart progress;
+        auto detail = diffTensorDetail(a, b, "model.embed_tokens.weight", DiffOptions {}, progress);
+        QVERIFY(!detail);
+        QCOMPARE(detail.error().message, std::string("A: canceled"));
+        QVERIFY(detail.error().isCanceled());
     }
 
     void rejectsNegativeTolerance()

@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include "io/crc32.h"
+#include "text_util.h"
 
 #include <filesystem>
 #include <string>
@@ -36,12 +37,9 @@ struct RecordAt {
 RecordAt findRecord(const std::string& bytes, const std::string& suffix)
 {
     RecordAt r;
-    auto endsWith = [&](const std::string& name) {
-        return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
     for (std::size_t at = bytes.find("PK\x03\x04"); at != std::string::npos; at = bytes.find("PK\x03\x04", at + 4)) {
         const std::size_t nameLen = le(bytes, at + 26, 2);
-        if (endsWith(bytes.substr(at + 30, nameLen))) {
+        if (endsWith(bytes.substr(at + 30, nameLen), suffix)) {
             r.local = at;
             r.payload = at + 30 + nameLen + le(bytes, at + 28, 2);
             break;
@@ -52,7 +50,7 @@ RecordAt findRecord(const std::string& bytes, const std::string& suffix)
     for (std::size_t at = bytes.find("PK\x01\x02"); at != std::string::npos; at = bytes.find("PK\x01\x02", at + 4)) {
         const std::size_t nameLen = le(bytes, at + 28, 2);
         // The first one after the local header: in a DCP file each item is an archive with its own "data/0".
-        if (at > r.local && endsWith(bytes.substr(at + 46, nameLen))) {
+        if (at > r.local && endsWith(bytes.substr(at + 46, nameLen), suffix)) {
             r.central = at;
             r.size = le(bytes, at + 24, 4);
             break;

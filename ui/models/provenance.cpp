@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "provenance.h"
 
+#include "formats/layout_registry.h"
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -20,7 +21,7 @@ constexpr qint64 kMaxReportBytes = 256ll << 20;
 Provenance readProvenance(const tessera::CheckpointInfo& info)
 {
     Provenance p;
-    if (info.layout != "hf-safetensors")
+    if (!tessera::isHuggingFaceLayout(info.layout))
         return p;
     const QFileInfo root(QString::fromStdString(info.root));
     const QDir folder(root.isDir() ? root.absoluteFilePath() : root.absolutePath());

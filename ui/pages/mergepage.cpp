@@ -3,6 +3,7 @@
 
 #include "confirm.h"
 #include "formats/scan.h"
+#include "formats/layout_registry.h"
 #include "mapping/lora.h"
 #include "mapping/lora_config.h"
 
@@ -391,9 +392,10 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
                                                                              : qs(m_checkpoint->hfConfigDir));
     const bool megatron = isMegatron();
     // The backend the command line accepts for this layout (a Hugging Face folder or a GGUF file only with auto).
-    const bool fsdp = m_checkpoint && (m_checkpoint->layout == "verl-fsdp" || m_checkpoint->layout == "torch-save");
+    const auto family = m_checkpoint ? tessera::layoutFamily(m_checkpoint->layout) : tessera::LayoutFamily::Unknown;
+    const bool fsdp = family == tessera::LayoutFamily::TorchSave;
     m_backend->setCurrentText(megatron ? QStringLiteral("megatron")
-                              : m_checkpoint && m_checkpoint->layout == "dcp" ? QStringLiteral("dcp")
+                              : family == tessera::LayoutFamily::Dcp ? QStringLiteral("dcp")
                               : fsdp ? QStringLiteral("fsdp")
                                      : QStringLiteral("auto"));
     for (QWidget* w : std::initializer_list<QWidget*> { m_paramMapping, m_loadRules, m_ignoreMissing, m_strict, m_valueModel })

@@ -9,6 +9,7 @@
 #include "widgets/rankcolors.h"
 
 #include "merge/merge_plan.h"
+#include "formats/layout_registry.h"
 #include "model/module_order.h"
 #include "split/split_plan.h"
 #include "split/split_preview.h"
@@ -371,7 +372,7 @@ void SplitPage::updatePlan()
                 *field = box->value();
         options.vocabDivisibleBy = m_vocabDivisible->value();
     }
-    options.moduleOrder = m_input && m_input->layout == "hf-safetensors";
+    options.moduleOrder = m_input && tessera::isHuggingFaceLayout(m_input->layout);
     if (options.format != tessera::SplitFormat::Dcp)
         options.runIteration = tessera::verlRunIteration(m_targetDir->text().trimmed().toStdString());
     auto plan = tessera::planSplit(*m_model, options);
@@ -403,7 +404,7 @@ void SplitPage::updatePlan()
 QString SplitPage::commandLine() const
 {
     QStringList args { QStringLiteral("tessera"), QStringLiteral("split") };
-    const bool hf = m_input && m_input->layout == "hf-safetensors";
+    const bool hf = m_input && tessera::isHuggingFaceLayout(m_input->layout);
     args << (hf ? QStringLiteral("--hf_dir") : QStringLiteral("--local_dir")) << quoted(m_checkpointRoot);
     args << QStringLiteral("--target_dir") << quoted(m_targetDir->text().trimmed().isEmpty() ? QStringLiteral("OUT")
                                                                                             : m_targetDir->text().trimmed());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "megatronranks.h"
 
+#include "formats/layout_registry.h"
 #include <algorithm>
 
 namespace tessera::ui {
@@ -15,7 +16,7 @@ QString MegatronRank::coordinates(const tessera::ParallelConfig& parallel) const
 
 bool hasMegatronRankGrid(const tessera::CheckpointInfo& info)
 {
-    return (info.layout == "megatron-legacy" || info.layout == "megatron-lm") && info.parallel.tensorParallel > 0;
+    return tessera::hasMegatronRankFolders(info.layout) && info.parallel.tensorParallel > 0;
 }
 
 std::optional<MegatronRank> megatronRank(const tessera::CheckpointInfo& info, int rank)

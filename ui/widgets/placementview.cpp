@@ -5,6 +5,8 @@
 #include "megatronranks.h"
 #include "rankcolors.h"
 
+#include "split/split_preview.h"
+
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
@@ -287,7 +289,7 @@ QString PlacementView::describePiece(int pieceIndex) const
               .arg(boxText(piece.offsets, piece.shape), offsets.join(QStringLiteral(", ")), sizes.join(QStringLiteral(", ")))
         + QLatin1Char('\n');
     // A split's plan has no bytes yet: its pieces say which file and key they will be written to.
-    if (m_checkpoint->layout.rfind("planned ", 0) == 0)
+    if (tessera::isSplitPlacementPreview(*m_checkpoint))
         text += tr("to be written to %1 as %2, %3 %4")
                     .arg(qs(piece.file), qs(piece.storageRecord), bytesText(pieceBytes(piece)), storedText(piece));
     else
