@@ -76,6 +76,29 @@ Status checkExpertCount(const GgufTensorInfo& t, std::int64_t experts, std::int6
     return Status::success();
 }
 
+/// The notes on the file's types: how many tensors of each quantized type are read dequantized, and which tensors
+/// are not read, their types being none Tessera reads.
+void addTypeNotes(CheckpointInfo& info, const std::map<std::string, std::size_t>& dequantized,
+                  const std::vector<std::string>& unread)
+{
+    if (!dequantized.empty()) {
+        std::string counts;
+        for (const auto& [name, n] : dequantized)
+            counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+        info.notes["gguf.quantized_tensors"] = counts + " tensors, read as the float32 values llama.cpp dequantizes "
+                                                        "them to";
+    }
+    if (!unread.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < unread.size() && i < 8; ++i)
+            list += (i ? ", " : "") + unread[i];
+        if (unread.size() > 8)
+            list += ", …";
+        info.notes["gguf.unread_tensors"] = std::to_string(unread.size())
+            + " tensors in types Tessera does not read (" + ggmlTypeList() + " it does): " + list;
+    }
+}
+
 } // namespace
 
 Result<CheckpointInfo> scanGgufFile(const std::string& path)
@@ -191,22 +214,7 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             tensor.placement = t.name + quantNote;
         info.tensors.push_back(std::move(tensor));
     }
-    if (!dequantized.empty()) {
-        std::string counts;
-        for (const auto& [name, n] : dequantized)
-            counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + name;
-        info.notes["gguf.quantized_tensors"] = counts + " tensors, read as the float32 values llama.cpp dequantizes "
-                                                        "them to";
-    }
-    if (!unread.empty()) {
-        std::string list;
-        for (std::size_t i = 0; i < unread.size() && i < 8; ++i)
-            list += (i ? ", " : "") + unread[i];
-        if (unread.size() > 8)
-            list += ", …";
-        info.notes["gguf.unread_tensors"] = std::to_string(unread.size())
-            + " tensors in types Tessera does not read (" + ggmlTypeList() + " it does): " + list;
-    }
+    addTypeNotes(info, dequantized, unread);
     return info;
 }
 

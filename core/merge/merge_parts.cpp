@@ -34,6 +34,21 @@ std::string outputPath(const MergeOutput& o, const std::string& name)
     return o.subfolder.empty() ? name : o.subfolder + "/" + name;
 }
 
+/// The set's id: everything that decides the bytes of the outputs (merge/output_identity.h) and who writes which.
+std::string partsSetId(const std::vector<MergeOutput>& outputs, const PartsPlan& plan)
+{
+    FnvHash fnv;
+    fnv.add(std::string(kIdFormat)).add(std::uint64_t(plan.parts));
+    for (const auto& o : outputs) {
+        fnv.add(o.subfolder);
+        addOutputIdentity(fnv, *o.plan, *o.info);
+    }
+    for (const auto& s : plan.shares)
+        for (const auto& r : s.ranges)
+            fnv.add(r.path).add(r.begin).add(r.end);
+    return fnv.hex();
+}
+
 /// The shares as plan.json lists them, for --status and for a person reading the folder.
 std::string sharesJson(const PartsPlan& plan)
 {
@@ -287,17 +302,7 @@ Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned pa
                 ++s.wholeFiles;
         }
 
-    // The id: everything that decides the bytes of the files (merge/output_identity.h) and who writes which.
-    FnvHash fnv;
-    fnv.add(std::string(kIdFormat)).add(std::uint64_t(parts));
-    for (const auto& o : outputs) {
-        fnv.add(o.subfolder);
-        addOutputIdentity(fnv, *o.plan, *o.info);
-    }
-    for (const auto& s : plan.shares)
-        for (const auto& r : s.ranges)
-            fnv.add(r.path).add(r.begin).add(r.end);
-    plan.id = fnv.hex();
+    plan.id = partsSetId(outputs, plan);
     return plan;
 }
 
