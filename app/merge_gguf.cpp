@@ -21,8 +21,9 @@ void addGgufMergeOptions(ArgParser& parser)
 {
     parser.addOption("format", "FORMAT", "safetensors (a Hugging Face folder) or gguf (one file for llama.cpp, "
                                          "Ollama, LM Studio: TARGET/<name>-<outtype>.gguf)", "safetensors");
-    parser.addOption("outtype", "TYPE", "with --format gguf: f32, f16, bf16 or q8_0 (norms and 1-D tensors stay "
-                                        "f32, as llama.cpp's converter writes them)", "f16");
+    parser.addOption("outtype", "TYPE", "with --format gguf: " + ggufOutTypeChoices() + " (norms and 1-D tensors "
+                                        "stay f32, as llama.cpp's converter writes them)",
+                     ggufOutTypeName(kDefaultGgufOutType));
     parser.addOption("name", "NAME", "with --format gguf: general.name and the file name's stem",
                      "config.json's _name_or_path or the checkpoint's folder");
 }
@@ -49,7 +50,8 @@ int runGgufMerge(const ArgParser& parser, MergeSetup& setup)
     if (parser.isSet("outtype")) {
         options.outType = ggufOutTypeFromName(parser.value("outtype"));
         if (!options.outType)
-            return fail(ExitUsage, "--outtype must be f32, f16, bf16 or q8_0 (got '" + parser.value("outtype") + "')");
+            return fail(ExitUsage, "--outtype must be " + ggufOutTypeChoices() + " (got '" + parser.value("outtype")
+                                       + "')");
     }
     if (parser.isSet("dtype"))
         return fail(ExitUsage, "--dtype is for safetensors output; with --format gguf use --outtype");

@@ -4,7 +4,7 @@
 // against a plain copy of the checkpoint's bytes measured in the same run, and the export's peak RSS against the
 // 2 × largest tensor + 64 MiB bound.
 //
-//   bench_gguf [--work DIR] [--gb 1.0] [--ranks 4] [--source bf16|f32] [--outtype f16|f32|bf16|q8_0] [--rounds 2]
+//   bench_gguf [--work DIR] [--gb 1.0] [--ranks 4] [--source bf16|f32] [--outtype TYPE] [--rounds 2]
 //              [--threads 0]
 // --source f32 writes the checkpoint in float32 (about --gb GB still, half the layers), as fp32 runs save it.
 
@@ -34,14 +34,14 @@ int main(int argc, char** argv)
                       { "--source", &sourceName }, { "--rounds", &rounds }, { "--threads", &threads } })
         || (sourceName != "bf16" && sourceName != "f32")) {
         std::cerr << "usage: bench_gguf [--work DIR] [--gb 1.0] [--ranks 4] [--source bf16|f32] "
-                     "[--outtype f16|f32|bf16|q8_0] [--rounds 2] [--threads 0]\n";
+                     "[--outtype " << ggufOutTypeChoices("|", "|") << "] [--rounds 2] [--threads 0]\n";
         return 2;
     }
     const bool f32Source = sourceName == "f32";
     const double modelGb = f32Source ? gb / 2 : gb; // the model's size in bf16
     const auto outtype = ggufOutTypeFromName(outtypeName);
     if (!outtype) {
-        std::cerr << "--outtype must be f32, f16, bf16 or q8_0\n";
+        std::cerr << "--outtype must be " << ggufOutTypeChoices() << "\n";
         return 2;
     }
     const std::string actor = work + "/actor-" + sourceName;

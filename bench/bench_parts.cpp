@@ -6,7 +6,7 @@
 // peak RSS, beside a plain copy of the same bytes and a single-process merge measured in the same run.
 //
 //   bench_parts [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--parts 1,2,4] [--threads T]
-//               [--max_shard_size 5GB] [--rounds 2] [--keep] [--gguf f16|f32|bf16|q8_0]
+//               [--max_shard_size 5GB] [--rounds 2] [--keep] [--gguf OUTTYPE]
 //
 // --threads is each part's worker threads (default: the cores divided among the parts, at least 1). --gguf
 // measures `tessera merge --format gguf --part K/N` instead: parts writing byte ranges of one GGUF file (the
@@ -155,11 +155,11 @@ int main(int argc, char** argv)
                                   { "--max_shard_size", &shardText }, { "--keep", &keep }, { "--gguf", &ggufText } })) {
         std::fprintf(stderr, "usage: bench_parts [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] "
                              "[--parts 1,2,4] [--threads T] [--max_shard_size 5GB] [--rounds 2] [--keep] "
-                             "[--gguf f16|f32|bf16|q8_0]\n");
+                             "[--gguf %s]\n", ggufOutTypeChoices("|", "|").c_str());
         return 2;
     }
     if (!ggufText.empty() && !(g_gguf = ggufOutTypeFromName(ggufText))) {
-        std::fprintf(stderr, "--gguf must be f32, f16, bf16 or q8_0\n");
+        std::fprintf(stderr, "--gguf must be %s\n", ggufOutTypeChoices().c_str());
         return 2;
     }
     auto maxShard = parseByteSize(shardText);

@@ -9,43 +9,6 @@
 
 namespace tessera {
 
-std::string ggmlTypeName(std::uint32_t type)
-{
-    switch (static_cast<GgmlType>(type)) {
-    case GgmlType::F32:
-        return "F32";
-    case GgmlType::F16:
-        return "F16";
-    case GgmlType::Q8_0:
-        return "Q8_0";
-    case GgmlType::BF16:
-        return "BF16";
-    }
-    return "type " + std::to_string(type);
-}
-
-std::pair<std::uint64_t, std::uint64_t> ggmlBlock(std::uint32_t type)
-{
-    switch (static_cast<GgmlType>(type)) {
-    case GgmlType::F32:
-        return { 1, 4 };
-    case GgmlType::F16:
-    case GgmlType::BF16:
-        return { 1, 2 };
-    case GgmlType::Q8_0:
-        return { 32, 34 };
-    }
-    return { 0, 0 };
-}
-
-std::uint64_t ggmlBytes(std::uint32_t type, std::uint64_t elements)
-{
-    const auto [block, bytes] = ggmlBlock(type);
-    if (block == 0)
-        return 0;
-    return elements / block * bytes;
-}
-
 GgufValue GgufValue::u32(std::uint32_t v) { return { GgufValueType::UInt32, GgufValueType::UInt32, std::uint64_t(v) }; }
 GgufValue GgufValue::u64(std::uint64_t v) { return { GgufValueType::UInt64, GgufValueType::UInt32, v }; }
 GgufValue GgufValue::i32(std::int32_t v) { return { GgufValueType::Int32, GgufValueType::UInt32, std::int64_t(v) }; }
@@ -620,8 +583,8 @@ Result<GgufHeader> parseGgufHeader(const ByteView& file)
         t.offset = *offset;
         const auto [block, blockBytes] = ggmlBlock(t.type);
         if (block == 0)
-            return makeError(shown + ": ggml type " + std::to_string(t.type) + " is not supported by Tessera "
-                             "(F32, F16, BF16 and Q8_0 are)");
+            return makeError(shown + ": ggml type " + std::to_string(t.type) + " is not supported by Tessera ("
+                             + ggmlTypeList() + " are)");
         if (!t.dims.empty() && t.dims[0] % block != 0)
             return makeError(shown + ": rows of " + std::to_string(t.dims[0]) + " are not whole "
                              + ggmlTypeName(t.type) + " blocks");

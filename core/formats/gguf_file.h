@@ -4,6 +4,7 @@
 // The GGUF container (version 3) as llama.cpp reads it: a header of typed metadata key/values and tensor infos,
 // then the tensor data, each tensor aligned to `general.alignment` (32 by default). Everything is little-endian.
 
+#include "formats/gguf_types.h"
 #include "io/mapped_file.h"
 #include "result.h"
 
@@ -17,21 +18,6 @@ namespace tessera {
 
 inline constexpr std::uint32_t kGgufVersion = 3;
 inline constexpr std::uint64_t kGgufAlignment = 32;
-
-/// ggml tensor types Tessera writes or reads (ggml.h's numbering).
-enum class GgmlType : std::uint32_t {
-    F32 = 0,
-    F16 = 1,
-    Q8_0 = 8,
-    BF16 = 30,
-};
-
-/// "F32", "F16", "Q8_0", "BF16"; "type N" for others.
-std::string ggmlTypeName(std::uint32_t type);
-/// Elements per block and bytes per block (1 and the element size for the plain types); {0, 0} when unknown.
-std::pair<std::uint64_t, std::uint64_t> ggmlBlock(std::uint32_t type);
-/// Bytes of `elements` elements of `type` (elements must be a multiple of the block size); 0 when unknown.
-std::uint64_t ggmlBytes(std::uint32_t type, std::uint64_t elements);
 
 /// GGUF metadata value types (gguf.h's numbering).
 enum class GgufValueType : std::uint32_t {

@@ -4,17 +4,36 @@
 #include "model/convert.h"
 #include "parallel.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <mutex>
+#include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 namespace tessera {
 
 namespace {
 
-constexpr std::uint64_t kBlocksPerTask = 4096; ///< 128 Ki values: large enough to amortise the hand-out
+constexpr std::uint64_t kBlocksPerTask = 4096; ///< 128 Ki values of Q8_0: large enough to amortise the hand-out
+
+/// The row of `type` when it is a quantized type, else an error naming what was asked.
+Result<const GgmlTypeInfo*> quantizedType(GgmlType type)
+{
+    const GgmlTypeInfo& row = ggmlType(type);
+    if (!row.quantized())
+        return makeError(std::string(row.name) + " is not a quantized type");
+    return &row;
+}
+
+Status wholeBlocks(const GgmlTypeInfo& row, std::uint64_t count)
+{
+    if (count % row.blockElements != 0)
+        return makeError(std::string(row.name) + " needs a multiple of " + std::to_string(row.blockElements)
+                         + " values (got " + std::to_string(count) + ")");
+    return Status::success();
+}
 
 /// roundf() of x·(1/d) as an int8: halves away from zero. x − trunc(x) is exact for |x| < 2^23, so the comparison
 /// with 0.5 decides exactly as roundf does. The value stays within ±128 unless the block's largest magnitude is so
@@ -31,57 +50,79 @@ inline std::int8_t roundToInt8(float x)
     return static_cast<std::int8_t>(i);
 }
 
-void quantizeBlocks(const float* src, std::uint64_t blocks, std::uint8_t* dst)
+constexpr std::uint64_t kQ8_0Values = sizeof(BlockQ8_0::q);
+
+} // namespace
+
+void quantizeQ8_0Blocks(const float* src, std::uint64_t blocks, std::uint8_t* dst)
 {
     std::vector<float> scales(static_cast<std::size_t>(blocks));
     for (std::uint64_t b = 0; b < blocks; ++b) {
-        const float* x = src + b * kQ8_0BlockElements;
+        const float* x = src + b * kQ8_0Values;
         float amax = 0.0f;
-        for (std::uint64_t j = 0; j < kQ8_0BlockElements; ++j)
+        for (std::uint64_t j = 0; j < kQ8_0Values; ++j)
             amax = std::max(amax, std::fabs(x[j]));
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         scales[b] = d;
-        auto* q = reinterpret_cast<std::int8_t*>(dst + b * kQ8_0BlockBytes + 2);
-        for (std::uint64_t j = 0; j < kQ8_0BlockElements; ++j)
+        auto* q = reinterpret_cast<std::int8_t*>(dst + b * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, q));
+        for (std::uint64_t j = 0; j < kQ8_0Values; ++j)
             q[j] = roundToInt8(x[j] * id);
     }
+    // The scales converted to fp16 together: one call instead of one a block.
     std::vector<std::uint16_t> halves(static_cast<std::size_t>(blocks));
     (void)convertElements(scales.data(), DType::Float32, halves.data(), DType::Float16, blocks);
     for (std::uint64_t b = 0; b < blocks; ++b)
-        std::memcpy(dst + b * kQ8_0BlockBytes, &halves[b], 2);
+        std::memcpy(dst + b * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, d), &halves[b], sizeof(BlockQ8_0::d));
 }
 
-} // namespace
-
-Status quantizeQ8_0(const float* src, std::uint64_t count, std::uint8_t* dst, unsigned threads)
+void dequantizeQ8_0Blocks(const std::uint8_t* src, std::uint64_t blocks, float* dst)
 {
-    if (count % kQ8_0BlockElements != 0)
-        return makeError("Q8_0 needs a multiple of 32 values (got " + std::to_string(count) + ")");
-    const std::uint64_t blocks = count / kQ8_0BlockElements;
+    for (std::uint64_t b = 0; b < blocks; ++b) {
+        const std::uint8_t* block = src + b * sizeof(BlockQ8_0);
+        std::uint16_t half;
+        std::memcpy(&half, block + offsetof(BlockQ8_0, d), sizeof half);
+        float d = 0;
+        (void)convertElements(&half, DType::Float16, &d, DType::Float32, 1);
+        const auto* q = reinterpret_cast<const std::int8_t*>(block + offsetof(BlockQ8_0, q));
+        for (std::uint64_t j = 0; j < kQ8_0Values; ++j)
+            dst[b * kQ8_0Values + j] = d * static_cast<float>(q[j]);
+    }
+}
+
+Status quantizeGgml(GgmlType type, const float* src, std::uint64_t count, std::uint8_t* dst, unsigned threads)
+{
+    auto row = quantizedType(type);
+    TESSERA_TRY(row);
+    const GgmlTypeInfo& t = **row;
+    TESSERA_TRY(wholeBlocks(t, count));
+    const std::uint64_t blocks = count / t.blockElements;
     const std::uint64_t tasks = (blocks + kBlocksPerTask - 1) / kBlocksPerTask;
-    parallelFor(static_cast<std::size_t>(tasks), threads, [&](std::size_t t) {
-        const std::uint64_t first = t * kBlocksPerTask;
+    parallelFor(static_cast<std::size_t>(tasks), threads, [&](std::size_t task) {
+        const std::uint64_t first = task * kBlocksPerTask;
         const std::uint64_t n = std::min(kBlocksPerTask, blocks - first);
-        quantizeBlocks(src + first * kQ8_0BlockElements, n, dst + first * kQ8_0BlockBytes);
+        t.quantize(src + first * t.blockElements, n, dst + first * t.blockBytes);
     });
     return Status::success();
 }
 
-Status quantizeQ8_0From(const void* src, DType dtype, std::uint64_t count, std::uint8_t* dst, unsigned threads)
+Status quantizeGgmlFrom(GgmlType type, const void* src, DType dtype, std::uint64_t count, std::uint8_t* dst,
+                        unsigned threads)
 {
     if (dtype == DType::Float32)
-        return quantizeQ8_0(static_cast<const float*>(src), count, dst, threads);
-    if (count % kQ8_0BlockElements != 0)
-        return makeError("Q8_0 needs a multiple of 32 values (got " + std::to_string(count) + ")");
-    const std::uint64_t perTask = kBlocksPerTask * kQ8_0BlockElements;
+        return quantizeGgml(type, static_cast<const float*>(src), count, dst, threads);
+    auto row = quantizedType(type);
+    TESSERA_TRY(row);
+    const GgmlTypeInfo& t = **row;
+    TESSERA_TRY(wholeBlocks(t, count));
+    const std::uint64_t perTask = kBlocksPerTask * t.blockElements;
     const std::uint64_t tasks = (count + perTask - 1) / perTask;
     const std::size_t es = dtypeSize(dtype);
     std::atomic<bool> failed { false };
     std::string message;
     std::mutex mutex;
-    parallelFor(static_cast<std::size_t>(tasks), threads, [&](std::size_t t) {
-        const std::uint64_t first = t * perTask;
+    parallelFor(static_cast<std::size_t>(tasks), threads, [&](std::size_t task) {
+        const std::uint64_t first = task * perTask;
         const std::uint64_t n = std::min(perTask, count - first);
         std::vector<float> values(static_cast<std::size_t>(n));
         auto converted = convertElements(static_cast<const std::uint8_t*>(src) + first * es, dtype, values.data(),
@@ -92,25 +133,20 @@ Status quantizeQ8_0From(const void* src, DType dtype, std::uint64_t count, std::
             failed = true;
             return;
         }
-        quantizeBlocks(values.data(), n / kQ8_0BlockElements, dst + first / kQ8_0BlockElements * kQ8_0BlockBytes);
+        t.quantize(values.data(), n / t.blockElements, dst + first / t.blockElements * t.blockBytes);
     });
     if (failed)
         return makeError(message);
     return Status::success();
 }
 
-void dequantizeQ8_0(const std::uint8_t* src, std::uint64_t count, float* dst)
+Status dequantizeGgml(GgmlType type, const std::uint8_t* src, std::uint64_t count, float* dst)
 {
-    const std::uint64_t blocks = count / kQ8_0BlockElements;
-    for (std::uint64_t b = 0; b < blocks; ++b) {
-        std::uint16_t half;
-        std::memcpy(&half, src + b * kQ8_0BlockBytes, 2);
-        float d = 0;
-        (void)convertElements(&half, DType::Float16, &d, DType::Float32, 1);
-        const auto* q = reinterpret_cast<const std::int8_t*>(src + b * kQ8_0BlockBytes + 2);
-        for (std::uint64_t j = 0; j < kQ8_0BlockElements; ++j)
-            dst[b * kQ8_0BlockElements + j] = d * static_cast<float>(q[j]);
-    }
+    auto row = quantizedType(type);
+    TESSERA_TRY(row);
+    TESSERA_TRY(wholeBlocks(**row, count));
+    (*row)->dequantize(src, count / (*row)->blockElements, dst);
+    return Status::success();
 }
 
 } // namespace tessera

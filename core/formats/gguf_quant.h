@@ -1,26 +1,44 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-// ggml's Q8_0 blocks: 32 values as one fp16 scale d and 32 int8 q, value = d·q.
+// Quantizing to and from ggml's block types: the kernels the table of types (gguf_types.h) points to, one pair a
+// type, and the drivers that run a type's kernel over a whole tensor on several threads.
 
+#include "formats/gguf_types.h"
 #include "model/dtype.h"
-#include "model/quant_blocks.h"
 #include "result.h"
 
 #include <cstdint>
 
 namespace tessera {
 
-/// Quantizes `count` floats (a multiple of 32) into Q8_0 blocks at `dst` exactly as ggml's
-/// quantize_row_q8_0_ref: per block amax = max |x|, d = amax / 127 (in float), q = roundf(x · (1/d)) (half away
-/// from zero; 0 when d is 0), d stored as fp16 rounded to nearest even. Runs on up to `threads` threads.
-Status quantizeQ8_0(const float* src, std::uint64_t count, std::uint8_t* dst, unsigned threads);
+/// Quantizes `count` floats (whole blocks of `type`, a quantized type) into `dst`, with the type's kernel, on up to
+/// `threads` threads.
+Status quantizeGgml(GgmlType type, const float* src, std::uint64_t count, std::uint8_t* dst, unsigned threads);
 
-/// quantizeQ8_0() of `count` elements of a floating `dtype` (float16, bfloat16, float32, float64), converted to
+/// quantizeGgml() of `count` elements of a floating `dtype` (float16, bfloat16, float32, float64), converted to
 /// float32 a slab at a time on each thread, so no float32 copy of the whole tensor is ever made.
-Status quantizeQ8_0From(const void* src, DType dtype, std::uint64_t count, std::uint8_t* dst, unsigned threads);
+Status quantizeGgmlFrom(GgmlType type, const void* src, DType dtype, std::uint64_t count, std::uint8_t* dst,
+                        unsigned threads);
 
-/// Expands Q8_0 blocks back to floats (d in fp32 times q), as ggml's dequantize_row_q8_0.
-void dequantizeQ8_0(const std::uint8_t* src, std::uint64_t count, float* dst);
+/// Expands `count` values (whole blocks of `type`, a quantized type) back to floats, with the type's kernel.
+Status dequantizeGgml(GgmlType type, const std::uint8_t* src, std::uint64_t count, float* dst);
+
+// --- Kernels (one thread, whole blocks), reached through the table --------------------------------------------
+// Each type's block is a struct as ggml declares it; the table's geometry is its size, so it is stated only here.
+
+/// ggml's block_q8_0: 32 values as one fp16 scale d and 32 int8 q, value = d·q.
+struct BlockQ8_0 {
+    std::uint16_t d;
+    std::int8_t q[32];
+};
+static_assert(sizeof(BlockQ8_0) == 34, "ggml's block_q8_0 is 34 bytes, unpadded");
+
+/// Q8_0 blocks, exactly as ggml's
+/// quantize_row_q8_0_ref: per block amax = max |x|, d = amax / 127 (in float), q = roundf(x · (1/d)) (half away
+/// from zero; 0 when d is 0), d stored as fp16 rounded to nearest even.
+void quantizeQ8_0Blocks(const float* src, std::uint64_t blocks, std::uint8_t* dst);
+/// Q8_0 blocks back to floats (d in fp32 times q), as ggml's dequantize_row_q8_0.
+void dequantizeQ8_0Blocks(const std::uint8_t* src, std::uint64_t blocks, float* dst);
 
 } // namespace tessera

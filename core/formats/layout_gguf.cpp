@@ -4,7 +4,6 @@
 #include "formats/gguf_reader.h"
 #include "io/mapped_file.h"
 #include "io/path_kinds.h"
-#include "model/quant_blocks.h"
 #include "model/tensor_reindex.h"
 #include "text_util.h"
 #include "formats/layout_registry.h"
@@ -21,23 +20,20 @@ namespace {
 struct StoredType {
     DType dtype;
     PieceEncoding encoding = PieceEncoding::Plain;
+    PieceBlocks blocks;
 };
 
-/// How Tessera reads a ggml type: F32, F16 and BF16 as they are, Q8_0 as the float32 values it stands for.
+/// How Tessera reads a ggml type, from its row in the table of types: a plain type as it is, a quantized one as
+/// the float32 values it stands for (pieces of its blocks); nullopt for a type Tessera does not read.
 std::optional<StoredType> storedTypeOfGgml(std::uint32_t type)
 {
-    switch (static_cast<GgmlType>(type)) {
-    case GgmlType::F32:
-        return StoredType { DType::Float32 };
-    case GgmlType::F16:
-        return StoredType { DType::Float16 };
-    case GgmlType::BF16:
-        return StoredType { DType::BFloat16 };
-    case GgmlType::Q8_0:
-        return StoredType { DType::Float32, PieceEncoding::Q8_0 };
-    default:
+    const GgmlTypeInfo* row = findGgmlType(type);
+    if (!row)
         return std::nullopt;
-    }
+    if (!row->quantized())
+        return StoredType { row->plainDtype, PieceEncoding::Plain, PieceBlocks {} };
+    return StoredType { DType::Float32, PieceEncoding::GgmlBlocks,
+                        PieceBlocks { row->name, type, row->blockElements, row->blockBytes } };
 }
 
 /// Rows of a llama q/k tensor from llama.cpp's interleaved order back to Hugging Face's: HF rows
@@ -75,6 +71,29 @@ Status checkExpertCount(const GgufTensorInfo& t, std::int64_t experts, std::int6
     if (experts > kMaxExperts)
         return makeError(t.name + ": " + count + ", more than " + std::to_string(kMaxExperts) + " (damaged?)");
     return Status::success();
+}
+
+/// The notes on the file's types: how many tensors of each quantized type are read dequantized, and which tensors
+/// are not read, their types being none Tessera reads.
+void addTypeNotes(CheckpointInfo& info, const std::map<std::string, std::size_t>& dequantized,
+                  const std::vector<std::string>& unread)
+{
+    if (!dequantized.empty()) {
+        std::string counts;
+        for (const auto& [name, n] : dequantized)
+            counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+        info.notes["gguf.quantized_tensors"] = counts + " tensors, read as the float32 values llama.cpp dequantizes "
+                                                        "them to";
+    }
+    if (!unread.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < unread.size() && i < 8; ++i)
+            list += (i ? ", " : "") + unread[i];
+        if (unread.size() > 8)
+            list += ", …";
+        info.notes["gguf.unread_tensors"] = std::to_string(unread.size())
+            + " tensors in types Tessera does not read (" + ggmlTypeList() + " it does): " + list;
+    }
 }
 
 } // namespace
@@ -122,17 +141,19 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
     const bool llama = arch == "llama";
     const bool mixtral = llama && archInt(".expert_count") > 0;
     std::vector<std::string> unread;
-    std::size_t dequantized = 0;
+    std::map<std::string, std::size_t> dequantized; // type name → tensors
     for (const auto& t : header->tensors) {
         const auto stored = storedTypeOfGgml(t.type);
-        // Q8_0 rows are whole blocks (llama.cpp's rule, checked again here: the boxes below cut whole rows only).
-        if (!stored || (stored->encoding == PieceEncoding::Q8_0 && (t.dims.empty() || t.dims[0] % kQ8_0BlockElements))) {
+        // Quantized rows are whole blocks (llama.cpp's rule, checked again here: the boxes below cut whole rows only).
+        if (!stored
+            || (stored->encoding != PieceEncoding::Plain && (t.dims.empty() || t.dims[0] % stored->blocks.elements))) {
             unread.push_back(t.name + " (" + ggmlTypeName(t.type) + ")");
             continue;
         }
         if (stored->encoding != PieceEncoding::Plain)
-            ++dequantized;
-        const std::string q8Note = stored->encoding == PieceEncoding::Q8_0 ? ", Q8_0 dequantized" : "";
+            ++dequantized[stored->blocks.name];
+        const std::string quantNote
+            = stored->encoding != PieceEncoding::Plain ? ", " + std::string(stored->blocks.name) + " dequantized" : "";
         TensorInfo tensor;
         tensor.name = t.name;
         tensor.dtype = stored->dtype;
@@ -147,6 +168,7 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             p.strides[d - 1] = p.strides[d] * tensor.shape[d];
         p.storedDtype = stored->dtype;
         p.encoding = stored->encoding;
+        p.blocks = stored->blocks;
         p.dataOffset = header->dataStart + t.offset;
         p.storageBegin = p.dataOffset;
         p.storageBytes = t.bytes;
@@ -159,7 +181,7 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             for (std::int64_t e = 0; e < tensor.shape[0]; ++e) {
                 const std::string hf = hfTensorName(t.name, static_cast<int>(e), mixtral);
                 TensorInfo one = selectLeading(tensor, e, hf.empty() ? t.name + "." + std::to_string(e) : hf);
-                one.placement = "expert " + std::to_string(e) + " of " + t.name + q8Note;
+                one.placement = "expert " + std::to_string(e) + " of " + t.name + quantNote;
                 info.tensors.push_back(std::move(one));
             }
             continue;
@@ -175,7 +197,7 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
         if (llama && (isQ || isK) && h > 0 && t.bytes > 0 && !tensor.shape.empty() && tensor.shape[0] % h == 0
             && (tensor.shape[0] / h) % 2 == 0) {
             tensor.pieces = unpermuteRows(tensor.pieces.front(), tensor.shape[0], h);
-            tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)" + q8Note;
+            tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)" + quantNote;
         }
         if (endsWith(t.name, "ffn_gate_inp_shexp.weight") && tensor.shape.size() == 1) {
             // Hugging Face holds the shared expert's gate as [1, hidden].
@@ -185,22 +207,11 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             q.shape.insert(q.shape.begin(), 1);
             q.strides.insert(q.strides.begin(), tensor.shape[1]);
         }
-        if (tensor.placement.empty() && !q8Note.empty())
-            tensor.placement = t.name + q8Note;
+        if (tensor.placement.empty() && !quantNote.empty())
+            tensor.placement = t.name + quantNote;
         info.tensors.push_back(std::move(tensor));
     }
-    if (dequantized)
-        info.notes["gguf.quantized_tensors"] = std::to_string(dequantized)
-            + " Q8_0 tensors, read as the float32 values llama.cpp dequantizes them to";
-    if (!unread.empty()) {
-        std::string list;
-        for (std::size_t i = 0; i < unread.size() && i < 8; ++i)
-            list += (i ? ", " : "") + unread[i];
-        if (unread.size() > 8)
-            list += ", …";
-        info.notes["gguf.unread_tensors"] = std::to_string(unread.size())
-            + " tensors in types Tessera does not read (F32, F16, BF16 and Q8_0 it does): " + list;
-    }
+    addTypeNotes(info, dequantized, unread);
     return info;
 }
 

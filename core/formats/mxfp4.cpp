@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/mxfp4.h"
-#include "model/quant_blocks.h"
 #include "text_util.h"
 
 #include <cmath>
@@ -39,13 +38,13 @@ std::string misfit(const TensorInfo& blocks, const TensorInfo& scales)
     if (!wholePiece(blocks) || !wholePiece(scales))
         return "they are not each one uint8 tensor";
     if (blocks.shape.size() != 4 || scales.shape.size() != 3
-        || blocks.shape[3] != static_cast<std::int64_t>(kMxfp4BlockBytes)
+        || blocks.shape[3] != static_cast<std::int64_t>(kMxfp4Blocks.bytes)
         || !std::equal(scales.shape.begin(), scales.shape.end(), blocks.shape.begin()))
         return "their shapes do not fit together";
     for (std::int64_t d : scales.shape)
         if (d <= 0)
             return "they are empty";
-    if (blocks.shape[2] > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(kMxfp4BlockElements))
+    if (blocks.shape[2] > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(kMxfp4Blocks.elements))
         return "the rows are too long";
     return {};
 }
@@ -56,7 +55,7 @@ TensorInfo joined(const std::string& name, const TensorInfo& blocks, const Tenso
     const Piece* b = wholePiece(blocks);
     const Piece* s = wholePiece(scales);
     const std::int64_t experts = blocks.shape[0], rows = blocks.shape[1], groups = blocks.shape[2];
-    const std::int64_t columns = groups * static_cast<std::int64_t>(kMxfp4BlockElements);
+    const std::int64_t columns = groups * static_cast<std::int64_t>(kMxfp4Blocks.elements);
 
     TensorInfo t;
     t.name = name;
@@ -68,6 +67,7 @@ TensorInfo joined(const std::string& name, const TensorInfo& blocks, const Tenso
     piece.strides = { rows * columns, 1, columns }; // stored as [E, R, G·32]: the transpose is in the strides
     piece.storedDtype = DType::Float32;
     piece.encoding = PieceEncoding::MXFP4;
+    piece.blocks = kMxfp4Blocks;
     piece.scaleFile = s->file;
     piece.scaleOffset = s->dataOffset;
     t.pieces.push_back(std::move(piece));
@@ -80,9 +80,9 @@ void dequantizeMxfp4(const std::uint8_t* codes, const std::uint8_t* scales, std:
 {
     for (std::uint64_t b = 0; b < blocks; ++b) {
         const float factor = scaleFactor(scales[b]);
-        const std::uint8_t* code = codes + b * kMxfp4BlockBytes;
-        float* out = dst + b * kMxfp4BlockElements;
-        for (std::uint64_t j = 0; j < kMxfp4BlockBytes; ++j) {
+        const std::uint8_t* code = codes + b * kMxfp4Blocks.bytes;
+        float* out = dst + b * kMxfp4Blocks.elements;
+        for (std::uint64_t j = 0; j < kMxfp4Blocks.bytes; ++j) {
             out[2 * j] = kE2M1[code[j] & 0x0F] * factor;
             out[2 * j + 1] = kE2M1[code[j] >> 4] * factor;
         }

@@ -10,6 +10,9 @@
 
 namespace tessera {
 
+/// MXFP4's blocks as its pieces carry them: 32 values in 16 bytes of codes (each block's scale byte lies apart).
+inline constexpr PieceBlocks kMxfp4Blocks { "MXFP4", 0, 32, 16 };
+
 /// Expands `blocks` MXFP4 blocks (16 code bytes each at `codes`, one scale byte each at `scales`) into 32 floats
 /// each at `dst`, as transformers' convert_moe_packed_tensors does: code c (low nibble first) is E2M1's value
 /// (0, ±0.5, ±1, ±1.5, ±2, ±3, ±4, ±6) times 2^(scale − 127) computed in float32, where scale 255 stands for an

@@ -1,30 +1,24 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/encoded_piece.h"
 
-#include "formats/gguf_quant.h"
+#include "formats/gguf_types.h"
 #include "formats/mxfp4.h"
-#include "model/quant_blocks.h"
+
+#include <algorithm>
 
 namespace tessera {
 
 std::uint64_t blockElements(const Piece& p)
 {
-    switch (p.encoding) {
-    case PieceEncoding::Q8_0:
-        return kQ8_0BlockElements;
-    case PieceEncoding::MXFP4:
-        return kMxfp4BlockElements;
-    case PieceEncoding::Plain:
-        break;
-    }
-    return 1;
+    return p.encoding == PieceEncoding::Plain ? 1 : std::max<std::uint64_t>(1, p.blocks.elements);
 }
 
 Status checkScaleBounds(const Piece& p, std::uint64_t elements, const MappedFile* scales, const std::string& tensor)
 {
     if (p.encoding != PieceEncoding::MXFP4)
         return Status::success();
-    const std::uint64_t blocks = (elements + kMxfp4BlockElements - 1) / kMxfp4BlockElements;
+    const std::uint64_t per = blockElements(p);
+    const std::uint64_t blocks = (elements + per - 1) / per;
     if (!scales || p.scaleOffset > scales->size() || blocks > scales->size() - p.scaleOffset)
         return makeError(p.scaleFile + ": " + tensor + ": the scales of its MXFP4 blocks reach past the end of the "
                          "file (truncated or damaged?)");
@@ -41,9 +35,14 @@ Status decodePieceElements(const Piece& p, const std::uint8_t* codes, const std:
     const std::uint64_t blocks = (count + per - 1) / per;
     out.resize(static_cast<std::size_t>(blocks * per));
     switch (p.encoding) {
-    case PieceEncoding::Q8_0:
-        dequantizeQ8_0(codes + storedByteOffset(p, first), blocks * per, out.data());
+    case PieceEncoding::GgmlBlocks: {
+        // The type's row in the table the reader took the piece's geometry from, and its dequantizer.
+        const GgmlTypeInfo* type = findGgmlType(p.blocks.ggmlType);
+        if (!type || !type->quantized() || type->blockElements != per || type->blockBytes != p.blocks.bytes)
+            return makeError("a piece of ggml type " + ggmlTypeName(p.blocks.ggmlType) + " cannot be decoded");
+        type->dequantize(codes + storedByteOffset(p, first), blocks, out.data());
         return Status::success();
+    }
     case PieceEncoding::MXFP4:
         dequantizeMxfp4(codes + storedByteOffset(p, first), scales + first / per, blocks, out.data());
         return Status::success();

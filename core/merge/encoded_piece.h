@@ -22,7 +22,8 @@ Status checkScaleBounds(const Piece& p, std::uint64_t elements, const MappedFile
 
 /// Stored elements [first, first + count) of an encoded piece, decoded into `out` (resized to whole blocks):
 /// `codes` is the piece's data (at its dataOffset), `scales` its scale bytes (at scaleOffset; MXFP4 only). `first`
-/// must start a block: a box of such a piece covers whole rows of a multiple of 32 values.
+/// must start a block: a box of such a piece covers whole rows of whole blocks. A ggml piece is decoded by its type's
+/// row in formats/gguf_types.h.
 Status decodePieceElements(const Piece& p, const std::uint8_t* codes, const std::uint8_t* scales, std::uint64_t first,
                            std::uint64_t count, std::vector<float>& out);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Writing a planned GGUF file: the plain-float tensors through the merge engine (direct copies, gathers,
-// conversions on every thread, bounded memory), then the Q8_0 tensors one at a time (assembled in their dtype and
-// quantized on every thread, a slab at a time) and the generated ones, then the file is published atomically.
+// conversions on every thread, bounded memory), then the quantized tensors (each assembled in its dtype and
+// quantized into its ggml type's blocks with the table's quantizer, on every thread, a slab at a time) and the generated ones, then the file is published atomically.
 // The same writer serves the parts of an export split across processes (merge/gguf_parts.h): each writes a
 // selection of the tensors into the shared file, the last one the header and the generated tensors.
 
@@ -54,12 +54,6 @@ private:
 
 bool chosen(const std::vector<bool>* selection, std::size_t i) { return !selection || (*selection)[i]; }
 
-/// Bytes of a Q8_0 tensor in the file.
-std::uint64_t q8_0Bytes(const GgufPlan& plan, const PlannedTensor& q)
-{
-    return ggmlBytes(static_cast<std::uint32_t>(GgmlType::Q8_0), plan.view.tensors[q.source].numel());
-}
-
 Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path, const GgufSelection& selection,
                                   const MergeRunOptions& options, OffsetProgress& progress, MergeProgress& state)
 {
@@ -69,7 +63,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
             mine.push_back(k);
     if (mine.empty() && (!selection.finish || plan.generated.empty()))
         return Status::success();
-    // Created and sized here when no streamed tensor of this run opened it first (a part of Q8_0 tensors only);
+    // Created and sized here when no streamed tensor of this run opened it first (a part of quantized tensors only);
     // never truncated, since other parts' bytes may be in it.
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
@@ -87,7 +81,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
     // runs alone, and its quantization then uses every thread itself).
     std::uint64_t largest = 0;
     for (std::size_t k : mine)
-        largest = std::max(largest, plan.quantized[k].bytes + q8_0Bytes(plan, plan.quantized[k]));
+        largest = std::max(largest, plan.quantized[k].copy.bytes + plan.quantized[k].bytes);
     MemoryBudget budget(largest);
     std::mutex mutex;
     std::optional<Error> firstError;
@@ -96,10 +90,11 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
     parallelFor(mine.size(), threads, [&](std::size_t i) {
         if (stop())
             return;
-        const PlannedTensor& q = plan.quantized[mine[i]];
+        const GgufQuantizedTensor& quantized = plan.quantized[mine[i]];
+        const PlannedTensor& q = quantized.copy;
         const TensorInfo& tensor = plan.view.tensors[q.source];
         const std::uint64_t count = tensor.numel();
-        const std::uint64_t outBytes = q8_0Bytes(plan, q);
+        const std::uint64_t outBytes = quantized.bytes;
         const std::uint64_t held = budget.acquire(q.bytes + outBytes);
         Status status = [&]() -> Status {
             auto values = PageBuffer::allocate(q.bytes);
@@ -107,7 +102,7 @@ Status writeQuantizedAndGenerated(const GgufPlan& plan, const std::string& path,
             TESSERA_TRY(materializeTensor(sources, tensor, q, values->data(), stop));
             auto blocks = PageBuffer::allocate(outBytes);
             TESSERA_TRY(blocks);
-            TESSERA_TRY(quantizeQ8_0From(values->data(), q.dtype, count, blocks->data(), threads));
+            TESSERA_TRY(quantizeGgmlFrom(quantized.type, values->data(), q.dtype, count, blocks->data(), threads));
             *values = PageBuffer();
             TESSERA_TRY(writeAllAt(fd, blocks->data(), outBytes, q.fileOffset, path + ": " + tensor.name));
             startWriteback(fd, q.fileOffset, outBytes); // as the streamed tensors do: no burst at the final sync
@@ -152,7 +147,7 @@ Result<MergeOutcome> writeGgufTensors(const GgufPlan& plan, const std::string& d
     if ((selection.plain && selection.plain->size() != plan.merge.tensors.size())
         || (selection.quantized && selection.quantized->size() != plan.quantized.size()))
         return makeError("internal: the tensor selection does not match the GGUF plan");
-    // Progress counts the bytes assembled (a Q8_0 tensor's in its dtype); bytesWritten the bytes in the file.
+    // Progress counts the bytes assembled (a quantized tensor's in its dtype); bytesWritten the bytes in the file.
     std::uint64_t plainBytes = 0;
     std::size_t plainTensors = 0, tensors = 0;
     for (std::size_t i = 0; i < plan.merge.tensors.size(); ++i)
@@ -164,8 +159,8 @@ Result<MergeOutcome> writeGgufTensors(const GgufPlan& plan, const std::string& d
     tensors = plainTensors;
     for (std::size_t k = 0; k < plan.quantized.size(); ++k)
         if (chosen(selection.quantized, k)) {
-            total += plan.quantized[k].bytes;
-            fileBytes += q8_0Bytes(plan, plan.quantized[k]);
+            total += plan.quantized[k].copy.bytes;
+            fileBytes += plan.quantized[k].bytes;
             ++tensors;
         }
     OffsetProgress progress(options, total);

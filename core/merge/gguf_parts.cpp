@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 namespace tessera {
 
 /// The GGUF file in the merge engine's terms, with every tensor a part writes: the streamed ones (GgufPlan::merge)
-/// and the Q8_0 ones (GgufPlan::quantized), each `bytes` long up to the next tensor's aligned offset.
+/// and the quantized ones (GgufPlan::quantized), each `bytes` long up to the next tensor's aligned offset.
 struct GgufParts::View {
     MergePlan plan;
     struct Origin {
@@ -91,12 +91,12 @@ Result<GgufParts> planGgufParts(const GgufPlan& gguf, unsigned parts)
     std::vector<GgufParts::View::Origin> origins;
     for (std::size_t i = 0; i < gguf.merge.tensors.size(); ++i)
         origins.push_back({ false, i, gguf.merge.tensors[i].bytes });
-    for (std::size_t k = 0; k < gguf.quantized.size(); ++k) {
-        const std::uint64_t elements = gguf.view.tensors[gguf.quantized[k].source].numel();
-        origins.push_back({ true, k, ggmlBytes(static_cast<std::uint32_t>(GgmlType::Q8_0), elements) });
-    }
+    // A quantized tensor's bytes are whole blocks of its type (the plan sized them from the table of types); a
+    // part writes it whole, so it is never cut inside a row.
+    for (std::size_t k = 0; k < gguf.quantized.size(); ++k)
+        origins.push_back({ true, k, gguf.quantized[k].bytes });
     auto planned = [&](const GgufParts::View::Origin& o) -> const PlannedTensor& {
-        return o.quantized ? gguf.quantized[o.index] : gguf.merge.tensors[o.index];
+        return o.quantized ? gguf.quantized[o.index].copy : gguf.merge.tensors[o.index];
     };
     std::stable_sort(origins.begin(), origins.end(), [&](const auto& a, const auto& b) {
         return planned(a).fileOffset < planned(b).fileOffset;

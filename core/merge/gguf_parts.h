@@ -4,7 +4,7 @@
 // `tessera merge --format gguf --part K/N`: a GGUF export split across processes as a safetensors merge is
 // (merge/merge_parts.h: the same shared folder, records, claim and publish). The one file's tensor bytes are cut
 // by planParts() into balanced byte ranges on tensor boundaries; each part writes its tensors (streamed, converted
-// or quantized to Q8_0) into the shared file at their offsets and records the ranges with their CRC-32; the part
+// or quantized) into the shared file at their offsets and records the ranges with their CRC-32; the part
 // that completes the set writes what only the whole set can have: the header (metadata and tensor infos) and the
 // generated tensors (llama 3's rope_freqs), then checks the records and publishes the file atomically.
 

@@ -31,53 +31,7 @@ using nlohmann::json;
 
 namespace tessera {
 
-const char* ggufOutTypeName(GgufOutType type)
-{
-    switch (type) {
-    case GgufOutType::F32:
-        return "f32";
-    case GgufOutType::F16:
-        return "f16";
-    case GgufOutType::BF16:
-        return "bf16";
-    case GgufOutType::Q8_0:
-        return "q8_0";
-    }
-    return "?";
-}
-
-std::optional<GgufOutType> ggufOutTypeFromName(std::string_view name)
-{
-    std::string n(name);
-    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (n == "f32" || n == "fp32" || n == "float32")
-        return GgufOutType::F32;
-    if (n == "f16" || n == "fp16" || n == "float16")
-        return GgufOutType::F16;
-    if (n == "bf16" || n == "bfloat16")
-        return GgufOutType::BF16;
-    if (n == "q8_0" || n == "q8")
-        return GgufOutType::Q8_0;
-    return std::nullopt;
-}
-
 namespace {
-
-/// general.file_type (llama_ftype).
-std::uint32_t fileTypeOf(GgufOutType t)
-{
-    switch (t) {
-    case GgufOutType::F32:
-        return 0;
-    case GgufOutType::F16:
-        return 1;
-    case GgufOutType::Q8_0:
-        return 7;
-    case GgufOutType::BF16:
-        return 32;
-    }
-    return 1;
-}
 
 /// A GGUF file's own name for its model: general.name, else the file's name without ".gguf".
 std::string ggufModelName(const std::string& path)
@@ -166,40 +120,12 @@ std::string llama3RopeFactors(double theta, std::int64_t headDim, const json& sc
     return bytes;
 }
 
-/// The element type a tensor is written in, as convert_hf_to_gguf chooses it: 1-D tensors, norms and the MoE
-/// router stay F32; Q8_0 needs rows that are whole 32-value blocks (else F16).
-GgmlType tensorType(const std::string& name, const Shape& shape, GgufOutType outType, bool& fellBack)
+/// True for the tensors convert_hf_to_gguf writes as F32 whatever the output type: 1-D tensors, norms and the MoE
+/// router.
+bool staysF32(const std::string& name, const Shape& shape)
 {
-    fellBack = false;
-    if (shape.size() <= 1 || endsWith(name, "_norm.weight") || endsWith(name, "ffn_gate_inp.weight")
-        || endsWith(name, "ffn_gate_inp_shexp.weight"))
-        return GgmlType::F32;
-    switch (outType) {
-    case GgufOutType::F32:
-        return GgmlType::F32;
-    case GgufOutType::F16:
-        return GgmlType::F16;
-    case GgufOutType::BF16:
-        return GgmlType::BF16;
-    case GgufOutType::Q8_0:
-        if (shape.back() % 32 == 0)
-            return GgmlType::Q8_0;
-        fellBack = true;
-        return GgmlType::F16;
-    }
-    return GgmlType::F16;
-}
-
-DType dtypeOf(GgmlType t)
-{
-    switch (t) {
-    case GgmlType::F16:
-        return DType::Float16;
-    case GgmlType::BF16:
-        return DType::BFloat16;
-    default:
-        return DType::Float32;
-    }
+    return shape.size() <= 1 || endsWith(name, "_norm.weight") || endsWith(name, "ffn_gate_inp.weight")
+        || endsWith(name, "ffn_gate_inp_shexp.weight");
 }
 
 /// One output tensor before layout.
@@ -211,6 +137,86 @@ struct Pending {
     std::string transform;
     std::optional<std::string> generatedBytes;
 };
+
+/// The tensors' infos for the layout, in `pending`'s order, each with the ggml type it is written in: F32 for a
+/// generated tensor and those that stay F32, else the output type's, or its fallback when the rows are not whole
+/// blocks of it (one warning for those).
+std::vector<GgufTensorInfo> typedTensorInfos(const std::vector<Pending>& pending, const GgufOutTypeInfo& outType,
+                                             std::vector<std::string>& warnings)
+{
+    std::vector<GgufTensorInfo> infos;
+    std::size_t fallbacks = 0;
+    for (const auto& p : pending) {
+        GgufTensorInfo ti;
+        ti.name = p.name;
+        for (auto it = p.shape.rbegin(); it != p.shape.rend(); ++it)
+            ti.dims.push_back(static_cast<std::uint64_t>(*it));
+        GgmlType type = GgmlType::F32;
+        if (!p.generatedBytes && !staysF32(p.name, p.shape)) {
+            type = ggmlTypeForRows(outType.tensorType, static_cast<std::uint64_t>(p.shape.back()));
+            fallbacks += type != outType.tensorType ? 1 : 0;
+        }
+        ti.type = static_cast<std::uint32_t>(type);
+        infos.push_back(std::move(ti));
+    }
+    if (fallbacks) {
+        const GgmlTypeInfo& wanted = outType.tensorTypeInfo();
+        warnings.push_back(std::to_string(fallbacks) + " tensor(s) have rows that are not whole " + wanted.name
+                           + " blocks of " + std::to_string(wanted.blockElements) + " and are written as "
+                           + ggmlType(wanted.fallback).name + ", as llama.cpp's converter does");
+    }
+    return infos;
+}
+
+/// How each laid-out tensor gets into the file: generated ones from memory, quantized ones assembled in their
+/// dtype and quantized into their type's blocks (GgufPlan::quantized), the rest streamed by the merge engine as
+/// plain floats of their type (GgufPlan::merge). Moves each tensor's view into plan.view.
+Status planTensorWrites(GgufPlan& plan, std::vector<Pending>& pending, const std::vector<GgufTensorInfo>& infos,
+                        const GgufLayout& layout)
+{
+    plan.fileSize = layout.fileSize;
+    MergePlan& merge = plan.merge;
+    PlannedFile file;
+    file.name = plan.fileName;
+    file.size = layout.fileSize;
+    file.header = layout.header;
+    for (std::size_t k = 0; k < pending.size(); ++k) {
+        Pending& p = pending[k];
+        GgufPlannedTensor out;
+        out.info = infos[k];
+        out.sources = p.sources;
+        out.transform = p.transform;
+        if (p.generatedBytes) {
+            plan.generated.push_back({ layout.fileOffsets[k], *p.generatedBytes });
+            plan.tensors.push_back(std::move(out));
+            continue;
+        }
+        out.viewIndex = plan.view.tensors.size();
+        plan.view.tensors.push_back(std::move(p.view));
+        const TensorInfo& view = plan.view.tensors.back();
+        const GgmlTypeInfo& type = out.typeInfo();
+        auto planned = planTensorCopy(view, out.viewIndex,
+                                      type.quantized() ? std::nullopt : std::optional<DType>(type.plainDtype));
+        if (!planned)
+            return planned.error();
+        planned->file = 0;
+        planned->fileOffset = layout.fileOffsets[k];
+        plan.largestTensorBytes = std::max(plan.largestTensorBytes, view.nbytes());
+        if (type.quantized()) {
+            plan.quantized.push_back({ std::move(*planned), type.type, out.info.bytes });
+        } else {
+            merge.bufferBytes = std::max(merge.bufferBytes, planned->bufferBytes);
+            merge.largestTensorBytes = std::max(merge.largestTensorBytes, planned->bytes);
+            merge.totalBytes += planned->bytes;
+            file.tensors.push_back(merge.tensors.size());
+            merge.tensors.push_back(std::move(*planned));
+        }
+        plan.tensors.push_back(std::move(out));
+    }
+    merge.files.push_back(std::move(file));
+    merge.diskBytes = plan.fileSize;
+    return Status::success();
+}
 
 } // namespace
 
@@ -254,7 +260,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     TESSERA_TRY(hp);
     auto facts = readHfConfig(plan.config);
     TESSERA_TRY(facts);
-    plan.outType = options.outType.value_or(GgufOutType::F16);
+    plan.outType = options.outType.value_or(kDefaultGgufOutType);
     plan.modelName = options.name.empty() ? defaultModelName(config, info) : options.name;
     plan.fileName = safeFileStem(plan.modelName) + "-" + ggufOutTypeName(plan.outType) + ".gguf";
 
@@ -419,7 +425,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
         if (hp->sharedFfn > 0)
             md.push_back({ a + ".expert_shared_feed_forward_length", u32(hp->sharedFfn) });
     }
-    md.push_back({ "general.file_type", GgufValue::u32(fileTypeOf(plan.outType)) });
+    md.push_back({ "general.file_type", GgufValue::u32(ggufOutType(plan.outType).fileType) });
     md.push_back({ a + ".vocab_size", u32(static_cast<std::int64_t>(vocabRows)) });
     md.push_back({ a + ".rope.dimension_count", u32(hp->headDim) });
     md.push_back({ a + ".attention.key_length", u32(hp->headDim) });
@@ -445,7 +451,7 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
                              + " architecture (linear, yarn" + (a == "llama" ? ", llama3" : "") + " can)");
         }
     }
-    md.push_back({ "general.quantization_version", GgufValue::u32(2) });
+    md.push_back({ "general.quantization_version", GgufValue::u32(kGgmlQuantizationVersion) });
     auto tokenizer = readGgufTokenizer(plan.config, vocabRows, *configText);
     TESSERA_TRY(tokenizer);
     for (auto& kv : tokenizer->metadata)
@@ -457,72 +463,11 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
         plan.warnings.push_back(w);
 
     // --- Layout and the merge engine's plan -----------------------------------------------------------------
-    std::vector<GgufTensorInfo> infos;
-    std::vector<GgmlType> types;
-    std::size_t fallbacks = 0;
-    for (const auto& p : pending) {
-        GgufTensorInfo ti;
-        ti.name = p.name;
-        for (auto it = p.shape.rbegin(); it != p.shape.rend(); ++it)
-            ti.dims.push_back(static_cast<std::uint64_t>(*it));
-        bool fellBack = false;
-        const GgmlType type = p.generatedBytes ? GgmlType::F32 : tensorType(p.name, p.shape, plan.outType, fellBack);
-        fallbacks += fellBack ? 1 : 0;
-        ti.type = static_cast<std::uint32_t>(type);
-        types.push_back(type);
-        infos.push_back(std::move(ti));
-    }
-    if (fallbacks)
-        plan.warnings.push_back(std::to_string(fallbacks) + " tensor(s) have rows that are not whole Q8_0 blocks of 32 "
-                                "and are written as F16, as llama.cpp's converter does");
+    std::vector<GgufTensorInfo> infos = typedTensorInfos(pending, ggufOutType(plan.outType), plan.warnings);
     auto layout = layoutGgufFile(plan.metadata, infos);
     TESSERA_TRY(layout);
-    plan.fileSize = layout->fileSize;
-
+    TESSERA_TRY(planTensorWrites(plan, pending, infos, *layout));
     MergePlan& merge = plan.merge;
-    merge.checkpoint = info.root;
-    merge.layout = info.layout;
-    PlannedFile file;
-    file.name = plan.fileName;
-    file.size = layout->fileSize;
-    file.header = layout->header;
-    std::uint64_t quantBuffer = 0;
-    for (std::size_t k = 0; k < pending.size(); ++k) {
-        Pending& p = pending[k];
-        GgufPlannedTensor out;
-        out.info = infos[k];
-        out.sources = p.sources;
-        out.transform = p.transform;
-        if (p.generatedBytes) {
-            plan.generated.push_back({ layout->fileOffsets[k], *p.generatedBytes });
-            plan.tensors.push_back(std::move(out));
-            continue;
-        }
-        out.viewIndex = plan.view.tensors.size();
-        plan.view.tensors.push_back(std::move(p.view));
-        const TensorInfo& view = plan.view.tensors.back();
-        // A Q8_0 tensor is assembled in its own dtype and quantized from there a slab at a time.
-        const bool quantize = types[k] == GgmlType::Q8_0;
-        auto planned = planTensorCopy(view, out.viewIndex, quantize ? std::nullopt : std::optional<DType>(dtypeOf(types[k])));
-        if (!planned)
-            return planned.error();
-        planned->file = 0;
-        planned->fileOffset = layout->fileOffsets[k];
-        plan.largestTensorBytes = std::max(plan.largestTensorBytes, view.nbytes());
-        if (quantize) {
-            quantBuffer = std::max(quantBuffer, planned->bytes + out.info.bytes);
-            plan.quantized.push_back(std::move(*planned));
-        } else {
-            merge.bufferBytes = std::max(merge.bufferBytes, planned->bufferBytes);
-            merge.largestTensorBytes = std::max(merge.largestTensorBytes, planned->bytes);
-            merge.totalBytes += planned->bytes;
-            file.tensors.push_back(merge.tensors.size());
-            merge.tensors.push_back(std::move(*planned));
-        }
-        plan.tensors.push_back(std::move(out));
-    }
-    merge.files.push_back(std::move(file));
-    merge.diskBytes = plan.fileSize;
     // A dropped head must equal the embedding, as a merge checks it; both are read only for that comparison.
     if (tiedHead && embedding) {
         plan.view.tensors.push_back(*tiedHead);
@@ -535,8 +480,11 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     plan.view.hfConfigDir = plan.config.path;
     plan.view.files = info.files;
     plan.view.parallel = info.parallel;
-    // The engine's budget holds the largest gathered tensor; conversions stage 16 MiB per thread; a Q8_0 tensor
-    // is assembled in its dtype and quantized into its blocks after the rest, alone.
+    // The engine's budget holds the largest gathered tensor; conversions stage 16 MiB per thread; a quantized
+    // tensor is assembled in its dtype and quantized into its blocks after the rest, alone.
+    std::uint64_t quantBuffer = 0;
+    for (const auto& q : plan.quantized)
+        quantBuffer = std::max(quantBuffer, q.copy.bytes + q.bytes);
     const std::uint64_t streaming = merge.bufferBytes + std::max(1u, options.threads) * kMergeChunkBytes + kMergeChunkBytes;
     merge.memoryBytes = streaming;
     plan.memoryBytes = std::max(streaming, quantBuffer + kMergeChunkBytes);

@@ -16,21 +16,12 @@
 
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace tessera {
 
-/// --outtype.
-enum class GgufOutType { F32, F16, BF16, Q8_0 };
-
-/// "f32", "f16", "bf16", "q8_0".
-const char* ggufOutTypeName(GgufOutType type);
-/// Parses --outtype (f32, f16, bf16, q8_0; also fp32/float32, fp16/float16, bfloat16).
-std::optional<GgufOutType> ggufOutTypeFromName(std::string_view name);
-
 struct GgufOptions {
-    std::optional<GgufOutType> outType;  ///< nullopt: f16, as llama.cpp's converter does for floating checkpoints
+    std::optional<GgufOutType> outType;  ///< --outtype (formats/gguf_types.h); nullopt: kDefaultGgufOutType
     std::string name;                    ///< general.name and the file name's stem; default: from the folders
     std::string hfConfigDir;             ///< overrides CheckpointInfo::hfConfigDir
     bool forceTieWordEmbeddings = false; ///< --tie-word-embedding
@@ -39,10 +30,21 @@ struct GgufOptions {
 
 /// One tensor of the GGUF file.
 struct GgufPlannedTensor {
-    GgufTensorInfo info;                 ///< name, ggml dims, type, offset in the data section, bytes
+    GgufTensorInfo info;                 ///< name, ggml dims, ggml type, offset in the data section, bytes
     std::vector<std::string> sources;    ///< the Hugging Face tensors it is made of
     std::string transform;               ///< "", "rotary permutation (4 heads)", "8 experts stacked", "generated"
     std::size_t viewIndex = 0;           ///< index into GgufPlan::view.tensors (not for generated tensors)
+
+    /// Its ggml type's row in the table of types (formats/gguf_types.h): geometry, quantizer.
+    const GgmlTypeInfo& typeInfo() const { return ggmlType(static_cast<GgmlType>(info.type)); }
+};
+
+/// A tensor the export quantizes: assembled in its own dtype as `copy` says, quantized into blocks of `type`, and
+/// written at copy.fileOffset.
+struct GgufQuantizedTensor {
+    PlannedTensor copy;                  ///< how it is assembled (copy.bytes: in its dtype) and where it goes
+    GgmlType type = GgmlType::Q8_0;      ///< its blocks (formats/gguf_types.h: geometry and quantizer)
+    std::uint64_t bytes = 0;             ///< its bytes in the file, whole blocks of `type`
 };
 
 /// A tensor computed by the export itself (llama 3's rope_freqs), written from memory.
@@ -53,7 +55,7 @@ struct GgufGeneratedTensor {
 
 struct GgufPlan {
     std::string architecture;            ///< "llama", "qwen2", …
-    GgufOutType outType = GgufOutType::F16;
+    GgufOutType outType = kDefaultGgufOutType;
     std::string fileName;                ///< "<name>-<outtype>.gguf"
     std::string modelName;               ///< general.name
     ConfigFolder config;                 ///< the config and tokenizer folder; embeddedFiles are read from it
@@ -61,7 +63,7 @@ struct GgufPlan {
     /// The file and the tensors written as plain floats, in the merge engine's terms (the file's header is the
     /// GGUF header; offsets are the GGUF data offsets).
     MergePlan merge;
-    std::vector<PlannedTensor> quantized;  ///< Q8_0 tensors: assembled in their dtype, quantized, written at fileOffset
+    std::vector<GgufQuantizedTensor> quantized; ///< tensors of a quantized type, written after the streamed ones
     std::vector<GgufGeneratedTensor> generated;
     std::vector<GgufPlannedTensor> tensors; ///< in file order
     std::vector<GgufKeyValue> metadata;
@@ -107,7 +109,7 @@ Result<MergeOutcome> writeGgufTensors(const GgufPlan& plan, const std::string& d
 
 /// Writes the GGUF file into `targetDir` atomically (a hidden temporary folder, published when complete; dead
 /// runs' folders removed first), streaming tensor by tensor with the merge engine: progress, cancel, bounded
-/// memory. Q8_0 tensors are quantized on `options.threads` threads.
+/// memory. Quantized tensors are quantized on `options.threads` threads.
 Result<MergeOutcome> writeGgufFile(const GgufPlan& plan, const std::string& targetDir, const MergeRunOptions& options);
 
 } // namespace tessera

@@ -5,6 +5,7 @@
 #include "io/durable_file.h"
 #include "io/fnv_hash.h"
 #include "io/path_kinds.h"
+#include "merge/output_identity.h"
 #include "parallel.h"
 #include "publish/part_set.h"
 
@@ -18,7 +19,6 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
-#include <set>
 
 namespace fs = std::filesystem;
 
@@ -26,40 +26,27 @@ namespace tessera {
 
 namespace {
 
-constexpr const char* kIdFormat = "tessera-merge-part-1";
+/// Changed whenever what the id covers changes, so no set of an older version is taken for a new one.
+constexpr const char* kIdFormat = "tessera-merge-part-2";
 
 std::string outputPath(const MergeOutput& o, const std::string& name)
 {
     return o.subfolder.empty() ? name : o.subfolder + "/" + name;
 }
 
-/// The source files a plan reads, by their path below the checkpoint (the same on every node, whatever the
-/// mount point), with their sizes and modification times: a checkpoint rewritten in place gets a new set.
-void hashSources(FnvHash& fnv, const MergeOutput& o)
+/// The set's id: everything that decides the bytes of the outputs (merge/output_identity.h) and who writes which.
+std::string partsSetId(const std::vector<MergeOutput>& outputs, const PartsPlan& plan)
 {
-    std::set<std::string> files;
-    auto addPieces = [&](const TensorInfo& t) {
-        for (const auto& p : t.pieces)
-            files.insert(p.file);
-    };
-    for (const auto& planned : o.plan->tensors) {
-        if (planned.source < o.info->tensors.size())
-            addPieces(o.info->tensors[planned.source]);
-        if (planned.delta) {
-            addPieces(planned.delta->a);
-            addPieces(planned.delta->b);
-        }
+    FnvHash fnv;
+    fnv.add(std::string(kIdFormat)).add(std::uint64_t(plan.parts));
+    for (const auto& o : outputs) {
+        fnv.add(o.subfolder);
+        addOutputIdentity(fnv, *o.plan, *o.info);
     }
-    for (const auto& file : files) {
-        fs::path rel = fs::path(file).lexically_relative(o.info->root);
-        if (rel.empty() || rel.begin()->string() == "..")
-            rel = fs::path(file).filename();
-        struct stat st {};
-        if (::stat(file.c_str(), &st) != 0)
-            st = {};
-        fnv.add(rel.string()).add(std::uint64_t(st.st_size)).add(std::uint64_t(st.st_mtim.tv_sec))
-            .add(std::uint64_t(st.st_mtim.tv_nsec));
-    }
+    for (const auto& s : plan.shares)
+        for (const auto& r : s.ranges)
+            fnv.add(r.path).add(r.begin).add(r.end);
+    return fnv.hex();
 }
 
 /// The shares as plan.json lists them, for --status and for a person reading the folder.
@@ -315,27 +302,7 @@ Result<PartsPlan> planParts(const std::vector<MergeOutput>& outputs, unsigned pa
                 ++s.wholeFiles;
         }
 
-    // The id: everything that decides the bytes of the files and who writes which.
-    FnvHash fnv;
-    fnv.add(std::string(kIdFormat)).add(std::uint64_t(parts));
-    for (const auto& o : outputs) {
-        const MergePlan& p = *o.plan;
-        fnv.add(o.subfolder).add(p.layout).add(p.indexJson).add(std::uint64_t(p.configDtype ? int(*p.configDtype) + 1 : 0))
-            .add(std::uint64_t(p.configTied)).add(std::uint64_t(p.configDequantized));
-        for (const auto& f : p.files)
-            fnv.add(f.name).add(f.size).add(f.header);
-        for (const auto& s : p.config.files)
-            fnv.add(s);
-        for (const auto& [name, content] : p.generatedFiles)
-            fnv.add(name).add(content);
-        for (const auto& t : p.tensors)
-            fnv.add(t.name).add(std::uint64_t(t.source)).add(std::uint64_t(t.mode)).add(t.bytes).add(t.fileOffset);
-        hashSources(fnv, o);
-    }
-    for (const auto& s : plan.shares)
-        for (const auto& r : s.ranges)
-            fnv.add(r.path).add(r.begin).add(r.end);
-    plan.id = fnv.hex();
+    plan.id = partsSetId(outputs, plan);
     return plan;
 }
 

@@ -7,9 +7,10 @@
 // the records, writes the headers, index and config files and publishes the folder as a single merge would.
 //
 // The shared folder, the records, the claim and the publish are publish/part_set.h's and publish/part_run.h's;
-// this file assigns the bytes of a merge's files to parts and writes a part's share. <id> is a hash of the plan,
-// the assignment and the source files. A GGUF export is split the same way (merge/gguf_parts.h): its one file is
-// cut into byte ranges, and the finishing part writes its header and generated tensors.
+// this file assigns the bytes of a merge's files to parts and writes a part's share. <id> is a hash of everything
+// that decides the output (merge/output_identity.h: the plans, the source files, side files and config edits) and
+// of the assignment. A GGUF export is split the same way (merge/gguf_parts.h): its one file is cut into byte
+// ranges, and the finishing part writes its header and generated tensors.
 
 #include "merge/merge_engine.h"
 #include "publish/part_run.h"
@@ -45,7 +46,7 @@ struct PartShare {
 /// The assignment of a merge to N parts: a deterministic function of the plans alone.
 struct PartsPlan {
     unsigned parts = 1;
-    std::string id;                   ///< 16 hex digits naming the set (plans, assignment, source files)
+    std::string id;                   ///< 16 hex digits naming the set (the outputs' identity and the assignment)
     std::uint64_t totalBytes = 0;
     std::uint64_t largestTensorBytes = 0;
     std::vector<PartShare> shares;    ///< one per part

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/checkpoint.h"
 #include "io/printable.h"
-#include "model/quant_blocks.h"
+
+#include <algorithm>
 
 namespace tessera {
 
@@ -15,10 +16,10 @@ std::string shapeToString(const Shape& shape)
 
 std::uint64_t storedByteOffset(const Piece& p, std::uint64_t elements)
 {
-    if (p.encoding == PieceEncoding::Q8_0)
-        return (elements + kQ8_0BlockElements - 1) / kQ8_0BlockElements * kQ8_0BlockBytes;
-    if (p.encoding == PieceEncoding::MXFP4)
-        return (elements + kMxfp4BlockElements - 1) / kMxfp4BlockElements * kMxfp4BlockBytes;
+    if (p.encoding != PieceEncoding::Plain) {
+        const std::uint64_t per = std::max<std::uint64_t>(1, p.blocks.elements);
+        return (elements + per - 1) / per * p.blocks.bytes;
+    }
     return elements * dtypeSize(p.storedDtype);
 }
 
@@ -26,19 +27,13 @@ void skipStoredElements(Piece& p, std::uint64_t elements)
 {
     p.dataOffset += storedByteOffset(p, elements);
     if (p.encoding == PieceEncoding::MXFP4)
-        p.scaleOffset += elements / kMxfp4BlockElements; // one scale byte a block
+        p.scaleOffset += elements / std::max<std::uint64_t>(1, p.blocks.elements); // one scale byte a block
 }
 
 std::string storedTypeName(const Piece& p)
 {
-    switch (p.encoding) {
-    case PieceEncoding::Q8_0:
-        return "Q8_0";
-    case PieceEncoding::MXFP4:
-        return "MXFP4";
-    case PieceEncoding::Plain:
-        break;
-    }
+    if (p.encoding != PieceEncoding::Plain)
+        return p.blocks.name;
     return std::string(torchName(p.storedDtype));
 }
 

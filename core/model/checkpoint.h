@@ -27,15 +27,26 @@ enum class PieceRole {
 /// How a piece's bytes hold its elements.
 enum class PieceEncoding {
     Plain, ///< one `storedDtype` value per element
-    /// ggml's Q8_0 (a GGUF file): every 32 consecutive elements are one 34-byte block (fp16 scale, 32 int8),
-    /// read as the float32 values llama.cpp dequantizes them to (`storedDtype` is Float32). A box of such a piece
-    /// must cover whole blocks: its innermost dimension whole rows of a multiple of 32 elements.
-    Q8_0,
+    /// ggml's quantized blocks (a GGUF file's Q8_0 tensor): every `blocks.elements` consecutive elements are one
+    /// `blocks.bytes`-byte block of ggml type `blocks.ggmlType`, read as the float32 values llama.cpp dequantizes them
+    /// to (`storedDtype` is Float32). A box of such a piece must cover whole blocks: its innermost dimension whole
+    /// rows of a multiple of `blocks.elements` elements.
+    GgmlBlocks,
     /// OCP's MXFP4 as transformers stores GPT-OSS's experts (`<name>_blocks`, `<name>_scales`): every 32 consecutive
     /// elements are 16 bytes of 4-bit E2M1 codes (low nibble first) in `file`, sharing one E8M0 scale byte (2^(s−127))
     /// at `scaleOffset` + block index in `scaleFile`; read as the float32 values transformers dequantizes them to
     /// (`storedDtype` is Float32). The piece's first element starts a block.
     MXFP4,
+};
+
+/// The blocks of an encoded piece, as its reader's table of types describes them (formats/gguf_types.h for ggml's
+/// types, formats/mxfp4.h for MXFP4): the reader copies them into the piece, so the model finds a piece's bytes
+/// without knowing any format's types, and the merge stage decodes it through the same table.
+struct PieceBlocks {
+    const char* name = "";       ///< "Q8_0", "MXFP4": static text of that table, for reports
+    std::uint32_t ggmlType = 0;  ///< GgmlBlocks: ggml's number of the type
+    std::uint64_t elements = 1;  ///< values per block
+    std::uint64_t bytes = 0;     ///< bytes per block in `file` (MXFP4: the codes; each block's scale byte lies apart)
 };
 
 /// One box of a logical tensor stored somewhere on disk.
@@ -53,6 +64,7 @@ struct Piece {
     Shape strides;                   ///< element strides in the stored data
     DType storedDtype = DType::Unknown;
     PieceEncoding encoding = PieceEncoding::Plain;
+    PieceBlocks blocks;              ///< an encoded piece's blocks
     std::uint64_t dataOffset = 0;    ///< absolute byte offset in `file` of the box's first element
     std::uint64_t storageBegin = 0;  ///< absolute byte offset of the storage record holding the data
     std::uint64_t storageBytes = 0;  ///< its length
@@ -64,16 +76,17 @@ struct Piece {
     std::uint64_t scaleOffset = 0;   ///< MXFP4: absolute byte offset there of the first block's scale
 };
 
-/// Bytes from a piece's first element to its element `elements` (in stored order); for Q8_0 and MXFP4 a whole
-/// number of blocks, rounded up, so a span of elements ending inside a block includes that block (MXFP4: the
+/// Bytes from a piece's first element to its element `elements` (in stored order); for an encoded piece a whole
+/// number of its blocks, rounded up, so a span of elements ending inside a block includes that block (MXFP4: the
 /// 4-bit codes only, its scales lie elsewhere).
 std::uint64_t storedByteOffset(const Piece& p, std::uint64_t elements);
 
 /// Moves `p`'s data on by `elements` stored elements: its bytes, and an MXFP4 piece's scales with them. For an
-/// encoded piece a whole number of blocks, as every cut of one is (rows of a multiple of 32 values).
+/// encoded piece a whole number of blocks, as every cut of one is (rows of whole blocks).
 void skipStoredElements(Piece& p, std::uint64_t elements);
 
-/// "float32", or "Q8_0"/"MXFP4" for an encoded piece: what the bytes on disk are, for reports and the workbench.
+/// "float32", or its blocks' name ("Q8_0", "MXFP4") for an encoded piece: what the bytes on disk are, for reports
+/// and the workbench.
 std::string storedTypeName(const Piece& p);
 
 /// One logical tensor of the checkpoint, as its owner would see it after gathering.

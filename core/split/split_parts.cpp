@@ -3,19 +3,15 @@
 
 #include "io/fnv_hash.h"
 #include "io/path_kinds.h"
-
+#include "merge/output_identity.h"
 #include "parallel.h"
 #include "publish/part_set.h"
 
 #include <nlohmann/json.hpp>
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <set>
 
 namespace fs = std::filesystem;
 
@@ -26,6 +22,69 @@ namespace {
 bool isCanceled(const SplitRunOptions& o)
 {
     return (o.cancel && o.cancel->load()) || (o.progress && o.progress->isCanceled());
+}
+
+void addShape(FnvHash& fnv, const Shape& shape)
+{
+    fnv.add(std::uint64_t(shape.size()));
+    for (auto d : shape)
+        fnv.add(std::uint64_t(d));
+}
+
+/// One output tensor as its file holds it: key, dtype, local and global shapes, storage, DTensor spec, and the
+/// boxes of the model it is cut from.
+void addSplitTensor(FnvHash& fnv, const SplitTensor& t)
+{
+    const TorchSaveTensor& spec = t.spec;
+    fnv.add(spec.name).add(std::uint64_t(spec.dtype)).add(spec.storageElements).add(std::uint64_t(spec.dtensor));
+    addShape(fnv, spec.shape);
+    addShape(fnv, t.globalShape);
+    addShape(fnv, t.chunkOffsets);
+    for (const auto& placement : spec.placements)
+        fnv.add(placement.text());
+    addShape(fnv, spec.coordinate);
+    fnv.add(std::uint64_t(t.fragments.size()));
+    for (const auto& f : t.fragments) {
+        fnv.add(std::uint64_t(f.source)).add(std::uint64_t(f.localElement.value_or(~0ull)));
+        for (const Shape* s : { &f.sourceOffsets, &f.shape, &f.localOffsets, &f.localStrides, &f.sourceBoxShape })
+            addShape(fnv, *s);
+    }
+}
+
+/// The set's id: the model written (merge/output_identity.h: its sources, LoRA updates, side files and config
+/// edits, the same identity a merge's parts have), the layout it is written in, every file and the part that
+/// writes it.
+std::string splitPartsId(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
+                         const SplitPartsPlan& parts)
+{
+    FnvHash fnv;
+    fnv.add(std::string("tessera-split-part-2")).add(std::uint64_t(parts.parts));
+    addOutputIdentity(fnv, model, info);
+    fnv.add(std::string(splitFormatName(plan.format))).add(plan.layout).add(plan.keystone).add(plan.dcpFolder)
+        .add(plan.sideFolder).add(std::uint64_t(plan.runIteration.value_or(-1)));
+    addShape(fnv, plan.mesh);
+    for (const auto& name : plan.meshDimNames)
+        fnv.add(name);
+    for (auto rank : plan.meshRanks)
+        fnv.add(std::uint64_t(rank));
+    addConfigFolderIdentity(fnv, plan.config);
+    for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
+        const auto& f = plan.files[fi];
+        fnv.add(f.name).add(f.bytes).add(std::uint64_t(parts.owner[fi])).add(std::uint64_t(f.kind)).add(f.archiveName)
+            .add(std::uint64_t(f.rank)).add(f.rootItems);
+        for (auto n : f.listChunks)
+            fnv.add(std::uint64_t(n));
+        for (const auto& key : f.chunkKeys)
+            fnv.add(key);
+        fnv.add(std::uint64_t(f.tensors.size()));
+        for (const auto& t : f.tensors)
+            addSplitTensor(fnv, t);
+    }
+    for (const auto& [name, content] : plan.generatedFiles)
+        fnv.add(name).add(content);
+    for (const auto& [name, pickle] : plan.generatedPickles)
+        fnv.add(name).add(pickle);
+    return fnv.hex();
 }
 
 } // namespace
@@ -68,36 +127,7 @@ Result<SplitPartsPlan> planSplitParts(const CheckpointInfo& info, const MergePla
         p.shareBytes[k] += plan.files[fi].bytes;
         start = ends[fi];
     }
-    FnvHash fnv;
-    fnv.add(std::string("tessera-split-part-1")).add(std::uint64_t(parts)).add(std::string(splitFormatName(plan.format)))
-        .add(plan.layout).add(plan.keystone).add(plan.dcpFolder).add(plan.sideFolder);
-    for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
-        const auto& f = plan.files[fi];
-        fnv.add(f.name).add(f.bytes).add(std::uint64_t(p.owner[fi]));
-        for (const auto& t : f.tensors)
-            fnv.add(t.spec.name).add(t.bytes());
-    }
-    for (const auto& [name, content] : plan.generatedFiles)
-        fnv.add(name).add(content);
-    // The source files, by their path below the checkpoint, size and time: a rewritten source gets a new set.
-    std::set<std::string> sources;
-    for (const auto& t : model.tensors)
-        if (t.source < info.tensors.size())
-            for (const auto& piece : info.tensors[t.source].pieces)
-                sources.insert(piece.file);
-    for (const auto& file : sources) {
-        fs::path rel = fs::path(file).lexically_relative(info.root);
-        if (rel.empty() || rel.begin()->string() == "..")
-            rel = fs::path(file).filename();
-        struct stat st {};
-        if (::stat(file.c_str(), &st) != 0)
-            st = {};
-        fnv.add(rel.string()).add(std::uint64_t(st.st_size)).add(std::uint64_t(st.st_mtim.tv_sec))
-            .add(std::uint64_t(st.st_mtim.tv_nsec));
-    }
-    char id[17];
-    std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(fnv.h));
-    p.id = id;
+    p.id = splitPartsId(info, model, plan, p);
     return p;
 }
 

@@ -22,7 +22,8 @@ namespace tessera {
 /// Which part writes which output file.
 struct SplitPartsPlan {
     unsigned parts = 1;
-    std::string id;                      ///< names the set: the plan, the assignment and the source files
+    std::string id;                      ///< names the set: the model's identity (merge/output_identity.h), the
+                                         ///< split's files and the assignment
     std::vector<unsigned> owner;         ///< per SplitPlan::files: the part that writes it
     std::vector<std::uint64_t> shareBytes;
     std::uint64_t totalBytes = 0;

@@ -32,6 +32,9 @@ namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
+/// ggml's block_q8_0, stated here on its own so the table of types is checked against it: an fp16 scale, 32 int8.
+constexpr std::size_t kQ8_0Bytes = 34;
+
 /// Every tensor of `info` as float32 values (NaN bits kept by comparing with bit equality or both NaN).
 std::map<std::string, std::vector<float>> readAll(const CheckpointInfo& info)
 {
@@ -141,6 +144,55 @@ class TestGguf : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    /// The one table of types: every GgmlType and GgufOutType value has its row, ggml's geometry and llama.cpp's
+    /// file types are the ones ggml.h and llama.h state, every output type parses back from its name and aliases,
+    /// and the lists users read come from the table.
+    void typeTablesAreComplete()
+    {
+        for (GgmlType t : { GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0 }) {
+            const GgmlTypeInfo* row = findGgmlType(static_cast<std::uint32_t>(t));
+            QVERIFY(row && row->type == t);
+            QCOMPARE(row->quantized(), row->plainDtype == DType::Unknown);
+            QCOMPARE(bool(row->dequantize), row->quantized());
+            QCOMPARE(ggmlTypeForRows(row->fallback, 1), row->fallback); // fallbacks end in a type that always fits
+        }
+        QVERIFY(!findGgmlType(2)); // Q4_0: not known yet
+        QCOMPARE(ggmlBlock(static_cast<std::uint32_t>(GgmlType::Q8_0)), (std::pair<std::uint64_t, std::uint64_t> { 32, kQ8_0Bytes }));
+        QCOMPARE(ggmlBlock(static_cast<std::uint32_t>(GgmlType::BF16)), (std::pair<std::uint64_t, std::uint64_t> { 1, 2 }));
+        QCOMPARE(ggmlBlock(2), (std::pair<std::uint64_t, std::uint64_t> { 0, 0 }));
+        QCOMPARE(ggmlTypeForRows(GgmlType::Q8_0, 64), GgmlType::Q8_0);
+        QCOMPARE(ggmlTypeForRows(GgmlType::Q8_0, 48), GgmlType::F16);
+        QCOMPARE(ggmlTypeList(), std::string("F32, F16, BF16 and Q8_0"));
+        const std::map<GgufOutType, std::pair<std::string, std::uint32_t>> expected = {
+            { GgufOutType::F32, { "f32", 0 } }, { GgufOutType::F16, { "f16", 1 } },
+            { GgufOutType::BF16, { "bf16", 32 } }, { GgufOutType::Q8_0, { "q8_0", 7 } } };
+        QCOMPARE(ggufOutTypes().size(), expected.size());
+        for (const auto& [id, nameAndFileType] : expected) {
+            const GgufOutTypeInfo& row = ggufOutType(id);
+            QCOMPARE(row.id, id);
+            QCOMPARE(std::string(row.name), nameAndFileType.first);
+            QCOMPARE(row.fileType, nameAndFileType.second);
+            QCOMPARE(ggufOutTypeFromName(row.name), std::optional<GgufOutType>(id));
+            for (const char* alias : row.aliases)
+                QCOMPARE(ggufOutTypeFromName(alias), std::optional<GgufOutType>(id));
+        }
+        QCOMPARE(ggufOutTypeFromName("Q8_0"), std::optional<GgufOutType>(GgufOutType::Q8_0));
+        QVERIFY(!ggufOutTypeFromName("q4_0"));
+        QCOMPARE(ggufOutTypeChoices(), std::string("f32, f16, bf16 or q8_0"));
+        QCOMPARE(ggufOutTypeChoices("|", "|"), std::string("f32|f16|bf16|q8_0"));
+        // The command line's help and its refusal name exactly the table's types.
+        QString so, se;
+        QCOMPARE(test::runTessera({ QStringLiteral("merge"), QStringLiteral("--help") }, &so, &se), 0);
+        QVERIFY2(so.contains(QStringLiteral("with --format gguf: f32, f16, bf16 or q8_0")), qPrintable(so));
+        const std::string target = test::makeTempDir() + "/out";
+        QCOMPARE(test::runTessera(test::A({ "merge", "--local_dir", test::fixture("gguf_llama_w2_fp32/global_step_10/actor"),
+                                            "--target_dir", target, "--format", "gguf", "--outtype", "q4_0" }),
+                                  &so, &se),
+                 2);
+        QVERIFY(!fs::exists(target));
+        QVERIFY2(se.contains(QStringLiteral("--outtype must be f32, f16, bf16 or q8_0 (got 'q4_0')")), qPrintable(se));
+    }
+
     void q8_0MatchesHandComputedBlocks()
     {
         std::vector<float> x(96, 0.0f);
@@ -158,14 +210,14 @@ private Q_SLOTS:
         x.resize(128, 0.0f);
         x[96] = 1e-40f;
         x[97] = -5e-41f;
-        std::vector<std::uint8_t> blocks(4 * kQ8_0BlockBytes);
-        QVERIFY_RESULT(quantizeQ8_0(x.data(), x.size(), blocks.data(), 2));
+        std::vector<std::uint8_t> blocks(4 * kQ8_0Bytes);
+        QVERIFY_RESULT(quantizeGgml(GgmlType::Q8_0, x.data(), x.size(), blocks.data(), 2));
         auto d = [&](int b) {
             std::uint16_t h;
-            std::memcpy(&h, blocks.data() + b * kQ8_0BlockBytes, 2);
+            std::memcpy(&h, blocks.data() + b * kQ8_0Bytes, 2);
             return h;
         };
-        auto qv = [&](int b, int j) { return static_cast<int>(static_cast<std::int8_t>(blocks[b * kQ8_0BlockBytes + 2 + j])); };
+        auto qv = [&](int b, int j) { return static_cast<int>(static_cast<std::int8_t>(blocks[b * kQ8_0Bytes + 2 + j])); };
         QCOMPARE(d(0), std::uint16_t(0x3400));
         QCOMPARE(qv(0, 0), 127);
         QCOMPARE(qv(0, 1), -15);  // -14.5
@@ -184,7 +236,7 @@ private Q_SLOTS:
         for (int j = 0; j < 32; ++j)
             QCOMPARE(qv(3, j), 0);
         std::vector<float> back(96);
-        dequantizeQ8_0(blocks.data(), 96, back.data());
+        QVERIFY_RESULT(dequantizeGgml(GgmlType::Q8_0, blocks.data(), 96, back.data()));
         QCOMPARE(back[0], 31.75f);
         QCOMPARE(back[1], -3.75f);
         QCOMPARE(back[64], -127 * 0.0999755859375f);
@@ -192,18 +244,18 @@ private Q_SLOTS:
         std::vector<float> big(32 * 10000);
         for (std::size_t i = 0; i < big.size(); ++i)
             big[i] = std::sin(static_cast<float>(i) * 0.37f) * static_cast<float>(i % 97);
-        std::vector<std::uint8_t> one(10000 * kQ8_0BlockBytes), many(one.size());
-        QVERIFY_RESULT(quantizeQ8_0(big.data(), big.size(), one.data(), 1));
-        QVERIFY_RESULT(quantizeQ8_0(big.data(), big.size(), many.data(), 4));
+        std::vector<std::uint8_t> one(10000 * kQ8_0Bytes), many(one.size());
+        QVERIFY_RESULT(quantizeGgml(GgmlType::Q8_0, big.data(), big.size(), one.data(), 1));
+        QVERIFY_RESULT(quantizeGgml(GgmlType::Q8_0, big.data(), big.size(), many.data(), 4));
         QVERIFY(one == many);
-        QVERIFY(!quantizeQ8_0(big.data(), 33, one.data(), 1));
+        QVERIFY(!quantizeGgml(GgmlType::Q8_0, big.data(), 33, one.data(), 1));
         // Against ggml's reference loop written out with roundf, on values that land on and near halves.
         std::vector<float> tricky(32 * 64);
         for (std::size_t i = 0; i < tricky.size(); ++i)
             tricky[i] = (i % 32 == 0) ? 127.0f * 0.03125f : (static_cast<float>(i % 509) - 254.0f) * 0.015625f
                     + ((i % 3) ? std::nextafter(0.0078125f, 1.0f) : -0.0078125f);
-        std::vector<std::uint8_t> got(64 * kQ8_0BlockBytes);
-        QVERIFY_RESULT(quantizeQ8_0(tricky.data(), tricky.size(), got.data(), 2));
+        std::vector<std::uint8_t> got(64 * kQ8_0Bytes);
+        QVERIFY_RESULT(quantizeGgml(GgmlType::Q8_0, tricky.data(), tricky.size(), got.data(), 2));
         for (std::size_t b = 0; b < 64; ++b) {
             const float* xb = tricky.data() + b * 32;
             float amax = 0;
@@ -212,7 +264,7 @@ private Q_SLOTS:
             const float dd = amax / 127.0f;
             const float id = dd != 0.0f ? 1.0f / dd : 0.0f;
             for (int j = 0; j < 32; ++j)
-                QCOMPARE(static_cast<int>(static_cast<std::int8_t>(got[b * kQ8_0BlockBytes + 2 + static_cast<std::size_t>(j)])),
+                QCOMPARE(static_cast<int>(static_cast<std::int8_t>(got[b * kQ8_0Bytes + 2 + static_cast<std::size_t>(j)])),
                          static_cast<int>(std::roundf(xb[j] * id)));
         }
     }
@@ -473,7 +525,7 @@ private Q_SLOTS:
             ++quantized;
             const std::uint64_t n = t32.bytes / 4;
             std::vector<std::uint8_t> expected(n / 32 * 34);
-            QVERIFY_RESULT(quantizeQ8_0(reinterpret_cast<const float*>(b32.data() + h32->dataStart + t32.offset), n,
+            QVERIFY_RESULT(quantizeGgml(GgmlType::Q8_0, reinterpret_cast<const float*>(b32.data() + h32->dataStart + t32.offset), n,
                                         expected.data(), 1));
             QVERIFY2(std::memcmp(b8.data() + h8->dataStart + t8.offset, expected.data(), expected.size()) == 0,
                      t8.name.c_str());
@@ -532,9 +584,9 @@ private Q_SLOTS:
             values[i] = std::sin(static_cast<float>(i) * 0.001f) * static_cast<float>(1 + i % 7);
         std::string file = layout->header;
         file.resize(layout->fileSize, '\0');
-        QVERIFY_RESULT(quantizeQ8_0(values.data(), n, reinterpret_cast<std::uint8_t*>(file.data()) + layout->dataStart, 2));
+        QVERIFY_RESULT(quantizeGgml(GgmlType::Q8_0, values.data(), n, reinterpret_cast<std::uint8_t*>(file.data()) + layout->dataStart, 2));
         std::vector<float> expected(n);
-        dequantizeQ8_0(reinterpret_cast<const std::uint8_t*>(file.data()) + layout->dataStart, n, expected.data());
+        QVERIFY_RESULT(dequantizeGgml(GgmlType::Q8_0, reinterpret_cast<const std::uint8_t*>(file.data()) + layout->dataStart, n, expected.data()));
         const std::string path = test::makeTempDir() + "/vector.gguf";
         test::writeFile(path, file);
         auto read = scanGgufFile(path);
@@ -726,11 +778,11 @@ private:
         for (const TensorInfo& t : read->tensors) {
             QVERIFY2(a.count(t.name), t.name.c_str());
             std::vector<float> expected = a[t.name];
-            if (t.pieces.front().encoding == PieceEncoding::Q8_0) {
+            if (t.pieces.front().encoding == PieceEncoding::GgmlBlocks) {
                 ++quantized;
-                std::vector<std::uint8_t> blocks(expected.size() / kQ8_0BlockElements * kQ8_0BlockBytes);
-                QVERIFY_RESULT(quantizeQ8_0(expected.data(), expected.size(), blocks.data(), 1));
-                dequantizeQ8_0(blocks.data(), expected.size(), expected.data());
+                std::vector<std::uint8_t> blocks(expected.size() / 32 * kQ8_0Bytes);
+                QVERIFY_RESULT(quantizeGgml(GgmlType::Q8_0, expected.data(), expected.size(), blocks.data(), 1));
+                QVERIFY_RESULT(dequantizeGgml(GgmlType::Q8_0, blocks.data(), expected.size(), expected.data()));
             }
             QVERIFY2(sameValues(expected, b[t.name]), t.name.c_str());
         }

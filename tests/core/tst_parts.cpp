@@ -690,6 +690,73 @@ private Q_SLOTS:
         }
     }
 
+    void partsOfChangedInputsNeverCombine_data()
+    {
+        QTest::addColumn<QString>("command");
+        QTest::addColumn<QString>("change");
+        for (const char* command : { "split", "merge" })
+            for (const char* change : { "adapter weights", "lora_alpha", "side file", "config edit" })
+                QTest::addRow("%s, %s", command, change) << command << change;
+    }
+    /// The parts of a split or a merge combine only when they would write the same output. A LoRA adapter whose
+    /// weights or alpha change between two parts, a side file edited between them, or a config edit (--dtype on a
+    /// float32 model: the same tensors, another config.json) given to one part only, makes another set: the second
+    /// part is refused (another job holds the target) and publishes nothing; once the first set is discarded, the
+    /// new one writes what a single run writes.
+    void partsOfChangedInputsNeverCombine()
+    {
+        QFETCH(QString, command);
+        QFETCH(QString, change);
+        const bool lora = change == QLatin1String("adapter weights") || change == QLatin1String("lora_alpha");
+        const std::string adapter = test::copyFixtureFolder("lora_llama_w2_fp32/reference_adapter");
+        const std::string model = test::copyFixtureFolder("fsdp2_qwen2_w2_fp32/reference");
+        QStringList args = A({ command.toStdString() });
+        args += lora ? A({ "--local_dir", adapter, "--base_model", test::fixture("lora_llama_w2_fp32/reference") })
+                     : A({ "--local_dir", model });
+        if (command == QLatin1String("split"))
+            args += A({ "--format", "fsdp", "--world_size", "2" });
+        else if (lora)
+            args += A({ "--lora", "fused" });
+        const QStringList first = change == QLatin1String("config edit") ? A({ "--dtype", "fp32" }) : QStringList();
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/out";
+        auto line = [&](const QStringList& extra, const std::string& into, const std::string& part) {
+            return args + extra + A({ "--target_dir", into, "--quiet" }) + (part.empty() ? QStringList() : A({ "--part", part }));
+        };
+        QString so, se;
+        QVERIFY2(test::runTessera(line(first, target, "0/2"), &so, &se) == 0, qPrintable(se));
+        if (change == QLatin1String("adapter weights")) {
+            // Another adapter of the same shapes: the last weight's lowest bit differs.
+            std::string bytes = test::readFile(adapter + "/adapter_model.safetensors");
+            bytes.back() = static_cast<char>(bytes.back() ^ 1);
+            test::writeFile(adapter + "/adapter_model.safetensors", bytes);
+        } else if (change == QLatin1String("lora_alpha")) {
+            std::string config = test::readFile(adapter + "/adapter_config.json");
+            const std::string alpha = "\"lora_alpha\": 16";
+            const auto at = config.find(alpha);
+            QVERIFY(at != std::string::npos);
+            config.replace(at, alpha.size(), "\"lora_alpha\": 32");
+            test::writeFile(adapter + "/adapter_config.json", config);
+        } else if (change == QLatin1String("side file")) {
+            test::writeFile(model + "/generation_config.json", "{ \"do_sample\": false }\n");
+        }
+        const int code = test::runTessera(line({}, target, "1/2"), &so, &se);
+        QVERIFY2(!fs::exists(target), "parts of two different outputs were combined");
+        QCOMPARE(code, 1);
+        QVERIFY2(se.contains(QStringLiteral("is being written by a job split into parts")), qPrintable(se));
+        QCOMPARE(setFolders(parent).size(), std::size_t(1));
+        QCOMPARE(test::runTessera(A({ "merge", "--status", target, "--discard" }), &so, &se), 0);
+        for (const char* part : { "1/2", "0/2" })
+            QVERIFY2(test::runTessera(line({}, target, part), &so, &se) == 0, qPrintable(se));
+        const std::string single = test::makeTempDir() + "/single";
+        QVERIFY2(test::runTessera(line({}, single, ""), &so, &se) == 0, qPrintable(se));
+        QVERIFY2(test::runTessera(A({ "diff", single, target }), &so, &se) == 0, qPrintable(so + se));
+        if (change == QLatin1String("side file"))
+            QCOMPARE(test::readFile(target + (command == QLatin1String("split") ? "/huggingface" : "")
+                                    + "/generation_config.json"),
+                     std::string("{ \"do_sample\": false }\n"));
+    }
+
     /// A split part killed while it writes leaves the target as it was; --status names it; run again, it completes.
     void killedSplitPartRerunCompletesTheSplit()
     {

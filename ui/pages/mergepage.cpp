@@ -125,8 +125,12 @@ MergePage::MergePage(QWidget* parent)
     m_format->addItem(tr("GGUF for llama.cpp / Ollama"), QStringLiteral("gguf"));
     m_format->setToolTip(tr("safetensors: a Hugging Face folder. GGUF: one <name>-<type>.gguf file that llama.cpp, "
                             "Ollama and LM Studio load, with the tokenizer and chat template inside"));
-    for (const auto* name : { "f16", "f32", "bf16", "q8_0" })
-        m_outtype->addItem(QLatin1String(name), QLatin1String(name));
+    // The output types of formats/gguf_types.h, the default first (a reset goes back to index 0).
+    m_outtype->addItem(QLatin1String(tessera::ggufOutTypeName(tessera::kDefaultGgufOutType)),
+                       QLatin1String(tessera::ggufOutTypeName(tessera::kDefaultGgufOutType)));
+    for (const auto& type : tessera::ggufOutTypes())
+        if (type.id != tessera::kDefaultGgufOutType)
+            m_outtype->addItem(QLatin1String(type.name), QLatin1String(type.name));
     m_outtype->setToolTip(tr("GGUF tensor type; norms and 1-D tensors stay f32, as llama.cpp's converter writes them"));
     m_outtype->setEnabled(false);
     m_lora->addItem(tr("fused model and adapter"), QStringLiteral("both"));

@@ -61,7 +61,7 @@ struct MergePanelOptions {
     QString loraAlpha;      ///< empty: from the checkpoint's files
     QString baseModel;      ///< an adapter-only checkpoint's base model
     QString format = QStringLiteral("safetensors"); ///< safetensors or gguf
-    QString outtype = QStringLiteral("f16");        ///< gguf: f16, f32, bf16 or q8_0
+    QString outtype = QStringLiteral("f16");        ///< gguf: a name of formats/gguf_types.h
 };
 
 /// The merge panel: the options of `tessera merge` (with the Megatron mapping flags, shared with the Mapping

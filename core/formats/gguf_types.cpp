@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "formats/gguf_types.h"
+
+#include "formats/gguf_quant.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace tessera {
+
+const std::vector<GgmlTypeInfo>& ggmlTypes()
+{
+    // name, values and bytes per block, plain dtype, quantizer, dequantizer, fallback
+    static const std::vector<GgmlTypeInfo> table = {
+        { GgmlType::F32, "F32", 1, 4, DType::Float32, nullptr, nullptr, GgmlType::F32 },
+        { GgmlType::F16, "F16", 1, 2, DType::Float16, nullptr, nullptr, GgmlType::F16 },
+        { GgmlType::BF16, "BF16", 1, 2, DType::BFloat16, nullptr, nullptr, GgmlType::BF16 },
+        // convert_hf_to_gguf writes a tensor whose rows are not whole Q8_0 blocks as F16.
+        { GgmlType::Q8_0, "Q8_0", sizeof(BlockQ8_0::q), sizeof(BlockQ8_0), DType::Unknown, quantizeQ8_0Blocks,
+          dequantizeQ8_0Blocks, GgmlType::F16 },
+    };
+    return table;
+}
+
+const GgmlTypeInfo* findGgmlType(std::uint32_t type)
+{
+    for (const auto& row : ggmlTypes())
+        if (static_cast<std::uint32_t>(row.type) == type)
+            return &row;
+    return nullptr;
+}
+
+const GgmlTypeInfo& ggmlType(GgmlType type)
+{
+    if (const GgmlTypeInfo* row = findGgmlType(static_cast<std::uint32_t>(type)))
+        return *row;
+    return ggmlTypes().front(); // unreachable: every GgmlType has its row (checked by tst_gguf)
+}
+
+std::string ggmlTypeName(std::uint32_t type)
+{
+    const GgmlTypeInfo* row = findGgmlType(type);
+    return row ? std::string(row->name) : "type " + std::to_string(type);
+}
+
+std::pair<std::uint64_t, std::uint64_t> ggmlBlock(std::uint32_t type)
+{
+    const GgmlTypeInfo* row = findGgmlType(type);
+    return row ? std::pair { row->blockElements, row->blockBytes } : std::pair<std::uint64_t, std::uint64_t> { 0, 0 };
+}
+
+std::uint64_t ggmlBytes(std::uint32_t type, std::uint64_t elements)
+{
+    const GgmlTypeInfo* row = findGgmlType(type);
+    return row ? row->bytesOf(elements) : 0;
+}
+
+std::string ggmlTypeList()
+{
+    const auto& rows = ggmlTypes();
+    std::string list;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == rows.size() ? " and " : ", ") + std::string(rows[i].name);
+    return list;
+}
+
+GgmlType ggmlTypeForRows(GgmlType wanted, std::uint64_t rowElements)
+{
+    GgmlType type = wanted;
+    // Each fallback has smaller blocks, down to a plain type's 1; the bound only guards a table that loops.
+    for (std::size_t step = 0; step <= ggmlTypes().size(); ++step) {
+        const GgmlTypeInfo& row = ggmlType(type);
+        if (rowElements % row.blockElements == 0)
+            return type;
+        type = row.fallback;
+    }
+    return GgmlType::F32;
+}
+
+const std::vector<GgufOutTypeInfo>& ggufOutTypes()
+{
+    // name, other spellings, general.file_type (llama_ftype), the type of weight matrices
+    static const std::vector<GgufOutTypeInfo> table = {
+        { GgufOutType::F32, "f32", { "fp32", "float32" }, 0, GgmlType::F32 },
+        { GgufOutType::F16, "f16", { "fp16", "float16" }, 1, GgmlType::F16 },
+        { GgufOutType::BF16, "bf16", { "bfloat16" }, 32, GgmlType::BF16 },
+        { GgufOutType::Q8_0, "q8_0", { "q8" }, 7, GgmlType::Q8_0 },
+    };
+    return table;
+}
+
+const GgufOutTypeInfo& ggufOutType(GgufOutType type)
+{
+    for (const auto& row : ggufOutTypes())
+        if (row.id == type)
+            return row;
+    return ggufOutTypes().front(); // unreachable: every GgufOutType has its row (checked by tst_gguf)
+}
+
+const char* ggufOutTypeName(GgufOutType type) { return ggufOutType(type).name; }
+
+std::optional<GgufOutType> ggufOutTypeFromName(std::string_view name)
+{
+    std::string n(name);
+    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const auto& row : ggufOutTypes()) {
+        if (n == row.name)
+            return row.id;
+        for (const char* alias : row.aliases)
+            if (n == alias)
+                return row.id;
+    }
+    return std::nullopt;
+}
+
+std::string ggufOutTypeChoices(std::string_view separator, std::string_view last)
+{
+    const auto& rows = ggufOutTypes();
+    std::string list;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (i > 0)
+            list += i + 1 == rows.size() ? last : separator;
+        list += rows[i].name;
+    }
+    return list;
+}
+
+} // namespace tessera
