@@ -133,7 +133,8 @@ bool ArgParser::parse(const std::vector<std::string>& args)
 
 std::string ArgParser::helpText() const
 {
-    std::string out = "usage: " + std::string(kProgram.name) + " " + m_command + " " + m_synopsis + "\n\n" + m_description + "\n";
+    std::string out = "usage: " + std::string(kProgram.name) + " " + m_command + " " + m_synopsis + "\n\n"
+        + m_description + "\n";
     if (!m_positionals.empty()) {
         out += "\narguments:\n";
         for (const auto& [name, info] : m_positionals)

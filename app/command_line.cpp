@@ -37,7 +37,8 @@ int pointToWorkbench()
     if (!workbench.empty())
         std::cerr << "beside this one: run " << workbench << " (or " << workbench << " gui PATH)\n";
     else
-        std::cerr << "in the package tessera: install it (apt install tessera), then run tessera (or tessera gui PATH)\n";
+        std::cerr << "in the package tessera: install it (apt install tessera), then run tessera "
+                     "(or tessera gui PATH)\n";
     return ExitUsage;
 }
 
@@ -46,8 +47,9 @@ int pointToWorkbench()
 std::string usageText()
 {
     const std::string name(kProgram.name);
-    std::string text = "usage: " + name + (kProgram.workbench ? " [COMMAND]" : " COMMAND") + " [ARGS…]\n\n"
-        "Turn the shards of a distributed training run into a complete Hugging Face model, and show why when it can't.\n";
+    std::string text = "usage: " + name + (kProgram.workbench ? " [COMMAND]" : " COMMAND") + " [ARGS…]\n\n";
+    text += "Turn the shards of a distributed training run into a complete Hugging Face model, and show why when it "
+            "can't.\n";
     text += kProgram.workbench
         ? "The commands besides gui run headless, as they do in tessera-cli, which links no GUI library.\n"
         : "The command line alone: it needs no display and links no GUI library (the workbench is 'tessera').\n";
