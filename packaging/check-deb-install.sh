@@ -166,7 +166,7 @@ step "tessera-cli test of the demo against its reference" \
 step "tessera-cli gui says the workbench is in the package tessera" \
   "out=\$(tessera-cli gui 2>&1); test \$? -eq 2 && grep -q 'in the package tessera' <<<\"\$out\""
 step "man tessera-cli shows the page" \
-  "MANPAGER=cat MANWIDTH=100 man tessera-cli 2>&1 | tee /tmp/man.txt | grep -q 'tessera-cli merge' && grep -q -- '--part' /tmp/man.txt && ! grep -q 'warning' /tmp/man.txt"
+  "MANPAGER=cat MANWIDTH=100 man tessera-cli >/tmp/man.txt 2>&1 && grep -q 'tessera-cli merge' /tmp/man.txt && grep -q -- '--part' /tmp/man.txt && ! grep -q 'warning' /tmp/man.txt"
 expect_completion "tessera-cli me" merge
 expect_completion "tessera-cli merge --pa" --part
 expect_completion "tessera-cli merge --local_dir /root/de" /root/demo
@@ -203,7 +203,7 @@ fi
 step "the desktop entry's icon is in the icon theme" \
   "test -f /usr/share/icons/hicolor/48x48/apps/org.tessera.Tessera.png && test -f /usr/share/icons/hicolor/scalable/apps/org.tessera.Tessera.svg"
 step "man tessera shows the page" \
-  "MANPAGER=cat MANWIDTH=100 man tessera 2>&1 | tee /tmp/man.txt | grep -q 'tessera merge' && grep -q -- '--local_dir' /tmp/man.txt && ! grep -q 'warning' /tmp/man.txt"
+  "MANPAGER=cat MANWIDTH=100 man tessera >/tmp/man.txt 2>&1 && grep -q 'tessera merge' /tmp/man.txt && grep -q -- '--local_dir' /tmp/man.txt && ! grep -q 'warning' /tmp/man.txt"
 expect_completion "tessera me" merge
 expect_completion "tessera merge --lo" --local_dir
 expect_completion "tessera merge --local_dir /usr/share/tessera/demo/fs" /usr/share/tessera/demo/fsdp2_llama_w4
