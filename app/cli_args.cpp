@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli_args.h"
 
+#include "program.h"
+
 #include "io/number_text.h"
 
 #include <algorithm>
@@ -131,7 +133,8 @@ bool ArgParser::parse(const std::vector<std::string>& args)
 
 std::string ArgParser::helpText() const
 {
-    std::string out = "usage: tessera " + m_command + " " + m_synopsis + "\n\n" + m_description + "\n";
+    std::string out = "usage: " + std::string(kProgram.name) + " " + m_command + " " + m_synopsis + "\n\n"
+        + m_description + "\n";
     if (!m_positionals.empty()) {
         out += "\narguments:\n";
         for (const auto& [name, info] : m_positionals)
@@ -226,8 +229,8 @@ Result<unsigned> threadsOption(const ArgParser& parser)
 
 int usageError(const ArgParser& parser)
 {
-    std::cerr << "tessera " << parser.command() << ": " << parser.error() << "\nRun 'tessera " << parser.command()
-              << " --help' for usage.\n";
+    std::cerr << kProgram.name << " " << parser.command() << ": " << parser.error() << "\nRun '" << kProgram.name << " "
+              << parser.command() << " --help' for usage.\n";
     return ExitUsage;
 }
 

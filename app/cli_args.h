@@ -78,7 +78,7 @@ Result<double> decimalOption(const ArgParser& parser, const std::string& name, d
 /// --threads: 0 when not given (one per core), else 1 to kMaxThreads.
 Result<unsigned> threadsOption(const ArgParser& parser);
 
-/// Prints "tessera <command>: <error>" and a hint to stderr; returns ExitUsage.
+/// Prints "<program> <command>: <error>" and a hint to stderr; returns ExitUsage.
 int usageError(const ArgParser& parser);
 
 /// Parses a command's `args`: on a usage error reports it as usageError() does, on --help prints the help text

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "debug_log.h"
 
+#include "program.h"
+
 #include "io/byte_size.h"
 #include "io/printable.h"
 #include "model/checkpoint_report.h"
@@ -29,7 +31,7 @@ void DebugLog::line(const std::string& text) const
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
     char stamp[32];
     std::snprintf(stamp, sizeof stamp, "[%8.3f s] ", t);
-    std::cerr << "tessera: debug: " << stamp << printableText(text) << "\n";
+    std::cerr << kProgram.name << ": debug: " << stamp << printableText(text) << "\n";
 }
 
 void DebugLog::stage(const std::string& name)

@@ -2,6 +2,7 @@
 #include "merge_parts_cli.h"
 
 #include "part_launcher.h"
+#include "program.h"
 #include "terminal_progress.h"
 #include "terminal_text.h"
 
@@ -267,7 +268,7 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
     } else {
         std::cout << "Waiting for part" << (outcome->missing.size() > 1 ? "s " : " ") << joined(outcome->missing)
                   << " of " << spec.parts << "; the last one to finish publishes " << printableText(absTarget)
-                  << " ('tessera merge --status " << printableText(target) << "' shows where the merge is)\n";
+                  << " ('" << kProgram.name << " merge --status " << printableText(target) << "' shows where the merge is)\n";
     }
     return ExitOk;
 }
@@ -438,7 +439,7 @@ int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, con
                   << printableText(target) << "\n";
     else
         std::cout << "Waiting for part" << (outcome->missing.size() > 1 ? "s " : " ") << joined(outcome->missing)
-                  << " of " << spec->parts << " ('tessera split --status " << printableText(target)
+                  << " of " << spec->parts << " ('" << kProgram.name << " split --status " << printableText(target)
                   << "' shows where the split is)\n";
     return ExitOk;
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "terminal_text.h"
 
+#include "program.h"
+
 #include "io/printable.h"
 
 #include <nlohmann/json.hpp>
@@ -118,7 +120,7 @@ std::string printableMessage(std::string_view message)
 
 void printMessage(const std::string& command, const std::string& kind, const std::string& message)
 {
-    std::cerr << "tessera " << command << ": " << (kind.empty() ? "" : kind + ": ") << printableMessage(message)
+    std::cerr << kProgram.name << " " << command << ": " << (kind.empty() ? "" : kind + ": ") << printableMessage(message)
               << "\n";
 }
 

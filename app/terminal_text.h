@@ -37,7 +37,8 @@ private:
 /// the line breaks the core starts each item of a listed message with ("\n  ") are kept.
 std::string printableMessage(std::string_view message);
 
-/// Prints "tessera <command>: <kind>: <message>" on stderr (no kind: "tessera <command>: <message>").
+/// Prints "<program> <command>: <kind>: <message>" on stderr (no kind: "<program> <command>: <message>"), the program
+/// being tessera-cli or tessera (program.h).
 void printMessage(const std::string& command, const std::string& kind, const std::string& message);
 
 /// `j` as every command prints JSON: indented, bytes that are not UTF-8 replaced with U+FFFD, and besides the

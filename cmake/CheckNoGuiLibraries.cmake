@@ -1,0 +1,62 @@
+# Script mode (cmake -P): checks which shared libraries an executable loads, as the dynamic loader resolves them
+# (ldd: the libraries it names and everything those name in turn).
+#   cmake -DEXECUTABLE=…/tessera-cli -P CheckNoGuiLibraries.cmake              fails if it loads a GUI library
+#   cmake -DEXECUTABLE=…/tessera -DEXPECT=gui -P CheckNoGuiLibraries.cmake     fails if it loads none (the check's
+#                                                                              own control: it can see them)
+# A GUI library is any Qt library (Widgets, Gui and DBus, and Core too: tessera-cli needs none, and QtCore alone
+# would bring ICU and half a dozen more packages to every cluster node), QCustomPlot, X11/xcb, OpenGL/EGL, Wayland,
+# D-Bus, fontconfig/freetype, and libtorch (which links OpenCV's highgui). Used by the tests cli_links_no_gui and by
+# packaging/check-deb.sh on the packaged executable.
+cmake_minimum_required(VERSION 3.22)
+if(NOT EXECUTABLE)
+  message(FATAL_ERROR "CheckNoGuiLibraries.cmake needs -DEXECUTABLE=…")
+endif()
+if(NOT EXISTS "${EXECUTABLE}")
+  message(FATAL_ERROR "${EXECUTABLE} does not exist (build it first)")
+endif()
+if(NOT EXPECT)
+  set(EXPECT none)
+endif()
+find_program(LDD ldd)
+if(NOT LDD)
+  message(FATAL_ERROR "ldd is not installed (Debian: libc-bin)")
+endif()
+execute_process(COMMAND ${LDD} ${EXECUTABLE} OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "ldd ${EXECUTABLE} failed (${status}): ${errors}")
+endif()
+
+# Matched against the lower-cased file name (libQCustomPlotQt6, libX11, libGLX…).
+set(gui_pattern "^(libqt[0-9]|libqcustomplot|libx11|libxcb|libgl(\\.|x|es|dispatch|u)|libegl|libopengl|libwayland|libdbus|libfontconfig|libfreetype|libtorch|libc10)")
+string(REPLACE "\n" ";" lines "${listing}")
+set(loaded "")
+set(gui "")
+foreach(line ${lines})
+  # "\tlibre2.so.9 => /lib/x86_64-linux-gnu/libre2.so.9 (0x…)", "\tlinux-vdso.so.1 (0x…)", "\t/lib64/ld-linux….so.2 (0x…)"
+  if(line MATCHES "^[ \t]*([^ \t]+)")
+    get_filename_component(name "${CMAKE_MATCH_1}" NAME)
+    list(APPEND loaded ${name})
+    string(TOLOWER "${name}" lower)
+    if(lower MATCHES "${gui_pattern}")
+      list(APPEND gui ${name})
+    endif()
+    if(line MATCHES "not found")
+      message(FATAL_ERROR "${EXECUTABLE}: ${name} is not found")
+    endif()
+  endif()
+endforeach()
+list(JOIN loaded " " loaded_text)
+list(JOIN gui " " gui_text)
+if(NOT loaded MATCHES "libc\\.so")
+  message(FATAL_ERROR "ldd ${EXECUTABLE} listed no libc, so this check cannot read its output:\n${listing}")
+endif()
+if(EXPECT STREQUAL "gui")
+  if(NOT gui)
+    message(FATAL_ERROR "${EXECUTABLE} loads no GUI library, though it should (the check cannot see them?): ${loaded_text}")
+  endif()
+  message(STATUS "${EXECUTABLE} loads GUI libraries, as expected: ${gui_text}")
+elseif(gui)
+  message(FATAL_ERROR "${EXECUTABLE} loads GUI libraries: ${gui_text}\n(everything it loads: ${loaded_text})")
+else()
+  message(STATUS "${EXECUTABLE} loads no GUI library: ${loaded_text}")
+endif()
