@@ -148,8 +148,20 @@ void ShardTreeModel::rebuild()
             if (!text.isEmpty())
                 m_tensorNotes[i] = text; // a merged model has no LoRA factors of its own to describe
         }
-    const auto& info = *m_checkpoint;
+    buildChain();
+    m_tensorProblems.resize(m_checkpoint->tensors.size());
+    m_firstEntryOfTensor.assign(m_checkpoint->tensors.size(), -1);
+    std::unordered_map<std::string, int> groupByFile;
+    if (m_groupBy == GroupBy::File)
+        groupPiecesByFile(groupByFile);
+    else
+        listTensorsInModelOrder();
+    attachProblems(groupByFile);
+}
 
+void ShardTreeModel::buildChain()
+{
+    const auto& info = *m_checkpoint;
     // run → step → role from the folder names verl and Megatron write (…/RUN/global_step_N/actor).
     const QString root = qs(info.root);
     const QStringList parts = root.split(QLatin1Char('/'), Qt::SkipEmptyParts);
@@ -172,92 +184,100 @@ void ShardTreeModel::rebuild()
     } else {
         m_chain.push_back({ parts.isEmpty() ? root : parts.last(), root });
     }
+}
 
+int ShardTreeModel::groupOfFile(const std::string& file, std::unordered_map<std::string, int>& groupByFile)
+{
+    auto it = groupByFile.find(file);
+    if (it != groupByFile.end())
+        return it->second;
+    Group group;
+    group.name = file.empty() ? tr("(no file)") : fileNameUnder(file, m_checkpoint->root);
+    group.path = qs(file);
+    m_groups.push_back(std::move(group));
+    const int index = static_cast<int>(m_groups.size()) - 1;
+    groupByFile.emplace(file, index);
+    return index;
+}
+
+void ShardTreeModel::groupPiecesByFile(std::unordered_map<std::string, int>& groupByFile)
+{
+    const auto& info = *m_checkpoint;
+    auto groupFor = [&](const std::string& file) { return groupOfFile(file, groupByFile); };
+    for (const auto& file : info.files)
+        groupFor(file);
+    int noPieces = -1;
+    for (std::size_t t = 0; t < info.tensors.size(); ++t) {
+        const auto& tensor = info.tensors[t];
+        if (tensor.pieces.empty()) {
+            if (noPieces < 0) {
+                m_groups.push_back({ tr("(tensors without pieces)"), {}, -1, -1, 0, {}, {} });
+                noPieces = static_cast<int>(m_groups.size()) - 1;
+            }
+            auto& group = m_groups[noPieces];
+            m_entries.push_back({ static_cast<int>(t), noPieces, static_cast<int>(group.entries.size()), 0, {} });
+            group.entries.push_back(static_cast<int>(m_entries.size()) - 1);
+            if (m_firstEntryOfTensor[t] < 0)
+                m_firstEntryOfTensor[t] = static_cast<int>(m_entries.size()) - 1;
+            continue;
+        }
+        for (std::size_t p = 0; p < tensor.pieces.size(); ++p) {
+            const auto& piece = tensor.pieces[p];
+            const int g = groupFor(piece.file);
+            auto& group = m_groups[g];
+            // Tensors are visited in order, so a tensor's pieces in one file are always the group's last entry.
+            if (group.entries.empty() || m_entries[group.entries.back()].tensor != static_cast<int>(t)) {
+                m_entries.push_back({ static_cast<int>(t), g, static_cast<int>(group.entries.size()), 0, {} });
+                group.entries.push_back(static_cast<int>(m_entries.size()) - 1);
+                if (m_firstEntryOfTensor[t] < 0)
+                    m_firstEntryOfTensor[t] = static_cast<int>(m_entries.size()) - 1;
+            }
+            auto& entry = m_entries[group.entries.back()];
+            entry.pieces.push_back(static_cast<int>(p));
+            const auto bytes = pieceBytes(piece);
+            entry.bytes += bytes;
+            group.bytes += bytes;
+            if (piece.rank >= 0) {
+                group.firstRank = group.firstRank < 0 ? piece.rank : std::min(group.firstRank, piece.rank);
+                group.lastRank = std::max(group.lastRank, piece.rank);
+            }
+        }
+    }
+}
+
+void ShardTreeModel::listTensorsInModelOrder()
+{
+    const auto& info = *m_checkpoint;
+    m_entries.reserve(info.tensors.size());
+    m_topEntries.reserve(info.tensors.size());
+    for (std::size_t t = 0; t < info.tensors.size(); ++t) {
+        Entry entry { static_cast<int>(t), -1, 0, info.tensors[t].nbytes(), {} };
+        entry.pieces.resize(info.tensors[t].pieces.size());
+        for (std::size_t p = 0; p < entry.pieces.size(); ++p)
+            entry.pieces[p] = static_cast<int>(p);
+        m_entries.push_back(std::move(entry));
+        m_topEntries.push_back(static_cast<int>(t));
+        m_firstEntryOfTensor[t] = static_cast<int>(t);
+    }
+    // The model's order: embeddings, layers 0…N numerically (checkpoint order within a layer), the rest, the
+    // head — not the order files or dicts happen to list them in (layers.10 before layers.2).
+    std::vector<ModelPosition> positions;
+    positions.reserve(info.tensors.size());
+    for (const auto& tensor : info.tensors)
+        positions.push_back(modelPosition(tensor.name));
+    std::stable_sort(m_topEntries.begin(), m_topEntries.end(),
+                     [&](int a, int b) { return positions[std::size_t(a)] < positions[std::size_t(b)]; });
+    for (std::size_t row = 0; row < m_topEntries.size(); ++row)
+        m_entries[std::size_t(m_topEntries[row])].row = static_cast<int>(row);
+}
+
+void ShardTreeModel::attachProblems(const std::unordered_map<std::string, int>& groupByFile)
+{
+    const auto& info = *m_checkpoint;
     std::unordered_map<std::string, int> tensorByName;
     tensorByName.reserve(info.tensors.size());
     for (std::size_t t = 0; t < info.tensors.size(); ++t)
         tensorByName.emplace(info.tensors[t].name, static_cast<int>(t));
-    m_tensorProblems.resize(info.tensors.size());
-    m_firstEntryOfTensor.assign(info.tensors.size(), -1);
-
-    std::unordered_map<std::string, int> groupByFile;
-    auto groupFor = [&](const std::string& file) {
-        auto it = groupByFile.find(file);
-        if (it != groupByFile.end())
-            return it->second;
-        Group group;
-        group.name = file.empty() ? tr("(no file)") : fileNameUnder(file, info.root);
-        group.path = qs(file);
-        m_groups.push_back(std::move(group));
-        const int index = static_cast<int>(m_groups.size()) - 1;
-        groupByFile.emplace(file, index);
-        return index;
-    };
-
-    if (m_groupBy == GroupBy::File) {
-        for (const auto& file : info.files)
-            groupFor(file);
-        int noPieces = -1;
-        for (std::size_t t = 0; t < info.tensors.size(); ++t) {
-            const auto& tensor = info.tensors[t];
-            if (tensor.pieces.empty()) {
-                if (noPieces < 0) {
-                    m_groups.push_back({ tr("(tensors without pieces)"), {}, -1, -1, 0, {}, {} });
-                    noPieces = static_cast<int>(m_groups.size()) - 1;
-                }
-                auto& group = m_groups[noPieces];
-                m_entries.push_back({ static_cast<int>(t), noPieces, static_cast<int>(group.entries.size()), 0, {} });
-                group.entries.push_back(static_cast<int>(m_entries.size()) - 1);
-                if (m_firstEntryOfTensor[t] < 0)
-                    m_firstEntryOfTensor[t] = static_cast<int>(m_entries.size()) - 1;
-                continue;
-            }
-            for (std::size_t p = 0; p < tensor.pieces.size(); ++p) {
-                const auto& piece = tensor.pieces[p];
-                const int g = groupFor(piece.file);
-                auto& group = m_groups[g];
-                // Tensors are visited in order, so a tensor's pieces in one file are always the group's last entry.
-                if (group.entries.empty() || m_entries[group.entries.back()].tensor != static_cast<int>(t)) {
-                    m_entries.push_back({ static_cast<int>(t), g, static_cast<int>(group.entries.size()), 0, {} });
-                    group.entries.push_back(static_cast<int>(m_entries.size()) - 1);
-                    if (m_firstEntryOfTensor[t] < 0)
-                        m_firstEntryOfTensor[t] = static_cast<int>(m_entries.size()) - 1;
-                }
-                auto& entry = m_entries[group.entries.back()];
-                entry.pieces.push_back(static_cast<int>(p));
-                const auto bytes = pieceBytes(piece);
-                entry.bytes += bytes;
-                group.bytes += bytes;
-                if (piece.rank >= 0) {
-                    group.firstRank = group.firstRank < 0 ? piece.rank : std::min(group.firstRank, piece.rank);
-                    group.lastRank = std::max(group.lastRank, piece.rank);
-                }
-            }
-        }
-    } else {
-        m_entries.reserve(info.tensors.size());
-        m_topEntries.reserve(info.tensors.size());
-        for (std::size_t t = 0; t < info.tensors.size(); ++t) {
-            Entry entry { static_cast<int>(t), -1, 0, info.tensors[t].nbytes(), {} };
-            entry.pieces.resize(info.tensors[t].pieces.size());
-            for (std::size_t p = 0; p < entry.pieces.size(); ++p)
-                entry.pieces[p] = static_cast<int>(p);
-            m_entries.push_back(std::move(entry));
-            m_topEntries.push_back(static_cast<int>(t));
-            m_firstEntryOfTensor[t] = static_cast<int>(t);
-        }
-        // The model's order: embeddings, layers 0…N numerically (checkpoint order within a layer), the rest, the
-        // head — not the order files or dicts happen to list them in (layers.10 before layers.2).
-        std::vector<ModelPosition> positions;
-        positions.reserve(info.tensors.size());
-        for (const auto& tensor : info.tensors)
-            positions.push_back(modelPosition(tensor.name));
-        std::stable_sort(m_topEntries.begin(), m_topEntries.end(),
-                         [&](int a, int b) { return positions[std::size_t(a)] < positions[std::size_t(b)]; });
-        for (std::size_t row = 0; row < m_topEntries.size(); ++row)
-            m_entries[std::size_t(m_topEntries[row])].row = static_cast<int>(row);
-    }
-
     for (const auto& problem : info.problems) {
         // A reader's error may start with the file it is about; the row already names that file.
         QString message = qs(problem.message);

@@ -7,6 +7,8 @@
 #include <QColor>
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tessera::ui {
@@ -70,6 +72,14 @@ private:
     };
 
     void rebuild();
+    /// The run → step → role nodes above the files, from the folder names verl and Megatron write.
+    void buildChain();
+    /// The group of one file's pieces, made on first use; groupByFile maps a file to its group.
+    int groupOfFile(const std::string& file, std::unordered_map<std::string, int>& groupByFile);
+    void groupPiecesByFile(std::unordered_map<std::string, int>& groupByFile);
+    void listTensorsInModelOrder();
+    /// Each reader problem goes to the row it is about: its tensor, else its file's group, else the root.
+    void attachProblems(const std::unordered_map<std::string, int>& groupByFile);
     /// Fills m_tensorNotes for a LoRA checkpoint: which weight each factor adapts, and the factors of each weight.
     void describeLora();
     NodeKind kindOf(const QModelIndex& index) const;

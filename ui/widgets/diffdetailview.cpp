@@ -108,6 +108,25 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     , m_heatmaps(makePlot(this))
     , m_heatmapNote(new QLabel(this))
 {
+    setUpTexts();
+    setUpValuesPlot();
+    setUpDifferencesPlot();
+    setUpHeatmaps();
+    layOut();
+    applyPalette();
+    showMessage(tr("Select a tensor to see its values, differences and worst elements."));
+}
+
+QFont DiffDetailView::boldFont() const
+{
+    QFont bold = font();
+    bold.setBold(true);
+    return bold;
+}
+
+/// The title, the statistics and the table of worst elements; each plot's save action.
+void DiffDetailView::setUpTexts()
+{
     m_title->setWordWrap(true);
     m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_stats->setTextFormat(Qt::RichText);
@@ -136,11 +155,12 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     m_worst->setFont(small);
     m_heatmapNote->setWordWrap(true);
     m_heatmapNote->setFont(small);
-    QFont bold = font();
-    bold.setBold(true);
-    m_worstTitle->setFont(bold);
+    m_worstTitle->setFont(boldFont());
+}
 
-    // Values: A filled, B as a dashed outline on top, so equal distributions read as one shape.
+void DiffDetailView::setUpValuesPlot()
+{
+    const QFont bold = boldFont();
     m_values->addGraph();
     m_values->graph(0)->setName(tr("A"));
     m_values->addGraph();
@@ -160,8 +180,11 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     legendRow->setMargins(QMargins(0, 0, 0, 0));
     m_values->plotLayout()->setRowStretchFactor(1, 0.001);
     m_values->plotLayout()->simplify();
+}
 
-    // Differences on a log scale: the spike of equal elements at 0 would flatten everything else.
+void DiffDetailView::setUpDifferencesPlot()
+{
+    const QFont bold = boldFont();
     m_differences->addGraph();
     m_differences->graph(0)->setName(tr("a − b"));
     m_differences->yAxis->setScaleType(QCPAxis::stLogarithmic);
@@ -172,7 +195,11 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     m_differences->yAxis->setLabel(tr("elements (log)"));
     m_differences->plotLayout()->insertRow(0);
     m_differences->plotLayout()->addElement(0, 0, new QCPTextElement(m_differences, tr("Differences a − b"), bold));
+}
 
+void DiffDetailView::setUpHeatmaps()
+{
+    const QFont bold = boldFont();
     // Heatmaps: A and B share one colour scale, |A − B| has its own.
     m_heatmaps->plotLayout()->clear();
     auto* margins = new QCPMarginGroup(m_heatmaps);
@@ -226,7 +253,10 @@ DiffDetailView::DiffDetailView(QWidget* parent)
         m_heatmaps->plotLayout()->setColumnStretchFactor(c, c == 2 || c == 4 ? 0.01 : 1);
     m_heatmaps->plotLayout()->setRowStretchFactor(0, 0.01);
     m_heatmaps->setMinimumHeight(190);
+}
 
+void DiffDetailView::layOut()
+{
     auto* layout = new QGridLayout(this);
     layout->setContentsMargins(0, 4, 0, 0);
     layout->setHorizontalSpacing(8);
@@ -264,8 +294,6 @@ DiffDetailView::DiffDetailView(QWidget* parent)
     layout->setColumnStretch(2, 1);
     layout->setRowStretch(1, 5);
     layout->setRowStretch(2, 6);
-    applyPalette();
-    showMessage(tr("Select a tensor to see its values, differences and worst elements."));
 }
 
 DiffDetailView::~DiffDetailView() = default;

@@ -42,6 +42,16 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
+    QFont boldFont() const;
+    void setUpTexts();
+    /// Values: A filled, B as a dashed outline on top, so equal distributions read as one shape.
+    void setUpValuesPlot();
+    /// Differences on a log scale: the spike of equal elements at 0 would flatten everything else.
+    void setUpDifferencesPlot();
+    /// Heatmaps of A, B and |A − B|, with the rings around the worst elements.
+    void setUpHeatmaps();
+    /// The statistics and the worst elements on the left, the histograms and heatmaps on the right.
+    void layOut();
     void applyPalette();
     void clearPlots();
     void plotHistograms(const tessera::TensorDiffDetail& detail);

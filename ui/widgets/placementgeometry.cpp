@@ -109,12 +109,9 @@ QString dimsText(int first, int last)
     return QCoreApplication::translate("PlacementGeometry", "dims %1–%2 folded").arg(first).arg(last);
 }
 
-} // namespace
-
-PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
+/// The grid the tensor is drawn on: its last dimension across, the others folded into rows.
+void foldAxes(PlacementGeometry& g, const tessera::Shape& global)
 {
-    PlacementGeometry g;
-    const auto& global = tensor.shape;
     g.dims = static_cast<int>(global.size());
     if (global.empty() || global.size() > kMaxDrawnDims) {
         g.rows = g.cols = 1;
@@ -127,7 +124,11 @@ PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
         if (g.dims >= 2)
             g.rowAxis = dimsText(0, g.dims - 2);
     }
+}
 
+void placePieces(PlacementGeometry& g, const tessera::TensorInfo& tensor)
+{
+    const auto& global = tensor.shape;
     // Primary and partial-term pieces are drawn; replicas are attached to the primary with the same box.
     std::vector<int> replicas;
     for (std::size_t p = 0; p < tensor.pieces.size(); ++p) {
@@ -136,14 +137,14 @@ PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
             replicas.push_back(static_cast<int>(p));
             continue;
         }
-        PieceRects entry;
+        PlacementGeometry::PieceRects entry;
         entry.piece = static_cast<int>(p);
         entry.rects = rectsOf(global, piece, entry.approximate);
         g.pieces.push_back(std::move(entry));
     }
     for (const int r : replicas) {
         const auto& replica = tensor.pieces[r];
-        auto match = std::find_if(g.pieces.begin(), g.pieces.end(), [&](const PieceRects& e) {
+        auto match = std::find_if(g.pieces.begin(), g.pieces.end(), [&](const PlacementGeometry::PieceRects& e) {
             const auto& primary = tensor.pieces[e.piece];
             return primary.role == tessera::PieceRole::Primary && primary.offsets == replica.offsets
                 && primary.shape == replica.shape;
@@ -151,13 +152,16 @@ PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
         if (match != g.pieces.end()) {
             match->replicas.push_back(r);
         } else {
-            PieceRects entry;
+            PlacementGeometry::PieceRects entry;
             entry.piece = r;
             entry.rects = rectsOf(global, replica, entry.approximate);
             g.pieces.push_back(std::move(entry));
         }
     }
+}
 
+std::vector<FoldedRect> coveringBoxes(const PlacementGeometry& g, const tessera::TensorInfo& tensor)
+{
     // Coverage: every element must be covered by exactly one primary box or one partial-term box (the terms of
     // a Partial placement share their box, so identical partial boxes count once).
     std::vector<FoldedRect> covering;
@@ -172,8 +176,13 @@ PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
             covering.push_back(rect);
         }
     }
-    if (g.rows == 0 || g.cols == 0)
-        return g;
+    return covering;
+}
+
+/// Counts how often each cell of the grid is covered and records the uncovered (gaps) and doubly covered
+/// (overlaps) ones; skipped when the grid compressed at the boxes' edges is still too large to count.
+void findGapsAndOverlaps(PlacementGeometry& g, const std::vector<FoldedRect>& covering)
+{
     std::vector<std::int64_t> rowCuts { 0, g.rows }, colCuts { 0, g.cols };
     for (const auto& r : covering) {
         rowCuts.push_back(r.row0);
@@ -187,7 +196,7 @@ PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
     }
     const std::size_t nr = rowCuts.size() - 1, nc = colCuts.size() - 1;
     if (nr * nc > kMaxCoverageCells)
-        return g;
+        return;
     g.coverageChecked = true;
     // 2-D difference array over the compressed grid, then prefix sums give the cover count of every cell.
     std::vector<int> count((nr + 1) * (nc + 1), 0);
@@ -220,6 +229,18 @@ PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
             j = k;
         }
     }
+}
+
+} // namespace
+
+PlacementGeometry PlacementGeometry::compute(const tessera::TensorInfo& tensor)
+{
+    PlacementGeometry g;
+    foldAxes(g, tensor.shape);
+    placePieces(g, tensor);
+    if (g.rows == 0 || g.cols == 0)
+        return g;
+    findGapsAndOverlaps(g, coveringBoxes(g, tensor));
     return g;
 }
 
