@@ -22,18 +22,30 @@ namespace tessera::app {
 
 namespace {
 
-const char* kGuiUsage = R"(usage: tessera gui [PATH] [--screenshot FILE.png] [--view VIEW] [--reference DIR]
+/// The views' names as a list a sentence can hold: "tree, placement, … or diff".
+QString viewList(const QString& lastJoin)
+{
+    QStringList names = tessera::ui::viewNames();
+    const QString last = names.takeLast();
+    return names.join(QStringLiteral(", ")) + lastJoin + last;
+}
+
+QString guiUsage()
+{
+    return QStringLiteral(R"(usage: tessera gui [PATH] [--screenshot FILE.png] [--view VIEW] [--reference DIR]
 
 Open the workbench, optionally with the checkpoint at PATH loaded.
 
 options:
   --screenshot FILE.png   render the window with PATH loaded (without PATH: the welcome page), write the PNG
                           and exit
-  --view VIEW             view to show: tree, placement, mapping, merge, split or diff
+  --view VIEW             view to show: %1
   --reference DIR         a Hugging Face folder to compare with (merge test, diff)
   --size WxH              with --screenshot: the window size (default 1440x880), e.g. 1280x720
   -h, --help              show this help and exit
-)";
+)")
+        .arg(viewList(QStringLiteral(" or ")));
+}
 
 bool takeValue(const QStringList& args, int& i, const QString& flag, QString& value, QString& error)
 {
@@ -77,8 +89,8 @@ GuiOptions parseGuiArgs(const QStringList& args)
             options.error = QStringLiteral("unexpected argument '%1'").arg(arg);
         }
     }
-    if (options.error.isEmpty() && !options.view.isEmpty() && !tessera::ui::MainWindow::viewFromName(options.view))
-        options.error = QStringLiteral("unknown view '%1' (tree, placement, mapping, merge, split, diff)").arg(options.view);
+    if (options.error.isEmpty() && !options.view.isEmpty() && !tessera::ui::viewFromName(options.view))
+        options.error = QStringLiteral("unknown view '%1' (%2)").arg(options.view, viewList(QStringLiteral(", ")));
     if (options.error.isEmpty() && !options.size.isEmpty()) {
         // Whole numbers as every numeric option takes them (QString::toInt would also take "+1280" or " 720").
         const QStringList parts = options.size.split(QLatin1Char('x'));
@@ -92,42 +104,31 @@ GuiOptions parseGuiArgs(const QStringList& args)
     return options;
 }
 
-int runGui(int argc, char** argv)
-{
-    QStringList args;
-    for (int i = 1; i < argc; ++i)
-        args << QString::fromLocal8Bit(argv[i]);
-    if (!args.isEmpty() && args.first() == QLatin1String("gui"))
-        args.removeFirst();
-    const GuiOptions options = parseGuiArgs(args);
-    if (options.help) {
-        std::fputs(kGuiUsage, stdout);
-        return 0;
-    }
-    if (!options.error.isEmpty()) {
-        std::fprintf(stderr, "tessera gui: %s\n\n%s", qPrintable(options.error), kGuiUsage);
-        return 2;
-    }
-    // Without a display Qt would abort with a terse message; say what to do instead. Screenshots and tests set
-    // QT_QPA_PLATFORM=offscreen and need no display.
-    const bool haveDisplay = !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
-        || !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
-    if (!haveDisplay) {
-        std::fputs("tessera: no display to open the workbench on (DISPLAY and WAYLAND_DISPLAY are not set).\n"
-                   "Run a headless command instead (tessera --help lists them), or set QT_QPA_PLATFORM=offscreen\n"
-                   "with --screenshot to render the workbench to a PNG.\n",
-                   stderr);
-        return 1;
-    }
+namespace {
 
-    QApplication app(argc, argv);
+/// Without a display Qt would abort with a terse message; says what to do instead. Screenshots and tests set
+/// QT_QPA_PLATFORM=offscreen and need no display.
+bool haveDisplay()
+{
+    if (!qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
+        || !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        return true;
+    std::fputs("tessera: no display to open the workbench on (DISPLAY and WAYLAND_DISPLAY are not set).\n"
+               "Run a headless command instead (tessera --help lists them), or set QT_QPA_PLATFORM=offscreen\n"
+               "with --screenshot to render the workbench to a PNG.\n",
+               stderr);
+    return false;
+}
+
+/// The application's names, and its settings and colours: the user's, or for a screenshot fixed ones that
+/// neither depend on nor change the user's saved window state, recent list or theme.
+void setUpApplication(bool screenshot)
+{
     QApplication::setApplicationName(QStringLiteral("Tessera"));
     QApplication::setOrganizationName(QStringLiteral("Tessera"));
     QApplication::setApplicationVersion(QStringLiteral(TESSERA_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("org.tessera.Tessera"));
-    const bool screenshot = !options.screenshot.isEmpty();
     if (screenshot) {
-        // Screenshots must not depend on (or change) the user's saved window state, recent list or theme.
         QSettings::setDefaultFormat(QSettings::IniFormat);
         QSettings::setPath(QSettings::IniFormat, QSettings::UserScope,
                            QDir::tempPath() + QStringLiteral("/tessera-screenshot-settings"));
@@ -139,39 +140,48 @@ int runGui(int argc, char** argv)
         tessera::ui::Theme::apply(tessera::ui::Theme::Mode::Light);
     else
         tessera::ui::Theme::apply(tessera::ui::Theme::modeFromName(QSettings().value(QStringLiteral("theme")).toString()));
+}
 
-    tessera::ui::MainWindow window;
-    if (!options.reference.isEmpty())
-        window.setReferenceDir(QDir(options.reference).absolutePath());
-    if (screenshot)
-        window.resize(options.width, options.height);
-    window.show();
-    const auto view = tessera::ui::MainWindow::viewFromName(options.view.isEmpty() ? QStringLiteral("tree") : options.view);
-    // `--view diff --reference DIR` compares the loaded checkpoint with DIR as soon as it is loaded.
-    const bool diffView = *view == tessera::ui::MainWindow::View::Diff && !options.reference.isEmpty();
-    auto* diff = window.diffPage();
-    if (!screenshot) {
-        if (!options.view.isEmpty())
-            window.showView(*view);
-        if (diffView)
-            QObject::connect(&window, &tessera::ui::MainWindow::checkpointLoaded, diff, [diff] { diff->compare(); },
-                             Qt::SingleShotConnection);
-        if (!options.path.isEmpty())
-            window.openPath(options.path);
-        return app.exec();
+/// `--view diff --reference DIR` compares the loaded checkpoint with DIR as soon as it is loaded.
+bool comparesOnLoad(tessera::ui::View view, const GuiOptions& options)
+{
+    return view == tessera::ui::View::Diff && !options.reference.isEmpty();
+}
+
+int runInteractive(QApplication& app, tessera::ui::MainWindow& window, const GuiOptions& options,
+                   tessera::ui::View view)
+{
+    if (!options.view.isEmpty())
+        window.showView(view);
+    if (comparesOnLoad(view, options)) {
+        auto* diff = window.diffPage();
+        QObject::connect(&window, &tessera::ui::MainWindow::checkpointLoaded, diff, [diff] { diff->compare(); },
+                         Qt::SingleShotConnection);
     }
+    if (!options.path.isEmpty())
+        window.openPath(options.path);
+    return app.exec();
+}
 
+/// Writes the window to the screenshot's file; true when it was written.
+bool saveScreenshot(tessera::ui::MainWindow& window, const GuiOptions& options)
+{
+    const bool saved = window.grab().save(options.screenshot);
+    if (!saved)
+        std::fprintf(stderr, "tessera gui: could not write %s\n", qPrintable(options.screenshot));
+    return saved;
+}
+
+/// Renders the window once the checkpoint at PATH is loaded (and, for the diff, compared) and the view has
+/// settled; the exit status says whether it was loaded and written.
+int runScreenshot(QApplication& app, tessera::ui::MainWindow& window, const GuiOptions& options,
+                  tessera::ui::View view)
+{
     int exitCode = 1;
     auto capture = [&](bool loaded) {
-        window.showView(*view);
+        window.showView(view);
         // The right-hand pages need room; the tree view shows the tree wide.
-        window.setTreeShare(*view == tessera::ui::MainWindow::View::Tree ? 0.62
-                                : *view == tessera::ui::MainWindow::View::Placement ? 0.45
-                                : *view == tessera::ui::MainWindow::View::Diff      ? 0.2
-                                : *view == tessera::ui::MainWindow::View::Mapping   ? 0.2
-                                : *view == tessera::ui::MainWindow::View::Merge     ? 0.26
-                                : *view == tessera::ui::MainWindow::View::Split     ? 0.26
-                                                                                    : 0.36);
+        window.setTreeShare(tessera::ui::pageSpec(view).treeShare);
         // Let layouts and the tree settle before grabbing, and the name mapping (a worker; the merge plan of a
         // Megatron checkpoint waits for it) finish, for at most ten seconds.
         auto* mapping = window.findChild<tessera::ui::MappingPage*>();
@@ -181,21 +191,19 @@ int runGui(int argc, char** argv)
             if (++polls < 2 || (mapping && mapping->job()->isBusy() && polls < 200))
                 return;
             settle->stop();
-            const bool saved = window.grab().save(options.screenshot);
-            if (!saved)
-                std::fprintf(stderr, "tessera gui: could not write %s\n", qPrintable(options.screenshot));
-            exitCode = saved && loaded ? 0 : 1;
+            exitCode = saveScreenshot(window, options) && loaded ? 0 : 1;
             app.quit();
         });
         settle->start();
     };
+    auto* diff = window.diffPage();
     QObject::connect(&window, &tessera::ui::MainWindow::checkpointLoaded, &window, [&] {
-        if (!diffView) {
+        if (!comparesOnLoad(view, options)) {
             capture(true);
             return;
         }
         // The diff screenshot shows the finished comparison and the detail of the tensor it selects.
-        window.showView(*view);
+        window.showView(view);
         QObject::connect(diff, &tessera::ui::DiffPage::detailShown, &window, [&] { capture(true); },
                          Qt::SingleShotConnection);
         QObject::connect(
@@ -215,10 +223,7 @@ int runGui(int argc, char** argv)
     if (options.path.isEmpty()) {
         // The welcome page: nothing to load, only the layout to settle.
         QTimer::singleShot(100, &window, [&] {
-            const bool saved = window.grab().save(options.screenshot);
-            if (!saved)
-                std::fprintf(stderr, "tessera gui: could not write %s\n", qPrintable(options.screenshot));
-            exitCode = saved ? 0 : 1;
+            exitCode = saveScreenshot(window, options) ? 0 : 1;
             app.quit();
         });
     } else {
@@ -226,6 +231,40 @@ int runGui(int argc, char** argv)
     }
     app.exec();
     return exitCode;
+}
+
+} // namespace
+
+int runGui(int argc, char** argv)
+{
+    QStringList args;
+    for (int i = 1; i < argc; ++i)
+        args << QString::fromLocal8Bit(argv[i]);
+    if (!args.isEmpty() && args.first() == QLatin1String("gui"))
+        args.removeFirst();
+    const GuiOptions options = parseGuiArgs(args);
+    if (options.help) {
+        std::fputs(qPrintable(guiUsage()), stdout);
+        return 0;
+    }
+    if (!options.error.isEmpty()) {
+        std::fprintf(stderr, "tessera gui: %s\n\n%s", qPrintable(options.error), qPrintable(guiUsage()));
+        return 2;
+    }
+    if (!haveDisplay())
+        return 1;
+
+    QApplication app(argc, argv);
+    const bool screenshot = !options.screenshot.isEmpty();
+    setUpApplication(screenshot);
+    tessera::ui::MainWindow window;
+    if (!options.reference.isEmpty())
+        window.setReferenceDir(QDir(options.reference).absolutePath());
+    if (screenshot)
+        window.resize(options.width, options.height);
+    window.show();
+    const auto view = tessera::ui::viewFromName(options.view.isEmpty() ? QStringLiteral("tree") : options.view);
+    return screenshot ? runScreenshot(app, window, options, *view) : runInteractive(app, window, options, *view);
 }
 
 } // namespace tessera::app

@@ -6,7 +6,7 @@
 
 namespace tessera::app {
 
-/// `tessera gui [PATH] [--screenshot FILE.png] [--view tree|placement|mapping|merge|diff] [--reference DIR]`.
+/// `tessera gui [PATH] [--screenshot FILE.png] [--view VIEW] [--reference DIR]`.
 struct GuiOptions {
     QString path;
     QString screenshot;

@@ -45,6 +45,7 @@
 #include <QToolButton>
 #include <QTreeView>
 
+#include <algorithm>
 #include <functional>
 
 namespace tessera::ui {
@@ -62,14 +63,13 @@ QScrollArea* scrollable(QWidget* page)
     return area;
 }
 
-/// The tab holding `page`: the page, or the scroll area around it.
-QWidget* tabOf(QWidget* page)
+/// The page a tab shows: the tab itself, or the page in its scroll area.
+QWidget* pageInTab(QWidget* tab)
 {
-    QWidget* parent = page->parentWidget();
-    while (parent && !qobject_cast<QScrollArea*>(parent))
-        parent = parent->parentWidget();
-    return parent ? parent : page;
+    auto* area = qobject_cast<QScrollArea*>(tab);
+    return area ? area->widget() : tab;
 }
+
 const QLatin1String kRecentKey("recentFolders");
 } // namespace
 
@@ -81,12 +81,6 @@ MainWindow::MainWindow(QWidget* parent)
     , m_splitter(new QSplitter(Qt::Horizontal, this))
     , m_tree(new TreePage(this))
     , m_tabs(new QTabWidget(this))
-    , m_summary(new SummaryPage(this))
-    , m_placement(new PlacementPage(this))
-    , m_mapping(new MappingPage(this))
-    , m_merge(new MergePage(this))
-    , m_split(new SplitPage(this))
-    , m_diff(new DiffPage(this))
     , m_statusText(new QLabel(this))
     , m_progress(new QProgressBar(this))
     , m_cancel(new QToolButton(this))
@@ -95,14 +89,7 @@ MainWindow::MainWindow(QWidget* parent)
     setWindowIcon(QIcon(QStringLiteral(":/tessera/icons/tessera.svg")));
     setAcceptDrops(true);
 
-    // Tab order matches View (minus Tree, which shows the summary beside the tree).
-    m_tabs->addTab(m_summary, tr("Summary"));
-    m_tabs->addTab(m_placement, tr("Placement"));
-    m_tabs->addTab(m_mapping, tr("Mapping"));
-    // The form pages scroll when the window is smaller than their forms (1280×720 and below).
-    m_tabs->addTab(scrollable(m_merge), tr("Merge"));
-    m_tabs->addTab(scrollable(m_split), tr("Split"));
-    m_tabs->addTab(m_diff, tr("Diff"));
+    createPages();
     m_tabs->setDocumentMode(true);
     m_splitter->addWidget(m_tree);
     m_splitter->addWidget(m_tabs);
@@ -185,14 +172,9 @@ void MainWindow::createActions()
     quit->setShortcut(QKeySequence::Quit);
 
     auto* view = menuBar()->addMenu(tr("&View"));
-    const std::pair<View, QString> views[] = { { View::Tree, tr("&Tree and Summary") }, { View::Placement, tr("&Placement") },
-                                               { View::Mapping, tr("&Mapping") }, { View::Merge, tr("M&erge") },
-                                               { View::Split, tr("&Split") },
-                                               { View::Diff, tr("&Diff") } };
-    int key = 1;
-    for (const auto& [which, label] : views) {
-        auto* action = view->addAction(label, this, [this, w = which] { showView(w); });
-        action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_0 + key++)));
+    for (const auto& page : workbenchPages()) {
+        auto* action = view->addAction(workbenchText(page.menuTitle), this, [this, w = page.view] { showView(w); });
+        action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_0 + page.shortcutDigit)));
     }
     view->addSeparator();
     auto* find = view->addAction(tr("&Filter Tensors"), m_tree, &TreePage::focusFilter);
@@ -413,78 +395,23 @@ void MainWindow::selectInterestingTensor()
 void MainWindow::showView(View view)
 {
     showWorkbench();
-    switch (view) {
-    case View::Tree:
-        m_tabs->setCurrentWidget(m_summary);
+    m_tabs->setCurrentWidget(m_viewTabs[static_cast<std::size_t>(view)]);
+    if (view == View::Tree)
         m_tree->view()->setFocus();
-        break;
-    case View::Placement:
-        m_tabs->setCurrentWidget(m_placement);
+    else if (view == View::Placement)
         selectInterestingTensor();
-        break;
-    case View::Mapping:
-        m_tabs->setCurrentWidget(m_mapping);
-        break;
-    case View::Merge:
-        m_tabs->setCurrentWidget(tabOf(m_merge));
-        break;
-    case View::Split:
-        m_tabs->setCurrentWidget(tabOf(m_split));
-        break;
-    case View::Diff:
-        m_tabs->setCurrentWidget(m_diff);
-        break;
-    }
 }
 
 MainWindow::View MainWindow::currentView() const
 {
-    QWidget* page = m_tabs->currentWidget();
-    if (page == m_placement)
-        return View::Placement;
-    if (page == m_mapping)
-        return View::Mapping;
-    if (page == tabOf(m_merge))
-        return View::Merge;
-    if (page == tabOf(m_split))
-        return View::Split;
-    if (page == m_diff)
-        return View::Diff;
-    return View::Tree;
+    const auto at = std::find(m_viewTabs.begin(), m_viewTabs.end(), m_tabs->currentWidget());
+    return at == m_viewTabs.end() ? View::Tree : workbenchPages()[std::size_t(at - m_viewTabs.begin())].view;
 }
 
 void MainWindow::setReferenceDir(const QString& dir)
 {
     m_merge->setReferenceDir(dir);
     m_diff->setReferenceDir(dir);
-}
-
-std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name)
-{
-    for (const auto view : { View::Tree, View::Placement, View::Mapping, View::Merge, View::Split, View::Diff }) {
-        if (viewName(view) == name)
-            return view;
-    }
-    return std::nullopt;
-}
-
-QString MainWindow::viewName(View view)
-{
-    switch (view) {
-    case View::Tree:
-        return QStringLiteral("tree");
-    case View::Placement:
-        return QStringLiteral("placement");
-    case View::Mapping:
-        return QStringLiteral("mapping");
-    case View::Merge:
-        return QStringLiteral("merge");
-    case View::Split:
-        return QStringLiteral("split");
-    case View::Diff:
-        return QStringLiteral("diff");
-    }
-    return {};
 }
 
 void MainWindow::addRecent(const QString& path)
@@ -524,25 +451,37 @@ void MainWindow::updateRecentMenu()
 
 QString MainWindow::guideHtml() const
 {
+    QString views;
+    for (const auto& page : workbenchPages())
+        views += QStringLiteral("<li>") + workbenchText(page.guide) + QStringLiteral("</li>");
     return tr("<h3>Tessera in one minute</h3>"
               "<ol><li><b>Open</b> a checkpoint folder (File → Open Folder…, or drop it on the window): a verl "
-              "actor/ or global_step_N folder, a DCP folder, Megatron mp_rank_* folders, or a Hugging Face model.</li>"
-              "<li><b>Tree and Summary</b>: every file, tensor and piece, and every problem in red. The Summary says "
-              "what a merge would refuse.</li>"
-              "<li><b>Placement</b>: where each rank's pieces sit in the tensor selected in the tree. "
-              "<b>Statistics…</b> (there, or right-click in the tree) shows one tensor's range, NaN, Inf and "
-              "histogram with nothing to compare.</li>"
-              "<li><b>Mapping</b>: each name and the Hugging Face name it becomes, with the rules editor for "
-              "Megatron checkpoints and the factors of a LoRA adapter.</li>"
-              "<li><b>Merge</b>: choose an output folder, read the plan, press Merge. Test against reference "
-              "compares without writing; Open in Diff shows the differences tensor by tensor.</li>"
-              "<li><b>Diff</b>: compare any two checkpoints or models (A is the loaded one unless you choose "
-              "another); select a row for histograms and heatmaps; Export… saves the table, a right-click saves a "
-              "plot as PNG, SVG or PDF.</li></ol>"
-              "<p>Names too long for a column drop whole parts, never the layer, expert or projection; Ctrl+C (or "
-              "right-click → Copy Name) copies them whole.</p>"
-              "<p>Everything the workbench does, the <tt>tessera</tt> command line does too: the Merge page shows "
-              "the equivalent command.</p>");
+              "actor/ or global_step_N folder, a DCP folder, Megatron mp_rank_* folders, or a Hugging Face model.</li>")
+        + views
+        + tr("</ol><p>Names too long for a column drop whole parts, never the layer, expert or projection; Ctrl+C (or "
+             "right-click → Copy Name) copies them whole.</p>"
+             "<p>Everything the workbench does, the <tt>tessera</tt> command line does too: the Merge page shows "
+             "the equivalent command.</p>");
+}
+
+void MainWindow::createPages()
+{
+    // Each view's page, in its tab; the form pages scroll when the window is smaller than their forms (1280×720
+    // and below).
+    for (const auto& spec : workbenchPages()) {
+        Q_ASSERT(static_cast<std::size_t>(spec.view) == m_viewTabs.size()); // the rows are in View's order
+        QWidget* page = spec.create(this);
+        QWidget* tab = spec.scrolls ? scrollable(page) : page;
+        m_tabs->addTab(tab, workbenchText(spec.tabTitle));
+        m_viewTabs.push_back(tab);
+    }
+    auto pageOf = [this](View view) { return pageInTab(m_viewTabs[static_cast<std::size_t>(view)]); };
+    m_summary = qobject_cast<SummaryPage*>(pageOf(View::Tree));
+    m_placement = qobject_cast<PlacementPage*>(pageOf(View::Placement));
+    m_mapping = qobject_cast<MappingPage*>(pageOf(View::Mapping));
+    m_merge = qobject_cast<MergePage*>(pageOf(View::Merge));
+    m_split = qobject_cast<SplitPage*>(pageOf(View::Split));
+    m_diff = qobject_cast<DiffPage*>(pageOf(View::Diff));
 }
 
 QString MainWindow::shortcutsHtml() const

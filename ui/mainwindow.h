@@ -2,10 +2,12 @@
 #pragma once
 
 #include "checkpointptr.h"
+#include "page_registry.h"
 
 #include <QMainWindow>
 
 #include <optional>
+#include <vector>
 
 class QAction;
 class QLabel;
@@ -30,12 +32,12 @@ class SummaryPage;
 class TreePage;
 class WelcomePage;
 
-/// The workbench: the shard tree on the left, the views of the selected checkpoint on the right (summary,
-/// placement, mapping, merge, diff), scanning on a worker with progress and Cancel in the status bar.
+/// The workbench: the shard tree on the left, the views of the selected checkpoint on the right (the pages of
+/// page_registry.h, one tab each), scanning on a worker with progress and Cancel in the status bar.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum class View { Tree, Placement, Mapping, Merge, Split, Diff };
+    using View = tessera::ui::View;
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
@@ -57,9 +59,6 @@ public:
     bool isScanning() const;
     /// Share of the width given to the shard tree (0–1), e.g. for screenshots of a wide view.
     void setTreeShare(double share);
-
-    static std::optional<View> viewFromName(const QString& name);
-    static QString viewName(View view);
 
     /// The first page, shown until a checkpoint is opened.
     WelcomePage* welcomePage() const { return m_welcome; }
@@ -86,6 +85,8 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
+    /// The pages of workbenchPages(), one tab each, and the typed pointers the window connects to.
+    void createPages();
     void createActions();
     void openFolderDialog();
     void reload();
@@ -115,6 +116,7 @@ private:
     QSplitter* m_splitter;
     TreePage* m_tree;
     QTabWidget* m_tabs;
+    std::vector<QWidget*> m_viewTabs; ///< each view's tab, in the order of workbenchPages()
     SummaryPage* m_summary;
     PlacementPage* m_placement;
     MappingPage* m_mapping;

@@ -28,6 +28,9 @@
 #include <QPushButton>
 #include <QTest>
 #include <QTreeView>
+#include <QSet>
+#include <QTabWidget>
+#include <QKeySequence>
 
 using namespace tessera::ui;
 
@@ -153,12 +156,41 @@ private Q_SLOTS:
         QVERIFY(!window.checkpoint());
     }
 
-    void viewNames()
+    /// The page registry is the one list of views: each row names its view in View's order, names are unique and
+    /// found again by name, each view has its tab, its View menu entry with its own Ctrl+digit, and its line in
+    /// the guide.
+    void pageRegistryIsTheOneListOfViews()
     {
-        for (const auto view : { MainWindow::View::Tree, MainWindow::View::Placement, MainWindow::View::Mapping,
-                                 MainWindow::View::Merge, MainWindow::View::Split, MainWindow::View::Diff })
-            QCOMPARE(MainWindow::viewFromName(MainWindow::viewName(view)), std::optional<MainWindow::View>(view));
-        QVERIFY(!MainWindow::viewFromName(QStringLiteral("nope")));
+        const auto& pages = workbenchPages();
+        QSet<QString> names;
+        QSet<int> digits;
+        for (std::size_t i = 0; i < pages.size(); ++i) {
+            QCOMPARE(static_cast<std::size_t>(pages[i].view), i);
+            QCOMPARE(viewFromName(viewName(pages[i].view)), std::optional<View>(pages[i].view));
+            names.insert(viewName(pages[i].view));
+            digits.insert(pages[i].shortcutDigit);
+        }
+        QCOMPARE(std::size_t(names.size()), pages.size());
+        QCOMPARE(std::size_t(digits.size()), pages.size());
+        QVERIFY(!viewFromName(QStringLiteral("nope")));
+
+        MainWindow window;
+        auto* tabs = window.findChild<QTabWidget*>();
+        QCOMPARE(std::size_t(tabs->count()), pages.size());
+        const QString guide = window.guideHtml();
+        const QString shortcuts = window.shortcutsHtml();
+        for (std::size_t i = 0; i < pages.size(); ++i) {
+            QCOMPARE(tabs->tabText(int(i)), workbenchText(pages[i].tabTitle));
+            QVERIFY2(guide.contains(workbenchText(pages[i].guide)), pages[i].name);
+            const QString menuEntry = workbenchText(pages[i].menuTitle).remove(QLatin1Char('&'));
+            const QString key = QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_0 + pages[i].shortcutDigit))
+                                    .toString(QKeySequence::NativeText)
+                                    .toHtmlEscaped();
+            QVERIFY2(shortcuts.contains(key + QStringLiteral("</b></td><td>View → ") + menuEntry.toHtmlEscaped()),
+                     pages[i].name);
+            window.showView(pages[i].view);
+            QCOMPARE(window.currentView(), pages[i].view);
+        }
     }
 
     void everyViewFitsA1280By720Window()
@@ -170,13 +202,13 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
         window.resize(1280, 720);
         window.show();
-        for (const auto view : { MainWindow::View::Tree, MainWindow::View::Placement, MainWindow::View::Mapping,
-                                 MainWindow::View::Merge, MainWindow::View::Split, MainWindow::View::Diff }) {
+        for (const auto& page : workbenchPages()) {
+            const View view = page.view;
             window.showView(view);
             QCOMPARE(window.currentView(), view);
             QCoreApplication::processEvents();
             QVERIFY2(window.minimumSizeHint().height() <= 720 && window.minimumSizeHint().width() <= 1280,
-                     qPrintable(MainWindow::viewName(view)));
+                     page.name);
             QCOMPARE(window.size(), QSize(1280, 720));
         }
         // At the first window's split the Diff table shows the NaN and Inf counts without scrolling.
