@@ -52,6 +52,8 @@ struct ModelRequest {
     }
     /// Nothing but the result on stdout: --json or --quiet.
     bool silent() const { return json || quiet; }
+    bool operator==(const ModelRequest& other) const { return fields() == other.fields(); }
+    bool operator!=(const ModelRequest& other) const { return !(*this == other); }
 };
 
 /// The model flags read: every value checked and converted.

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "jobs/latestonlyrunner.h"
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+namespace tessera::ui {
+
+/// Recomputes a page's plan (a prepare…() of core/ops) on a worker whenever the page's request changes, so the GUI
+/// thread never scans or plans: a request is planned once typing pauses, a newer request supersedes the one being
+/// planned (its worker told to stop, its result dropped), and isBusy() says when the plan on screen is not the
+/// current request's. The destructor cancels and waits.
+class PlanJob : public QObject {
+    Q_OBJECT
+public:
+    /// Runs on the worker with the Progress to give the prepare (its cancel, its scans' progress); returns what to do
+    /// with the result on the GUI thread.
+    using Work = LatestOnlyRunner::Work;
+
+    explicit PlanJob(QObject* parent = nullptr);
+    ~PlanJob() override;
+
+    /// Plans with `work` after `delayMs` without another schedule(); what was scheduled or running is dropped now.
+    void schedule(Work work, int delayMs = 250);
+    /// Drops what is scheduled or running.
+    void cancel();
+    /// A plan is scheduled or being computed.
+    bool isBusy() const { return m_delay.isActive() || m_running; }
+
+Q_SIGNALS:
+    void busyChanged(bool busy);
+    /// What the running prepare reads ("model_world_size_4_rank_0.pt"), a few times a second.
+    void progressText(const QString& text);
+
+private:
+    void launch();
+
+    QTimer m_delay;
+    Work m_work;
+    LatestOnlyRunner* m_runner;
+    bool m_running = false;
+};
+
+} // namespace tessera::ui
