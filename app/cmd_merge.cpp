@@ -149,13 +149,9 @@ int runMerge(const std::vector<std::string>& args)
     if (const Status valid = request.validate(); !valid)
         return reportFailure(parser, valid.error().message, ExitUsage);
     DebugLog debug(request.debug);
-    TerminalProgress scanning("Scanning", TerminalProgress::Unit::Items, request.silent());
-    PrepareContext context;
-    context.progress = &scanning;
-    const PreparedMerge prepared = prepareMerge(request, context);
-    scanning.finish();
-    logPrepared(debug, prepared.model);
-    printMessages("merge", prepared.model.messages, request.silent());
+    const PreparedMerge prepared = prepareForCommand("merge", request, debug, [](const auto& r, const PrepareContext& c) {
+        return prepareMerge(r, c);
+    });
     if (prepared.refusal)
         return reportRefusal(parser, *prepared.refusal);
     if (request.isPartRun()) // --part K/N: this process's share of the output

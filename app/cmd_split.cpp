@@ -97,13 +97,9 @@ int runSplit(const std::vector<std::string>& args)
     if (const Status valid = request.validate(); !valid)
         return reportFailure(parser, valid.error().message, ExitUsage);
     DebugLog debug(request.debug);
-    TerminalProgress scanning("Scanning", TerminalProgress::Unit::Items, request.silent());
-    PrepareContext context;
-    context.progress = &scanning;
-    const PreparedSplit prepared = prepareSplit(request, context);
-    scanning.finish();
-    logPrepared(debug, prepared.model);
-    printMessages("split", prepared.model.messages, request.silent());
+    const PreparedSplit prepared = prepareForCommand("split", request, debug, [](const auto& r, const PrepareContext& c) {
+        return prepareSplit(r, c);
+    });
     if (prepared.refusal)
         return reportRefusal(parser, *prepared.refusal);
     if (request.isPartRun()) // --part K/N: this process's files

@@ -45,13 +45,9 @@ int runTest(const std::vector<std::string>& args)
     if (const Status valid = request.validate(); !valid)
         return reportFailure(parser, valid.error().message, ExitUsage);
     DebugLog debug(request.debug);
-    TerminalProgress scanning("Scanning", TerminalProgress::Unit::Items, request.silent());
-    PrepareContext context;
-    context.progress = &scanning;
-    const PreparedTest prepared = prepareTest(request, context);
-    scanning.finish();
-    logPrepared(debug, prepared.model);
-    printMessages("test", prepared.model.messages, request.silent());
+    const PreparedTest prepared = prepareForCommand("test", request, debug, [](const auto& r, const PrepareContext& c) {
+        return prepareTest(r, c);
+    });
     if (prepared.refusal)
         return reportRefusal(parser, *prepared.refusal);
     TerminalProgress progress("Comparing", TerminalProgress::Unit::Bytes, request.silent());
