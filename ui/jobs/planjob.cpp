@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "planjob.h"
 
+#include "ops/vocabulary.h"
+
 #include <QElapsedTimer>
 
 #include <mutex>
@@ -88,6 +90,21 @@ void PlanJob::launch()
                 Q_EMIT busyChanged(false);
         };
     });
+}
+
+tessera::ModelRequest loadedModelRequest(const tessera::CheckpointInfo& checkpoint)
+{
+    tessera::ModelRequest request;
+    request.localDir = checkpoint.root;
+    request.backend = tessera::backendForLayout(checkpoint.layout);
+    if (!checkpoint.hfConfigDir.empty())
+        request.hfModelPath = checkpoint.hfConfigDir;
+    return request;
+}
+
+tessera::ScannedCheckpoint loadedScan(const CheckpointPtr& checkpoint)
+{
+    return { checkpoint, checkpoint->root, std::string(), true };
 }
 
 } // namespace tessera::ui

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "checkpointptr.h"
 #include "jobs/latestonlyrunner.h"
+
+#include "ops/model_request.h"
+#include "ops/prepare_model.h"
 
 #include <QObject>
 #include <QString>
@@ -43,5 +47,14 @@ private:
     LatestOnlyRunner* m_runner;
     bool m_running = false;
 };
+
+/// The model flags with which the command line reads `checkpoint` as the workbench loaded it: its folder, the
+/// --backend that reads its layout, and its config folder (the scan's root may be a subfolder, actor/model, where
+/// the command line would not find config.json by itself).
+tessera::ModelRequest loadedModelRequest(const tessera::CheckpointInfo& checkpoint);
+
+/// The workbench's scan of `checkpoint`, for a prepare to reuse instead of reading it again (the workbench's
+/// ScanJob applies the default expected-parameter check).
+tessera::ScannedCheckpoint loadedScan(const CheckpointPtr& checkpoint);
 
 } // namespace tessera::ui

@@ -6,6 +6,7 @@
 #include "ops/flag_table.h"
 
 #include "coreconvert.h"
+#include "jobs/planjob.h"
 #include "models/difffilterproxy.h"
 #include "models/difftablemodel.h"
 #include "widgets/columnfitter.h"
@@ -367,7 +368,7 @@ bool DiffPage::startComparison(bool loraUpdate)
     m_summary->setText(loraUpdate ? tr("Reading the LoRA adapter…") : tr("Scanning…"));
     tessera::PrepareContext context;
     if (m_checkpoint) // the workbench's scan applies the default parameter check (ScanJob), as prepareDiff does
-        context.scans.push_back({ m_checkpoint, m_checkpoint->root, std::string(), true });
+        context.scans.push_back(loadedScan(m_checkpoint));
     m_job->start(request, context);
     setRunning(true);
     return true;

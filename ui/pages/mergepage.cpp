@@ -478,7 +478,7 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
     m_prepared.reset();
     m_scans.clear();
     if (m_checkpoint) // the workbench's scan applies the default parameter check (ScanJob)
-        m_scans.push_back({ m_checkpoint, m_checkpoint->root, std::string(), true });
+        m_scans.push_back(loadedScan(m_checkpoint));
     m_localDir->setText(m_checkpoint ? qs(m_checkpoint->root) : QString());
     if (m_checkpoint)
         m_hfModelPath->setPlaceholderText(m_checkpoint->hfConfigDir.empty() ? tr("not found: give --hf_model_path")
@@ -511,12 +511,9 @@ tessera::MergeRequest MergePage::request() const
         return t.isEmpty() ? std::nullopt : std::optional<std::string>(t.toStdString());
     };
     if (m_checkpoint) {
-        r.localDir = m_checkpoint->root;
-        r.backend = tessera::backendForLayout(m_checkpoint->layout);
-        // The scan's root may be a subfolder (actor/model) where the command line would not find config.json itself.
-        r.hfModelPath = text(m_hfModelPath);
-        if (!r.hfModelPath && !m_checkpoint->hfConfigDir.empty())
-            r.hfModelPath = m_checkpoint->hfConfigDir;
+        static_cast<tessera::ModelRequest&>(r) = loadedModelRequest(*m_checkpoint);
+        if (auto typed = text(m_hfModelPath))
+            r.hfModelPath = typed;
     }
     r.targetDir = m_targetDir->text().trimmed().toStdString(); // empty until chosen: the merge refuses that
     if (isGguf()) {

@@ -270,10 +270,8 @@ void SplitPage::setCheckpoint(CheckpointPtr checkpoint)
     tessera::ModelRequest model;
     tessera::PrepareContext context;
     if (checkpoint) {
-        model.localDir = checkpoint->root;
-        if (!checkpoint->hfConfigDir.empty())
-            model.hfModelPath = checkpoint->hfConfigDir;
-        context.scans.push_back({ checkpoint, checkpoint->root, std::string(), true });
+        model = loadedModelRequest(*checkpoint);
+        context.scans.push_back(loadedScan(checkpoint));
     }
     setSource(model, context, std::move(checkpoint));
 }
