@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "planjob.h"
 
+#include "coreconvert.h"
+
+#include "ops/flag_table.h"
 #include "ops/vocabulary.h"
 
 #include <QElapsedTimer>
@@ -100,6 +103,14 @@ tessera::ModelRequest loadedModelRequest(const tessera::CheckpointInfo& checkpoi
     if (!checkpoint.hfConfigDir.empty())
         request.hfModelPath = checkpoint.hfConfigDir;
     return request;
+}
+
+QString shownCommandLine(const std::string& command, std::vector<std::string> args, const std::string& placeholder)
+{
+    for (std::size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == "--target_dir" && args[i + 1].empty())
+            args[i + 1] = placeholder;
+    return qs(tessera::commandLineText(command, args));
 }
 
 tessera::ScannedCheckpoint loadedScan(const CheckpointPtr& checkpoint)

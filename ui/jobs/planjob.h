@@ -53,6 +53,10 @@ private:
 /// the command line would not find config.json by itself).
 tessera::ModelRequest loadedModelRequest(const tessera::CheckpointInfo& checkpoint);
 
+/// `tessera COMMAND ARGS…` as a page shows it, quoted for a shell; an output folder not chosen yet (an empty
+/// --target_dir) shows as `placeholder`.
+QString shownCommandLine(const std::string& command, std::vector<std::string> args, const std::string& placeholder);
+
 /// The workbench's scan of `checkpoint`, for a prepare to reuse instead of reading it again (the workbench's
 /// ScanJob applies the default expected-parameter check).
 tessera::ScannedCheckpoint loadedScan(const CheckpointPtr& checkpoint);

@@ -567,12 +567,7 @@ tessera::PrepareContext MergePage::prepareContext() const
 
 QString MergePage::commandLine() const
 {
-    auto args = request().toArgs();
-    // An output folder not chosen yet is shown as the placeholder the command line needs.
-    for (std::size_t i = 0; i + 1 < args.size(); ++i)
-        if (args[i] == "--target_dir" && args[i + 1].empty())
-            args[i + 1] = "DIR";
-    QString line = qs(tessera::commandLineText("merge", args));
+    QString line = shownCommandLine("merge", request().toArgs(), "DIR");
     if (isMegatron() && m_mapping->settings().hasRules() && m_mapping->settings().rulesName.isEmpty())
         line += tr(" --param_mapping <save the editor's rules first>");
     return line;

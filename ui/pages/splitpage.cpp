@@ -378,12 +378,7 @@ tessera::SplitRequest SplitPage::request() const
 
 QString SplitPage::commandLine() const
 {
-    auto args = request().toArgs();
-    // An output folder not chosen yet is shown as the placeholder the command line needs.
-    for (std::size_t i = 0; i + 1 < args.size(); ++i)
-        if (args[i] == "--target_dir" && args[i + 1].empty())
-            args[i + 1] = "OUT";
-    return qs(tessera::commandLineText("split", args));
+    return shownCommandLine("split", request().toArgs(), "OUT");
 }
 
 const tessera::SplitPlan* SplitPage::plan() const
