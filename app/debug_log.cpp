@@ -43,6 +43,16 @@ void DebugLog::stage(const std::string& name)
     m_last = now;
 }
 
+void DebugLog::stagesTaken(const std::vector<std::pair<std::string, double>>& stages)
+{
+    for (const auto& [name, seconds] : stages) {
+        char took[32];
+        std::snprintf(took, sizeof took, "%.3f", seconds);
+        line("stage " + name + " took " + took + " s");
+    }
+    m_last = std::chrono::steady_clock::now();
+}
+
 void DebugLog::checkpoint(const CheckpointInfo& info) const
 {
     if (!m_enabled)
@@ -65,7 +75,10 @@ void DebugLog::mapping(const MappingResult& result) const
 {
     if (!m_enabled)
         return;
-    line("mapping: rules " + result.family + " from " + [&] {
+    if (result.family.empty() && result.ruleSources.empty())
+        line("mapping: Hugging Face names, written as they are; config " + result.configPath);
+    else
+        line("mapping: rules " + result.family + " from " + [&] {
         std::string s;
         for (const auto& src : result.ruleSources)
             s += (s.empty() ? "" : ", ") + src;

@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tessera::cli {
 
@@ -22,10 +24,12 @@ public:
     void line(const std::string& text) const;
     /// Ends a stage: logs its name and the time since the previous stage ended.
     void stage(const std::string& name);
+    /// Logs stages timed elsewhere (a prepare's), as stage() would have; the next stage() counts from now.
+    void stagesTaken(const std::vector<std::pair<std::string, double>>& stages);
 
     /// The checkpoint as scanned: layout, parallel sizes, every file read, problems.
     void checkpoint(const CheckpointInfo& info) const;
-    /// Every row of a Megatron mapping: source → target, rule, transform, status.
+    /// Every row of a name mapping: source → target, rule, transform, status.
     void mapping(const MappingResult& result) const;
     /// Every tensor of a plan: where it goes, how it is copied, from which pieces.
     void plan(const MergePlan& plan, const CheckpointInfo& info, const std::string& label) const;

@@ -1,54 +1,46 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-// What `tessera merge` and `tessera test` share: verl's flags, and scanning the checkpoint they name.
+// What `tessera merge`, `test` and `split` print of a prepare (core/ops): its messages, its --debug log, why it
+// stops, and how a run that did not finish ends.
 
 #include "cli_args.h"
 #include "debug_log.h"
+#include "terminal_progress.h"
 
-#include "model/checkpoint.h"
-#include "mapping/lora.h"
-#include "merge/lora_plan.h"
-#include "merge/merge_plan.h"
+#include "ops/prepare_model.h"
 
-#include <optional>
+#include <string>
+#include <vector>
 
 namespace tessera::cli {
 
-/// Adds the flags both commands take (--backend, --local_dir, --hf_model_path, --dtype, --threads, --json,
-/// --quiet and verl's compatibility switches).
-void addCommonMergeOptions(ArgParser& parser);
+/// Prints each message as "tessera <command>: warning: …" or "…: note: …", unless `silent` (--json, --quiet).
+void printMessages(const std::string& command, const std::vector<PrepareMessage>& messages, bool silent);
 
-/// The scanned checkpoint and the options parsed from the shared flags.
-struct MergeSetup {
-    int exitCode = -1;                  ///< ≥ 0: stop and return this (the error is printed already)
-    std::optional<CheckpointInfo> info;
-    MergeOptions options;
-    unsigned threads = 0;
-    std::optional<LoraCheckpoint> lora; ///< set for a LoRA checkpoint (info then holds its tensors as scanned)
-    LoraOutput loraOutput = LoraOutput::Both;
-    std::vector<MappingRow> mappingRows; ///< a Megatron checkpoint's mapping table, for --debug and the report
-    DebugLog debug;                     ///< --debug
-};
+/// --debug: the stages a prepare took, the checkpoint as read, the name of every tensor it writes, the adapter and
+/// every tensor's plan.
+void logPrepared(DebugLog& debug, const PreparedModel& model);
 
-/// What a merge writes: one model, or a LoRA checkpoint's fused model and adapter.
-struct PlannedMerge {
-    std::optional<MergePlan> plan;      ///< an ordinary checkpoint
-    std::optional<LoraMergePlans> lora; ///< a LoRA checkpoint
-    /// The models and where they go, for mergeCheckpoints(); they point into `setup` and this object.
-    std::vector<MergeOutput> outputs(const MergeSetup& setup) const;
-    /// The model a test compares with the reference: the fused one when there is one, else the adapter.
-    const MergePlan& primary() const { return plan ? *plan : lora->primary(); }
-    const CheckpointInfo& primaryInfo(const MergeSetup& setup) const
-    {
-        return plan ? *setup.info : lora->primaryInfo(*setup.lora);
-    }
-};
+/// The spine of every command that prepares (merge, test, split): `prepare(request, context)` with the scans'
+/// progress on the terminal, then what it found printed and logged. The caller stops on the result's refusal.
+template <typename Request, typename Prepare>
+auto prepareForCommand(const std::string& command, const Request& request, DebugLog& debug, Prepare prepare)
+{
+    TerminalProgress scanning("Scanning", TerminalProgress::Unit::Items, request.silent());
+    PrepareContext context;
+    context.progress = &scanning;
+    auto prepared = prepare(request, context);
+    scanning.finish();
+    logPrepared(debug, prepared.model);
+    printMessages(command, prepared.model.messages, request.silent());
+    return prepared;
+}
 
-/// Plans the merge `setup` describes; the error is the user's to read.
-Result<PlannedMerge> planSetup(MergeSetup& setup);
+/// Reports `refusal` as reportFailure() does; returns its exit code (2 for a usage error, else 1).
+int reportRefusal(const ArgParser& parser, const Refusal& refusal);
 
-/// Validates the shared flags and scans --local_dir; `command` prefixes messages.
-MergeSetup prepareMerge(const ArgParser& parser, const std::string& command);
+/// What a failed run says: "canceled; nothing was written" when it was canceled, else its error.
+std::string runFailureText(const Error& error);
 
 } // namespace tessera::cli

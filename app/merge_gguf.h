@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-// `tessera merge --format gguf`: the scanned checkpoint written as one GGUF file for llama.cpp.
+// `tessera merge --format gguf`: what the command line prints of the one GGUF file for llama.cpp.
 
-#include "merge_common.h"
+#include "cli_args.h"
+
+#include "merge/gguf_plan.h"
+#include "ops/merge_request.h"
 
 namespace tessera::cli {
 
-/// Adds --format and --outtype to `tessera merge`.
-void addGgufMergeOptions(ArgParser& parser);
+/// --dry-run of a GGUF export (its target already checked): the plan as text or JSON. Returns the exit code.
+int printGgufDryRun(const ArgParser& parser, const GgufPlan& plan);
 
-/// True when the command line asks for GGUF; a --format other than safetensors or gguf is reported (exit code set).
-bool wantsGguf(const ArgParser& parser, int& exitCode);
-
-/// Plans and writes the GGUF file (or prints the plan for --dry-run). Returns the exit code.
-int runGgufMerge(const ArgParser& parser, MergeSetup& setup);
+/// What a finished GGUF export wrote.
+void printGgufExported(const MergeRequest& request, const GgufPlan& plan, const MergeOutcome& outcome);
 
 } // namespace tessera::cli

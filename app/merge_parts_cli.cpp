@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge_parts_cli.h"
 
-#include "part_launcher.h"
+#include "ops/part_spec.h"
 #include "program.h"
 #include "terminal_progress.h"
 #include "terminal_text.h"
@@ -65,7 +65,7 @@ std::string shownPid(const PartProcess& p)
     return "pid " + (p.pid ? std::to_string(*p.pid) : std::string("unknown"));
 }
 
-int runStatus(const ArgParser& parser)
+int statusOf(const ArgParser& parser)
 {
     const std::string target = parser.value("status");
     const bool json = parser.isSet("json");
@@ -170,7 +170,7 @@ struct PartsWording {
 
 /// One part of a split merge or GGUF export (or with --dry-run, its assignment): `outputs` assigned by `plan`,
 /// written as `writing` says (the merge engine by default), `checkTarget` as the dry run checks the target.
-int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, const std::vector<MergeOutput>& outputs,
+int runParts(const ArgParser& parser, unsigned threads, DebugLog& debug, const PartSpec& spec, const std::vector<MergeOutput>& outputs,
              const PartsPlan& plan, const PartWriting& writing, const std::vector<std::string>& warnings,
              const std::function<Status()>& checkTarget, const PartsWording& wording, const std::string& target)
 {
@@ -210,7 +210,7 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
         for (const auto& w : warnings)
             printMessage("merge", "warning", w);
     MergeRunOptions run;
-    run.threads = setup.threads;
+    run.threads = threads;
     run.verifyReplicas = parser.isSet("verify_replicas");
     TerminalProgress progress(wording.verb + " " + label, TerminalProgress::Unit::Bytes, quiet);
     run.progress = &progress;
@@ -220,7 +220,7 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
     };
     auto outcome = runMergePart(outputs, plan, spec.part, target, run, writing);
     progress.finish();
-    setup.debug.stage("write part");
+    debug.stage("write part");
     if (!outcome) {
         const bool canceled = outcome.error().isCanceled();
         return fail(parser, label + ": " + (canceled ? "canceled; the target was not touched, and running this part "
@@ -275,78 +275,40 @@ int runParts(const ArgParser& parser, MergeSetup& setup, const PartSpec& spec, c
 
 } // namespace
 
-void addPartOptions(ArgParser& parser)
-{
-    parser.addOption("part", "K/N", "write only part K (numbered from 0) of N of the output (whole files, or byte "
-                                    "ranges of one file such as the GGUF export), into a folder shared with the "
-                                    "other parts (on one machine or many); the last part to finish publishes it. "
-                                    "'auto' takes K and N from Slurm, mpirun or a Kubernetes indexed Job");
-    parser.addOption("parts", "N", "with --part auto: the number of parts (needed for a Kubernetes indexed Job)");
-    parser.addOption("status", "TARGET", "say which parts of a --part run into TARGET are done and which are missing");
-    parser.addSwitch("discard", "with --status: discard the unfinished parts of jobs into TARGET (their shared folder "
-                                "and the target's lock), so that another run may write it");
-}
+int runPartStatus(const ArgParser& parser) { return statusOf(parser); }
 
-bool isPartRun(const ArgParser& parser) { return parser.isSet("part") || parser.isSet("parts"); }
-
-std::optional<int> checkPartFlags(const ArgParser& parser)
+int runMergePartCommand(const ArgParser& parser, const PreparedMerge& prepared, DebugLog& debug)
 {
-    if (parser.isSet("status"))
-        return runStatus(parser);
-    if (parser.isSet("discard"))
-        return fail(parser, "--discard goes with --status TARGET", ExitUsage);
-    if (!isPartRun(parser))
-        return std::nullopt;
-    if (!parser.isSet("part"))
-        return fail(parser, "--parts goes with --part auto", ExitUsage);
-    if (auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment()); !spec)
-        return fail(parser, spec.error().message, ExitUsage);
-    if (parser.isSet("peft_target_dir"))
-        return fail(parser, "--part: --peft_target_dir is not supported for a split merge; the adapter is written into "
-                          "TARGET/lora_adapter", ExitUsage);
-    if (parser.isSet("save_intermediate"))
-        return fail(parser, "--part: --save_intermediate is not supported for a split merge", ExitUsage);
-    return std::nullopt;
-}
-
-int runMergePartCommand(const ArgParser& parser, MergeSetup& setup, const std::vector<MergeOutput>& outputs,
-                        const std::string& target)
-{
-    auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment());
-    if (!spec)
-        return fail(parser, spec.error().message, ExitUsage);
+    const PartSpec& spec = *prepared.settings.part;
+    const std::string target = prepared.request.target();
+    const unsigned threads = prepared.model.settings.threads;
+    if (prepared.gguf) { // byte ranges of its one file
+        const GgufPlan& plan = *prepared.gguf;
+        auto parts = planGgufParts(plan, spec.parts);
+        if (!parts)
+            return fail(parser, parts.error().message);
+        return runParts(parser, threads, debug, spec, parts->outputs, parts->plan, parts->writing, plan.warnings,
+                        [&] { return checkGgufTarget(plan, target); }, { "GGUF export", "Exporting" }, target);
+    }
+    const auto outputs = prepared.outputs();
     if (outputs.empty())
         return fail(parser, "--part: nothing to write into " + target);
-    auto plan = planParts(outputs, spec->parts);
+    auto plan = planParts(outputs, spec.parts);
     if (!plan)
         return fail(parser, plan.error().message);
     std::vector<std::string> warnings;
     for (const auto& o : outputs)
         warnings.insert(warnings.end(), o.plan->warnings.begin(), o.plan->warnings.end());
-    return runParts(parser, setup, *spec, outputs, *plan, PartWriting {}, warnings,
+    return runParts(parser, threads, debug, spec, outputs, *plan, PartWriting {}, warnings,
                     [&] { return checkMergeTargets(outputs, target); }, { "Merge", "Merging" }, target);
 }
 
-int runGgufPartCommand(const ArgParser& parser, MergeSetup& setup, const GgufPlan& plan, const std::string& target)
-{
-    auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment());
-    if (!spec)
-        return fail(parser, spec.error().message, ExitUsage);
-    auto parts = planGgufParts(plan, spec->parts);
-    if (!parts)
-        return fail(parser, parts.error().message);
-    return runParts(parser, setup, *spec, parts->outputs, parts->plan, parts->writing, plan.warnings,
-                    [&] { return checkGgufTarget(plan, target); }, { "GGUF export", "Exporting" }, target);
-}
-
-int runSplitPartCommand(const ArgParser& parser, const CheckpointInfo& info, const MergePlan& model,
-                        const SplitPlan& plan, const std::string& target)
+int runSplitPartCommand(const ArgParser& parser, const PartSpec& part, const CheckpointInfo& info,
+                        const MergePlan& model, const SplitPlan& plan, const std::string& target)
 {
     const bool json = parser.isSet("json");
     const bool quiet = parser.isSet("quiet") || json;
-    auto spec = resolvePart(parser.value("part"), parser.value("parts"), processEnvironment());
-    if (!spec)
-        return fail(parser, spec.error().message, ExitUsage);
+    const PartSpec* spec = &part;
     auto parts = planSplitParts(info, model, plan, spec->parts);
     if (!parts)
         return fail(parser, parts.error().message);

@@ -136,10 +136,9 @@ MainWindow::MainWindow(QWidget* parent)
         showView(View::Diff);
         m_diff->compare();
     });
-    // Split writes the model the merge plan writes, in another layout.
-    connect(m_merge, &MergePage::planChanged, this, [this] {
-        m_split->setModel(m_merge->plannedInput(), m_merge->plannedModel(), m_checkpoint ? qs(m_checkpoint->root) : QString(),
-                          m_merge->plannedModel() ? QString() : tr("The Merge page has no plan for this checkpoint:\n\n%1").arg(m_merge->planText()));
+    // Split writes the model the Merge page's flags make, in another layout.
+    connect(m_merge, &MergePage::modelRequestChanged, this, [this] {
+        m_split->setSource(m_merge->modelRequest(), m_merge->prepareContext(), m_checkpoint);
     });
     connect(m_mapping, &MappingPage::tensorActivated, this, [this](int tensor) {
         m_tree->selectTensor(tensor);

@@ -479,11 +479,11 @@ Result<MappingResult> mapMegatronToHf(const CheckpointInfo& source, const Mappin
     TESSERA_TRY(config);
     result.configPath = config->path;
     auto rules = selectMappingRules(config->architectures, config->modelType);
-    if (!rules && options.userRulesFile.empty())
+    if (!rules && options.userRulesFile.empty() && !options.userRulesText)
         return rules.error().withContext(config->path);
     MappingRuleSet set = rules ? std::move(*rules) : MappingRuleSet {};
-    if (!options.userRulesFile.empty()) {
-        auto user = applyUserMappingRules(set, options.userRulesFile);
+    if (!options.userRulesFile.empty() || options.userRulesText) {
+        auto user = applyUserMappingRules(set, options.userRulesFile, options.userRulesText);
         TESSERA_TRY(user);
         set = std::move(*user);
     }

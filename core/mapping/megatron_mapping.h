@@ -21,6 +21,9 @@ namespace tessera {
 struct MappingOptions {
     std::string configDir;            ///< config.json folder; empty = CheckpointInfo::hfConfigDir
     std::string userRulesFile;        ///< --param_mapping: a rules file layered over the built-in family
+    /// The rules file's text as an editor holds it (unsaved): layered instead of reading userRulesFile, which then
+    /// only names it in messages.
+    std::optional<std::string> userRulesText;
     std::string ignoreMissing;        ///< --ignore_missing_params: a regex (RE2) found in the names not to require
     bool strict = true;               ///< unmapped sources and missing parameters are problems (else warnings)
     std::optional<bool> valueModel;   ///< --is-value-model; nullopt = a [1, hidden] output_layer says so

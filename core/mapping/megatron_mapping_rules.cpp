@@ -387,9 +387,10 @@ Result<MappingRuleSet> selectMappingRules(const std::vector<std::string>& archit
                      + "); write a rules file that \"extends\" the nearest family and pass it with --param_mapping");
 }
 
-Result<MappingRuleSet> applyUserMappingRules(const MappingRuleSet& base, const std::string& path)
+Result<MappingRuleSet> applyUserMappingRules(const MappingRuleSet& base, const std::string& path,
+                                             const std::optional<std::string>& given)
 {
-    const auto contents = readTextFile(path);
+    const auto contents = given ? Result<std::string>(*given) : readTextFile(path);
     if (!contents)
         return makeError(contents.error().message + " (the mapping rules file)");
     const std::string& text = *contents;

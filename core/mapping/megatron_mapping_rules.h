@@ -107,8 +107,10 @@ Result<MappingRuleSet> builtinMappingRules(const std::string& family);
 /// The error lists what is supported and suggests --param_mapping.
 Result<MappingRuleSet> selectMappingRules(const std::vector<std::string>& architectures, const std::string& modelType);
 
-/// Layers the rule file at `path` over `base` (or over the built-in family it `extends`, when it names one).
-Result<MappingRuleSet> applyUserMappingRules(const MappingRuleSet& base, const std::string& path);
+/// Layers the rule file at `path` over `base` (or over the built-in family it `extends`, when it names one). With
+/// `text` (the file as an editor holds it, unsaved), that text is layered instead and `path` only names it.
+Result<MappingRuleSet> applyUserMappingRules(const MappingRuleSet& base, const std::string& path,
+                                             const std::optional<std::string>& text = std::nullopt);
 
 /// Layers rule-file text over `base`; `origin` names it in messages. Exposed for tests.
 Result<MappingRuleSet> overlayMappingRules(const MappingRuleSet& base, const std::string& text, const std::string& origin);

@@ -3,14 +3,24 @@
 
 namespace tessera {
 
+const char* loraOutputName(LoraOutput output)
+{
+    switch (output) {
+    case LoraOutput::Fused:
+        return "fused";
+    case LoraOutput::Adapter:
+        return "adapter";
+    case LoraOutput::Both:
+        return "both";
+    }
+    return "?";
+}
+
 Result<LoraOutput> loraOutputFromName(const std::string& name)
 {
-    if (name == "fused")
-        return LoraOutput::Fused;
-    if (name == "adapter")
-        return LoraOutput::Adapter;
-    if (name == "both")
-        return LoraOutput::Both;
+    for (auto output : { LoraOutput::Fused, LoraOutput::Adapter, LoraOutput::Both })
+        if (name == loraOutputName(output))
+            return output;
     return makeError("--lora must be fused, adapter or both (got '" + name + "')");
 }
 

@@ -19,6 +19,8 @@ enum class LoraOutput { Fused, Adapter, Both };
 
 /// "fused", "adapter" or "both".
 Result<LoraOutput> loraOutputFromName(const std::string& name);
+/// The name --lora gives `output`.
+const char* loraOutputName(LoraOutput output);
 
 /// The adapter's file names, as PEFT saves them.
 inline constexpr const char* kAdapterWeightsFile = "adapter_model.safetensors";

@@ -443,11 +443,11 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     auto config = readHfModelConfig(model.config.path);
     TESSERA_TRY(config);
     auto builtin = selectMappingRules(config->architectures, config->modelType);
-    if (!builtin && options.userRulesFile.empty())
+    if (!builtin && options.userRulesFile.empty() && !options.userRulesText)
         return builtin.error().withContext(config->path);
     MappingRuleSet rules = builtin ? std::move(*builtin) : MappingRuleSet {};
-    if (!options.userRulesFile.empty()) {
-        auto user = applyUserMappingRules(rules, options.userRulesFile);
+    if (!options.userRulesFile.empty() || options.userRulesText) {
+        auto user = applyUserMappingRules(rules, options.userRulesFile, options.userRulesText);
         TESSERA_TRY(user);
         rules = std::move(*user);
     }
@@ -782,6 +782,7 @@ Result<SplitPlan> planMegatronSplit(const MergePlan& model, const SplitOptions& 
     MappingOptions mappingOptions;
     mappingOptions.configDir = model.config.path;
     mappingOptions.userRulesFile = options.userRulesFile;
+    mappingOptions.userRulesText = options.userRulesText;
     mappingOptions.valueModel = valueModel;
     auto mapped = mapMegatronToHf(planned, mappingOptions);
     TESSERA_TRY(mapped);

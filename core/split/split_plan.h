@@ -63,6 +63,7 @@ struct SplitOptions {
     bool megatronLm = false;
     std::optional<std::int64_t> iteration;
     std::string userRulesFile;            ///< --param_mapping: rules layered over the built-in family
+    std::optional<std::string> userRulesText; ///< that file's text as an editor holds it, read instead of the file
 };
 
 /// One box of a model tensor copied into an output tensor.

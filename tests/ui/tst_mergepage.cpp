@@ -38,6 +38,9 @@ QCheckBox* checkBox(const MergePage& page, const QString& text)
 }
 } // namespace
 
+/// The page plans on a worker: waits for the plan of the options just set.
+#define SETTLED(page) QTRY_VERIFY_WITH_TIMEOUT(!(page).isPlanning(), 60000)
+
 class TestMergePage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
@@ -61,6 +64,7 @@ private Q_SLOTS:
         QVERIFY(!page.canRun()); // no output folder yet
         const QString target = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/merged");
         page.setTargetDir(target);
+        SETTLED(page);
         QVERIFY(page.canRun());
         QSignalSpy finished(page.job(), &MergeJob::finished);
         page.run();
@@ -88,7 +92,9 @@ private Q_SLOTS:
         QFETCH(QString, backend);
         MergePage page;
         page.setCheckpoint(scanFixture(checkpoint.toStdString()));
+        SETTLED(page);
         page.setTargetDir(QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/merged"));
+        SETTLED(page);
         const QString shown = page.commandLine();
         QVERIFY2(shown.contains(QStringLiteral("--backend ") + backend + QLatin1Char(' ')), qPrintable(shown));
         QStringList args = shown.split(QLatin1Char(' '), Qt::SkipEmptyParts).mid(1); // the fixtures' paths hold no spaces
@@ -100,10 +106,12 @@ private Q_SLOTS:
     {
         MergePage page;
         page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        SETTLED(page);
         for (auto* edit : page.findChildren<QLineEdit*>()) {
             if (edit->text() == QLatin1String("5GB"))
                 edit->setText(QStringLiteral("5G"));
         }
+        SETTLED(page);
         QVERIFY(page.planText().startsWith(QStringLiteral("--max_shard_size")));
         QVERIFY(!page.canRun());
         QCOMPARE(page.planModel()->rowCount(), 0);
@@ -114,9 +122,11 @@ private Q_SLOTS:
         MergePage page;
         QAbstractItemModelTester tester(page.planModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        SETTLED(page);
         for (auto* edit : page.findChildren<QLineEdit*>())
             if (edit->text() == QLatin1String("5GB"))
                 edit->setText(QStringLiteral("100KB")); // several files and an index
+        SETTLED(page);
         const auto* plan = page.planModel()->plan();
         QVERIFY(plan);
         QVERIFY(plan->files.size() > 1);
@@ -136,6 +146,7 @@ private Q_SLOTS:
     {
         MergePage page;
         page.setCheckpoint(scanFixture(kLegacy));
+        SETTLED(page);
         // The plan waits for the mapping (a worker), then merges Hugging Face names.
         QTRY_VERIFY(page.planText().contains(QStringLiteral("model.layers.0.self_attn.q_proj.weight")));
         QVERIFY(page.planText().contains(QStringLiteral("mapped from megatron-legacy")));
@@ -145,6 +156,7 @@ private Q_SLOTS:
         const QString parent = QString::fromStdString(tessera::test::makeTempDir());
         const QString target = parent + QStringLiteral("/merged");
         page.setTargetDir(target);
+        SETTLED(page);
         QVERIFY(page.canRun());
         QSignalSpy progress(page.job(), &MergeJob::progress);
         QSignalSpy finished(page.job(), &MergeJob::finished);
@@ -166,6 +178,7 @@ private Q_SLOTS:
 
         // "Test against reference…" runs compareWithReference on a worker and logs every tensor.
         page.setReferenceDir(QString::fromStdString(reference));
+        SETTLED(page); // the target is checked again after the merge
         QVERIFY(page.canTest());
         QSignalSpy compared(page.compareJob(), &CompareJob::finished);
         page.runTest();
@@ -182,6 +195,7 @@ private Q_SLOTS:
     {
         MergePage page;
         page.setCheckpoint(scanFixture("gguf_llama_w2_fp32/global_step_10/actor"));
+        SETTLED(page);
         QComboBox* format = nullptr;
         QComboBox* outtype = nullptr;
         for (auto* box : page.findChildren<QComboBox*>()) {
@@ -195,11 +209,13 @@ private Q_SLOTS:
         format->setCurrentIndex(format->findData(QStringLiteral("gguf")));
         QVERIFY(outtype->isEnabled());
         outtype->setCurrentIndex(outtype->findData(QStringLiteral("f32")));
+        SETTLED(page);
         QVERIFY2(page.planText().contains(QStringLiteral("gguf_llama_w2_fp32-f32.gguf")), qPrintable(page.planText()));
         QVERIFY(page.planText().contains(QStringLiteral("blk.0.attn_q.weight")));
         QVERIFY(page.commandLine().contains(QStringLiteral("--format gguf --outtype f32")));
         const QString target = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/gguf");
         page.setTargetDir(target);
+        SETTLED(page);
         QVERIFY(page.canRun());
         QSignalSpy finished(page.job(), &MergeJob::finished);
         page.run();
@@ -222,6 +238,7 @@ private Q_SLOTS:
     {
         MergePage page;
         page.setCheckpoint(scanFixture("lora_llama_w2_fp32/global_step_10/actor"));
+        SETTLED(page);
         // The plan fuses the adapted weights and writes the adapter beside them, as `tessera merge` does.
         QVERIFY2(page.planText().contains(QStringLiteral("8 fused with their LoRA update")), qPrintable(page.planText()));
         QVERIFY(page.planText().contains(QStringLiteral("model.layers.0.self_attn.q_proj.weight")));
@@ -231,6 +248,7 @@ private Q_SLOTS:
         const QString parent = QString::fromStdString(tessera::test::makeTempDir());
         const QString target = parent + QStringLiteral("/merged");
         page.setTargetDir(target);
+        SETTLED(page);
         QSignalSpy finished(page.job(), &MergeJob::finished);
         page.run();
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
@@ -244,6 +262,7 @@ private Q_SLOTS:
         // The test compares the fused model within its tolerance.
         page.setReferenceDir(QString::fromStdString(tessera::test::fixture("lora_llama_w2_fp32/reference")));
         QSignalSpy compared(page.compareJob(), &CompareJob::finished);
+        SETTLED(page);
         page.runTest();
         QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 120000);
         const auto report = compared.first().first().value<CompareResult>();
@@ -254,6 +273,7 @@ private Q_SLOTS:
         for (auto* box : page.findChildren<QComboBox*>())
             if (box->findData(QStringLiteral("adapter")) >= 0)
                 box->setCurrentIndex(box->findData(QStringLiteral("adapter")));
+        SETTLED(page);
         QVERIFY2(page.planText().contains(QStringLiteral("adapter_model.safetensors")), qPrintable(page.planText()));
         QVERIFY(page.commandLine().contains(QStringLiteral("--lora adapter")));
     }
@@ -262,6 +282,7 @@ private Q_SLOTS:
     {
         MergePage page;
         page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        SETTLED(page);
         page.setReferenceDir(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
         QLineEdit* atol = nullptr;
         for (auto* edit : page.findChildren<QLineEdit*>())
@@ -269,10 +290,14 @@ private Q_SLOTS:
                 atol = edit; // the first of atol, rtol
         QVERIFY(atol);
         atol->setText(QStringLiteral("-1"));
+        SETTLED(page);
         page.runTest();
-        QVERIFY(page.logText().contains(QStringLiteral("Not tested: atol and rtol")));
+        // In the words of `tessera test --atol -1`.
+        QVERIFY2(page.logText().contains(QStringLiteral("Not tested: --atol must be a number of 0 or more (got '-1')")),
+                 qPrintable(page.logText()));
         atol->setText(QStringLiteral("1e-3"));
         QSignalSpy compared(page.compareJob(), &CompareJob::finished);
+        SETTLED(page);
         page.runTest();
         QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 120000);
         QVERIFY(compared.first().first().value<CompareResult>().ok);
@@ -290,10 +315,12 @@ private Q_SLOTS:
         page.setReferenceDir(QStringLiteral("/elsewhere"));
         QVERIFY(!openInDiff->isEnabled());
         page.setReferenceDir(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
+        SETTLED(page);
         page.runTest();
         QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 2, 120000);
         QVERIFY(openInDiff->isEnabled());
         page.setCheckpoint(scanFixture(tessera::test::kLegacy));
+        SETTLED(page);
         QVERIFY(!openInDiff->isEnabled());
     }
 
@@ -301,11 +328,14 @@ private Q_SLOTS:
     {
         MergePage page;
         page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        SETTLED(page);
         const QString target = QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/merged");
         page.setTargetDir(target);
+        SETTLED(page);
         QSignalSpy finished(page.job(), &MergeJob::finished);
         page.run(); // a new folder: no question
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        SETTLED(page); // the target is checked again
         QString asked;
         tessera::ui::confirmHook() = [&](QWidget*, const QString&, const QString& question) {
             asked = question;
@@ -325,27 +355,33 @@ private Q_SLOTS:
     {
         MergePage page;
         page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        SETTLED(page);
         page.setTargetDir(QStringLiteral("/tmp/merged-llama"));
+        SETTLED(page);
         page.setReferenceDir(QStringLiteral("/tmp/reference-llama"));
         page.appendLog(QStringLiteral("merged llama"));
         // The same checkpoint again (a re-scan) keeps them.
         page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
-        QCOMPARE(page.options().targetDir, QStringLiteral("/tmp/merged-llama"));
+        SETTLED(page);
+        QCOMPARE(page.request().targetDir.value_or(""), std::string("/tmp/merged-llama"));
         // Another one does not: one click must never overwrite the last merge with this checkpoint's weights.
         page.setCheckpoint(scanFixture("hsdp_qwen2_2x2/global_step_10/actor"));
-        QVERIFY(page.options().targetDir.isEmpty());
+        SETTLED(page);
+        QVERIFY(page.request().targetDir.value_or("").empty());
         QVERIFY(page.logText().isEmpty());
         QVERIFY(!page.canRun());
-        QVERIFY(page.options().dtype.isEmpty());
+        QVERIFY(!page.request().dtype);
     }
 
     void cancelLeavesNothing()
     {
         MergePage page;
         page.setCheckpoint(scanFixture(kLegacy));
+        SETTLED(page);
         QTRY_VERIFY(page.planModel()->plan() != nullptr);
         const QString parent = QString::fromStdString(tessera::test::makeTempDir());
         page.setTargetDir(parent + QStringLiteral("/merged"));
+        SETTLED(page);
         QSignalSpy finished(page.job(), &MergeJob::finished);
         page.run();
         page.cancel(); // before the worker writes its first tensor
@@ -356,6 +392,7 @@ private Q_SLOTS:
         // Neither the target nor the engine's temporary folder next to it is left behind.
         QCOMPARE(QDir(parent).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
         QVERIFY(page.logText().contains(QStringLiteral("Canceled")));
+        SETTLED(page); // the target is checked again
         QVERIFY(page.canRun()); // and it can run again
     }
 
@@ -373,6 +410,7 @@ private Q_SLOTS:
         // Rules from the Mapping view's editor reach the plan: a strict merge refuses the unmapped o_proj …
         mapping.rulesEditor()->setPlainText(QStringLiteral("{ \"rules\": [ { \"id\": \"o_proj\", \"remove\": true } ] }"));
         mapping.flushRules();
+        SETTLED(page);
         QTRY_VERIFY(!mapping.job()->isBusy());
         QVERIFY2(page.planText().contains(QStringLiteral("cannot be merged")), qPrintable(page.planText()));
         QVERIFY(page.commandLine().contains(QStringLiteral("--param_mapping")));
@@ -382,6 +420,7 @@ private Q_SLOTS:
         QCheckBox* strict = checkBox(page, QStringLiteral("--strict"));
         QVERIFY(strict);
         strict->setChecked(false);
+        SETTLED(page);
         QVERIFY(!mapping.job()->settings().strict);
         QTRY_VERIFY(page.planModel()->plan() != nullptr);
         QVERIFY(page.planModel()->plan()->tensors.size() < tensors);
@@ -404,7 +443,7 @@ private Q_SLOTS:
         for (const char* flag : { "--tie-word-embedding", "--is-value-model", "--verify-replicas" })
             QVERIFY2(checkBox(page, QLatin1String(flag)), flag);
         checkBox(page, QStringLiteral("--verify-replicas"))->setChecked(true);
-        QVERIFY(page.options().verifyReplicas);
+        QVERIFY(page.request().verifyReplicas);
         QVERIFY(page.commandLine().contains(QStringLiteral("--verify_replicas")));
     }
 };

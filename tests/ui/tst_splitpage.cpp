@@ -36,6 +36,9 @@ std::shared_ptr<const tessera::MergePlan> modelOf(const CheckpointPtr& checkpoin
 
 } // namespace
 
+/// The page plans on a worker: waits for the plan of the options just set.
+#define SETTLED(page) QTRY_VERIFY_WITH_TIMEOUT(!(page).isPlanning(), 60000)
+
 class TestSplitPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
@@ -46,8 +49,9 @@ private Q_SLOTS:
         QVERIFY(!page.plan());
         QVERIFY(!page.canRun());
         const CheckpointPtr hf = scanFixture("fsdp2_llama_w4/reference");
-        page.setModel(hf, modelOf(hf), QString::fromStdString(hf->root));
+        page.setCheckpoint(hf);
         page.setWorldSize(4);
+        SETTLED(page);
         QVERIFY(page.plan());
         QCOMPARE(page.plan()->files.size(), std::size_t(4));
         // Four rank files, fsdp_config.json and the config folder.
@@ -63,15 +67,18 @@ private Q_SLOTS:
         QCOMPARE(page.preview()->geometry().pieces.size(), std::size_t(4));
 
         page.setMesh(QStringLiteral("2x2"));
+        SETTLED(page);
         QVERIFY(page.plan());
         QVERIFY(page.planText().contains(QStringLiteral("ddp=2")));
         QCOMPARE(page.preview()->geometry().pieces.size(), std::size_t(2)); // the replicas are drawn on their primaries
 
         page.setFormat(QStringLiteral("megatron"));
         page.setMegatronSizes(4, 1);
+        SETTLED(page);
         QVERIFY(!page.plan()); // 2 KV heads do not split over TP 4
         QVERIFY(page.planText().contains(QStringLiteral("key/value heads")));
         page.setMegatronSizes(2, 2);
+        SETTLED(page);
         QVERIFY(page.plan());
         QCOMPARE(page.plan()->files.size(), std::size_t(4));
         QVERIFY(page.commandLine().contains(QStringLiteral("--format megatron --tp 2 --pp 2")));
@@ -81,12 +88,12 @@ private Q_SLOTS:
     {
         SplitPage page;
         const CheckpointPtr checkpoint = scanFixture("fsdp2_llama_w4/global_step_10/actor");
-        const auto model = modelOf(checkpoint);
-        page.setModel(checkpoint, model, QString::fromStdString(checkpoint->root));
+        page.setCheckpoint(checkpoint);
         page.setFormat(QStringLiteral("dcp"));
         page.setWorldSize(3);
         const std::string target = tessera::test::makeTempDir() + "/dcp";
         page.setTargetDir(QString::fromStdString(target));
+        SETTLED(page);
         QVERIFY(page.canRun());
         QSignalSpy finished(page.job(), &SplitJob::finished);
         page.run();
@@ -109,16 +116,16 @@ private Q_SLOTS:
     {
         SplitPage page;
         const CheckpointPtr hf = scanFixture("fsdp2_llama_w4/reference");
-        page.setModel(hf, modelOf(hf), QString::fromStdString(hf->root));
-        // The shared fixture folder holds a checkpoint already: the split refuses it.
+        page.setCheckpoint(hf);
+        // The shared fixture folder holds a checkpoint already: the split refuses it, as `tessera split --dry-run`
+        // does, before Split is pressed; Split stays disabled and nothing runs.
         page.setTargetDir(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
-        QSignalSpy finished(page.job(), &SplitJob::finished);
+        SETTLED(page);
+        QVERIFY(page.plan());
+        QVERIFY(!page.canRun());
+        QVERIFY2(page.statusText().contains(QStringLiteral("already holds a checkpoint")), qPrintable(page.statusText()));
         page.run();
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
-        const auto result = finished.first().first().value<SplitResult>();
-        QVERIFY(!result.ok);
-        QVERIFY2(result.message.contains(QStringLiteral("already holds a checkpoint")), qPrintable(result.message));
-        QVERIFY(page.logText().contains(QStringLiteral("Failed")));
+        QVERIFY(!page.job()->isRunning());
     }
 
     void followsTheMergePagesPlan()
@@ -126,12 +133,13 @@ private Q_SLOTS:
         // The workbench hands the Merge page's model over; a Megatron checkpoint arrives mapped.
         MergePage merge;
         SplitPage split;
-        QObject::connect(&merge, &MergePage::planChanged, &split, [&] {
-            split.setModel(merge.plannedInput(), merge.plannedModel(), QStringLiteral("x"));
+        const CheckpointPtr checkpoint = scanFixture(tessera::test::kLegacy);
+        QObject::connect(&merge, &MergePage::modelRequestChanged, &split, [&] {
+            split.setSource(merge.modelRequest(), merge.prepareContext(), checkpoint);
         });
-        merge.setCheckpoint(scanFixture(tessera::test::kLegacy));
+        merge.setCheckpoint(checkpoint);
         QTRY_VERIFY_WITH_TIMEOUT(merge.plannedModel() != nullptr, 60000);
-        QVERIFY(split.plan());
+        QTRY_VERIFY_WITH_TIMEOUT(split.plan() != nullptr, 60000);
         QCOMPARE(split.plan()->files.front().tensors.front().spec.name, std::string("model.embed_tokens.weight"));
     }
 };

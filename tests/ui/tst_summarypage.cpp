@@ -22,6 +22,7 @@ private Q_SLOTS:
     {
         SummaryPage page;
         page.setCheckpoint(tessera::test::scanFixture("lora_llama_w2_fp32/global_step_10/actor"));
+        QTRY_VERIFY_WITH_TIMEOUT(!page.isCheckingMerge(), 60000); // prepareMerge() runs on a worker
         QVERIFY(!page.html().contains(QStringLiteral("A merge would refuse it")));
         QVERIFY(page.html().contains(QStringLiteral("LoRA")));
     }
@@ -33,6 +34,7 @@ private Q_SLOTS:
         fs::remove(dir + "/global_step_10/actor/lora_train_meta.json");
         SummaryPage page;
         page.setCheckpoint(tessera::test::scanPath(dir + "/global_step_10/actor"));
+        QTRY_VERIFY_WITH_TIMEOUT(!page.isCheckingMerge(), 60000); // prepareMerge() runs on a worker
         QVERIFY2(page.html().contains(QStringLiteral("A merge would refuse it")), qPrintable(page.html()));
         QVERIFY(page.html().contains(QStringLiteral("--lora_alpha")));
     }

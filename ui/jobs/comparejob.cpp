@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "comparejob.h"
 
-#include "compare/model_compare.h"
+#include "ops/prepare_test.h"
 
 #include <QElapsedTimer>
 #include <QPointer>
@@ -39,6 +39,15 @@ private:
     QElapsedTimer m_timer;
     qint64 m_last = -1000;
 };
+/// The prepare's progress: only its cancel (the scans it may make are quick beside the comparison).
+class CancelOnly final : public tessera::Progress {
+public:
+    explicit CancelOnly(const std::atomic<bool>* cancel) : m_cancel(cancel) { }
+    bool isCanceled() const override { return m_cancel->load(); }
+
+private:
+    const std::atomic<bool>* m_cancel;
+};
 } // namespace
 
 CompareJob::CompareJob(QObject* parent) : QObject(parent) { m_pool.setMaxThreadCount(1); }
@@ -49,9 +58,7 @@ CompareJob::~CompareJob()
     m_pool.waitForDone();
 }
 
-void CompareJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan,
-                       const QString& referenceDir, unsigned threads, std::set<std::string> ignore, double atol,
-                       double rtol)
+void CompareJob::start(const tessera::TestRequest& request, tessera::PrepareContext context)
 {
     if (isRunning())
         return;
@@ -63,19 +70,15 @@ void CompareJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::
         watcher->deleteLater();
         Q_EMIT finished(watcher->future().result());
     });
-    const std::string reference = referenceDir.toStdString();
     // `this` outlives the worker (the destructor waits), so the queued progress may point at it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, reference, threads, ignore, atol, rtol,
-                                                      cancel = m_cancel]() {
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, request, context, cancel = m_cancel]() mutable {
         CompareResult result;
         QueuedProgress progress(this, cancel.get());
-        tessera::CompareOptions options;
-        options.threads = threads;
-        options.ignore = ignore;
-        options.atol = atol;
-        options.rtol = rtol;
         try {
-            auto report = tessera::compareWithReference(*checkpoint, *plan, reference, options, progress);
+            CancelOnly preparing(cancel.get());
+            context.progress = &preparing;
+            const tessera::PreparedTest prepared = tessera::prepareTest(request, context);
+            auto report = tessera::runPreparedTest(prepared, progress);
             if (!report) {
                 result.canceled = cancel->load();
                 result.message = QString::fromStdString(report.error().message);

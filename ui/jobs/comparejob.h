@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "checkpointptr.h"
-
 #include <QFutureWatcher>
 #include <QObject>
 #include <QStringList>
@@ -10,12 +8,9 @@
 
 #include <atomic>
 #include <memory>
-#include <set>
-#include <string>
 
-namespace tessera {
-struct MergePlan;
-}
+#include "ops/prepare_model.h"
+#include "ops/test_request.h"
 
 namespace tessera::ui {
 
@@ -28,8 +23,8 @@ struct CompareResult {
     int failures = 0;
 };
 
-/// Runs tessera::compareWithReference (what `tessera test` runs: the merge in memory, tensor by tensor, against
-/// a Hugging Face folder) on a worker. Progress is in bytes, throttled to ~10 updates a second; cancel stops
+/// Runs a test (what `tessera test` runs: the merge in memory, tensor by tensor, against a Hugging Face folder) on a
+/// worker. Progress is in bytes, throttled to ~10 updates a second; cancel stops
 /// between tensors. Nothing is written. The destructor cancels and waits.
 class CompareJob : public QObject {
     Q_OBJECT
@@ -37,10 +32,9 @@ public:
     explicit CompareJob(QObject* parent = nullptr);
     ~CompareJob() override;
 
-    /// `ignore`: names that may be absent on one side (verl's test ignores lm_head.weight for value models and
-    /// tied embeddings).
-    void start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& referenceDir,
-               unsigned threads, std::set<std::string> ignore = {}, double atol = 0, double rtol = 0);
+    /// Prepares `request` (with the scans of `context`) and runs it: tessera::prepareTest() and runPreparedTest(),
+    /// what `tessera test` runs for the same request.
+    void start(const tessera::TestRequest& request, tessera::PrepareContext context);
     void cancel();
     bool isRunning() const;
 

@@ -2,7 +2,7 @@
 #include "diffjob.h"
 
 #include "retirewatcher.h"
-#include "formats/scan.h"
+#include "ops/prepare_diff.h"
 
 #include <QElapsedTimer>
 #include <QPointer>
@@ -65,7 +65,7 @@ private:
     DiffRowBatch m_rows;
 };
 
-/// Scan progress of B, shown as the first phase; the scanner reports per file from several threads.
+/// Scan progress of the sides, shown as the first phase; the scanner reports per file from several threads.
 class ScanPhaseProgress final : public tessera::Progress {
 public:
     ScanPhaseProgress(const StreamingProgress& parent, std::function<void(const std::string&)> post)
@@ -105,19 +105,7 @@ DiffJob::~DiffJob()
     m_pool.waitForDone();
 }
 
-void DiffJob::start(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options,
-                    const QString& pathA)
-{
-    run(std::move(a), pathA, referencePath, options, false);
-}
-
-void DiffJob::startLoraUpdate(CheckpointPtr a, const tessera::DiffOptions& options)
-{
-    run(std::move(a), QString(), QString(), options, true);
-}
-
-void DiffJob::run(CheckpointPtr a, const QString& pathA, const QString& referencePath,
-                  const tessera::DiffOptions& options, bool loraUpdate)
+void DiffJob::start(const tessera::DiffRequest& request, tessera::PrepareContext context)
 {
     cancel();
     const quint64 generation = ++m_generation;
@@ -136,10 +124,7 @@ void DiffJob::run(CheckpointPtr a, const QString& pathA, const QString& referenc
             },
             Qt::QueuedConnection);
     };
-    const std::string reference = referencePath.toStdString();
-    const std::string otherA = pathA.toStdString();
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, a, otherA, reference, options, cancelFlag, post,
-                                                     loraUpdate]() mutable {
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, request, context, cancelFlag, post]() mutable {
         DiffOutcome outcome;
         StreamingProgress streaming(cancelFlag, [this, post](int permille, const QString& text, DiffRowBatch rows) {
             post([this, permille, text, rows = std::move(rows)] {
@@ -149,45 +134,24 @@ void DiffJob::run(CheckpointPtr a, const QString& pathA, const QString& referenc
             });
         });
         try {
-            ScanPhaseProgress scanProgress(streaming, [this, post](const std::string& text) {
-                post([this, text = QString::fromStdString(text)] { Q_EMIT progress(0, tr("Scanning B: %1").arg(text)); });
+            ScanPhaseProgress scanning(streaming, [this, post](const std::string& text) {
+                post([this, text = QString::fromStdString(text)] { Q_EMIT progress(0, tr("Scanning %1").arg(text)); });
             });
-            if (!otherA.empty()) {
-                ScanPhaseProgress scanProgressA(streaming, [this, post](const std::string& text) {
-                    post([this, text = QString::fromStdString(text)] { Q_EMIT progress(0, tr("Scanning A: %1").arg(text)); });
-                });
-                auto scannedA = tessera::scanCheckpoint(otherA, {}, scanProgressA);
-                if (!scannedA) {
-                    outcome.error = QString::fromStdString(scannedA.error().withContext("A").message);
-                    return outcome;
-                }
-                a = std::make_shared<const tessera::CheckpointInfo>(std::move(*scannedA));
-            }
-            auto mappedA = tessera::withHfNames(*a, {});
-            if (loraUpdate && mappedA && mappedA->loraDeltas.empty())
-                mappedA = tessera::makeError("the checkpoint has no LoRA update to show (not a LoRA checkpoint with "
-                                             "its base weights)");
-            // B: the reference, or (a LoRA update) A's own base weights.
-            auto b = loraUpdate ? tessera::Result<tessera::CheckpointInfo>(tessera::CheckpointInfo())
-                                : tessera::scanCheckpoint(reference, {}, scanProgress);
-            if (!b) {
-                outcome.error = QString::fromStdString(b.error().withContext(reference).message);
+            context.progress = &scanning;
+            const tessera::PreparedDiff prepared = tessera::prepareDiff(request, context);
+            if (prepared.refusal) {
+                outcome.error = QString::fromStdString(prepared.refusal->error.message);
+                outcome.canceled = cancelFlag->load();
                 return outcome;
             }
-            auto mappedB = loraUpdate ? (mappedA ? tessera::Result<tessera::CheckpointInfo>(mappedA->withoutLoraUpdates())
-                                                 : mappedA)
-                                      : tessera::withHfNames(*b, {});
-            if (!mappedA || !mappedB) {
-                outcome.error = QString::fromStdString((mappedA ? mappedB.error() : mappedA.error()).message);
-                return outcome;
-            }
-            auto sideA = std::make_shared<const tessera::CheckpointInfo>(std::move(*mappedA));
-            auto sideB = std::make_shared<const tessera::CheckpointInfo>(std::move(*mappedB));
-            post([this, sideA, sideB, rows = tessera::pairTensors(*sideA, *sideB)] { Q_EMIT paired(sideA, sideB, rows); });
-            auto report = tessera::diffCheckpoints(*sideA, *sideB, options, streaming,
-                                                   [&](std::size_t index, const tessera::TensorDiff& row) {
-                                                       streaming.addRow(index, row);
-                                                   });
+            QStringList warnings;
+            for (const auto& w : prepared.warnings)
+                warnings << QString::fromStdString(w);
+            post([this, a = prepared.a, b = prepared.b, rows = tessera::pairTensors(*prepared.a, *prepared.b), warnings,
+                  models = QString::fromStdString(prepared.models)] { Q_EMIT paired(a, b, rows, warnings, models); });
+            auto report = tessera::runPreparedDiff(prepared, streaming, [&](std::size_t index, const tessera::TensorDiff& row) {
+                streaming.addRow(index, row);
+            });
             streaming.flush();
             if (report)
                 outcome.report = std::make_shared<const tessera::DiffReport>(std::move(*report));

@@ -4,10 +4,13 @@
 #include "checkpointptr.h"
 
 #include "compare/tensor_diff.h"
+#include "ops/diff_request.h"
+#include "ops/prepare_model.h"
 
 #include <QFutureWatcher>
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QThreadPool>
 #include <QVector>
 
@@ -29,8 +32,9 @@ struct DiffOutcome {
     bool canceled = false;
 };
 
-/// Runs tessera::diffCheckpoints on a worker: scans the reference B, maps Megatron names of either side, pairs the
-/// tensors (published at once as pending rows), then streams finished rows in batches (at most ten a second) and
+/// Runs a diff request on a worker as `tessera diff` runs it (tessera::prepareDiff(): both sides read, checked and
+/// named as a merge names them, then runPreparedDiff()): pairs the tensors (published at once as pending rows, with
+/// what the sides' scans and mappings found), then streams finished rows in batches (at most ten a second) and
 /// finally the whole report. Each start() supersedes the previous run: a generation counter drops anything a
 /// superseded run still delivers. The destructor cancels and waits, so no worker outlives the job.
 class DiffJob : public QObject {
@@ -39,21 +43,17 @@ public:
     explicit DiffJob(QObject* parent = nullptr);
     ~DiffJob() override;
 
-    /// Compares `a` with the checkpoint at `referencePath` (any layout). With `pathA` set, A is scanned from
-    /// there instead (another checkpoint than the one loaded) and `a` is unused.
-    void start(CheckpointPtr a, const QString& referencePath, const tessera::DiffOptions& options,
-               const QString& pathA = {});
-    /// Compares a LoRA checkpoint's fused model (A) with its own base weights (B): each fused weight's
-    /// difference is the update its adapter adds.
-    void startLoraUpdate(CheckpointPtr a, const tessera::DiffOptions& options);
+    /// Prepares and runs `request`; `context` brings the scans already made (the loaded checkpoint).
+    void start(const tessera::DiffRequest& request, tessera::PrepareContext context);
     void cancel();
     bool isRunning() const;
 
 Q_SIGNALS:
     void started();
-    /// Both sides as compared (Hugging Face names) and every row, pending until its statistics arrive.
+    /// Both sides as compared (Hugging Face names), every row (pending until its statistics arrive), what the
+    /// sides' scans and mappings found ("A: …") and whether they are different models (empty when not).
     void paired(const tessera::ui::CheckpointPtr& a, const tessera::ui::CheckpointPtr& b,
-                const std::vector<tessera::TensorDiff>& rows);
+                const std::vector<tessera::TensorDiff>& rows, const QStringList& warnings, const QString& models);
     void rowsFinished(const tessera::ui::DiffRowBatch& rows);
     void progress(int permille, const QString& text);
     void finished(const tessera::ui::DiffReportPtr& report);
@@ -62,8 +62,6 @@ Q_SIGNALS:
 
 private:
     void onFinished(quint64 generation);
-    void run(CheckpointPtr a, const QString& pathA, const QString& referencePath, const tessera::DiffOptions& options,
-             bool loraUpdate);
 
     QThreadPool m_pool;
     QFutureWatcher<DiffOutcome>* m_watcher = nullptr;

@@ -1,35 +1,21 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mappingjob.h"
 
-#include "mapping/lora.h"
-
 #include "mapping/megatron_mapping.h"
-#include "merge/merge_plan.h"
+#include "ops/name_mapping.h"
 
-#include <QDir>
 #include <QElapsedTimer>
 #include <QRegularExpression>
-#include <QTemporaryFile>
 #include <QtConcurrent>
 
 #include <nlohmann/json.hpp>
 
 #include <exception>
-#include <optional>
-#include <sstream>
 #include <unordered_map>
 
 namespace tessera::ui {
 
 namespace {
-
-void replaceAll(std::string& text, const std::string& from, const std::string& to)
-{
-    if (from.empty())
-        return;
-    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-        text.replace(at, from.size(), to);
-}
 
 /// 1-based line and column of UTF-8 byte `offset` in `text`.
 std::pair<int, int> lineAndColumn(const std::string& text, std::size_t offset)
@@ -59,96 +45,57 @@ int lineOfRuleId(const QString& message, const QString& text)
     return t.hasMatch() ? int(text.left(t.capturedStart()).count(QLatin1Char('\n'))) + 1 : 0;
 }
 
-/// Where a tensor of a LoRA checkpoint goes: a base weight to its Hugging Face name (fused or not), a factor into
-/// the weight it updates and into the adapter file.
-void describeLoraRow(tessera::MappingRow& row, const tessera::LoraCheckpoint& lora)
+/// A syntax error of the editor's rules, with its position (the core would only say "not a JSON object"); empty
+/// when the text parses as one object.
+MappingOutcome rulesSyntaxError(const std::string& text, const std::string& origin)
 {
-    for (const auto& m : lora.modules) {
-        if (row.source != m.sourceA && row.source != m.sourceB)
-            continue;
-        const bool isA = row.source == m.sourceA;
-        row.target = m.weight;
-        row.transform = isA ? "lora_A (fused)" : "lora_B (fused)";
-        std::ostringstream scale;
-        scale << m.scale;
-        row.detail = "fused into " + m.weight + " as W + (B·A)·" + scale.str() + " (r = " + std::to_string(m.rank)
-            + "); also written to lora_adapter/ as " + (isA ? m.adapterA : m.adapterB);
-        return;
-    }
-    auto it = lora.baseNames.find(row.source);
-    if (it == lora.baseNames.end())
-        return;
-    if (it->second.empty()) {
-        row.transform = "dropped";
-        row.detail = "the frozen original of a module trained in full (modules_to_save): its trained copy is written";
-        return;
-    }
-    row.target = it->second;
-    for (const auto& m : lora.modules)
-        if (m.weight == it->second) {
-            row.transform = "copy + LoRA";
-            row.detail = "the base weight; the merge adds its LoRA update";
-            return;
-        }
-}
-
-MappingOutcome identityMapping(const CheckpointPtr& checkpoint, const MappingSettings& settings)
-{
-    // FSDP, DCP and Hugging Face layouts already carry Hugging Face names: each one is written as it is.
     MappingOutcome outcome;
-    auto result = std::make_shared<tessera::MappingResult>();
-    result->configPath = settings.hfConfigDir.isEmpty() ? checkpoint->hfConfigDir : settings.hfConfigDir.toStdString();
-    result->rows.reserve(checkpoint->tensors.size());
-    outcome.tensorIndex.reserve(int(checkpoint->tensors.size()));
-    // A LoRA checkpoint's names are PEFT's: each row says where its tensor goes in the fused model and adapter.
-    std::optional<tessera::LoraCheckpoint> lora;
-    std::string loraError;
-    if (tessera::hasLoraTensors(*checkpoint)) {
-        auto read = tessera::readLoraCheckpoint(*checkpoint, {});
-        if (read)
-            lora = std::move(*read);
-        else
-            loraError = read.error().message;
-    }
-    for (std::size_t i = 0; i < checkpoint->tensors.size(); ++i) {
-        const auto& t = checkpoint->tensors[i];
-        tessera::MappingRow row;
-        row.source = t.name;
-        row.target = t.name;
-        row.transform = "copy";
-        row.sourceShape = t.shape;
-        row.targetShape = t.shape;
-        if (lora)
-            describeLoraRow(row, *lora);
-        else if (!loraError.empty() && tessera::isPeftTensorName(t.name)) {
-            row.status = tessera::MappingStatus::Unexpected;
-            row.detail = "a LoRA tensor that cannot be merged: " + loraError;
+    try {
+        const auto parsed = nlohmann::json::parse(text);
+        if (!parsed.is_object()) {
+            outcome.error = QStringLiteral("%1: a rules file is one JSON object ({ \"rules\": [ … ] })")
+                                .arg(QString::fromStdString(origin));
+            outcome.errorLine = 1;
         }
-        result->rows.push_back(std::move(row));
-        outcome.tensorIndex.push_back(int(i));
+    } catch (const nlohmann::json::parse_error& e) {
+        const auto [line, column] = lineAndColumn(text, e.byte > 0 ? e.byte - 1 : 0);
+        QString what = QString::fromUtf8(e.what());
+        what.remove(QRegularExpression(QStringLiteral("^\\[json\\.exception\\.[a-z_]+\\.\\d+\\]\\s*")));
+        // The page puts "Line L, column C" in front: the parser's own copy of the position would say it twice.
+        what.remove(QRegularExpression(QStringLiteral("^parse error at line \\d+, column \\d+:\\s*")));
+        outcome.error = QStringLiteral("%1: %2").arg(QString::fromStdString(origin), what);
+        outcome.errorLine = line;
+        outcome.errorColumn = column;
     }
-    // The plan knows which head a tied model drops; it refuses checkpoints with problems, and then nothing is tied.
-    tessera::MergeOptions options;
-    options.hfConfigDir = settings.hfConfigDir.toStdString();
-    options.forceTieWordEmbeddings = settings.tieWordEmbeddings;
-    if (auto plan = tessera::planMerge(*checkpoint, options)) {
-        result->tiedEmbeddings = !plan->tieChecks.empty();
-        for (const auto& tie : plan->tieChecks) {
-            auto& row = result->rows[tie.dropped];
-            row.status = tessera::MappingStatus::Tied;
-            row.detail = "tied to " + checkpoint->tensors[tie.kept].name
-                + ": not written; the merge checks that it equals the embedding";
-        }
-    }
-    outcome.result = std::move(result);
-    outcome.mapped = checkpoint;
     return outcome;
 }
 
-MappingOutcome megatronMapping(const CheckpointPtr& checkpoint, const MappingSettings& settings)
+/// Per mapping row, the index of its source tensor in `checkpoint` (rows name stacked sources "name[3]"; the tree
+/// lists the stacked tensor), -1 for rows without one.
+QVector<int> sourceIndices(const tessera::CheckpointInfo& checkpoint, const tessera::MappingResult& result)
 {
-    MappingOutcome outcome;
-    outcome.megatron = true;
+    std::unordered_map<std::string, int> index;
+    for (std::size_t i = 0; i < checkpoint.tensors.size(); ++i)
+        index.emplace(checkpoint.tensors[i].name, int(i));
+    QVector<int> indices;
+    indices.reserve(int(result.rows.size()));
+    for (const auto& row : result.rows) {
+        std::string name = row.source;
+        if (!name.empty() && name.back() == ']')
+            if (const auto open = name.rfind('['); open != std::string::npos)
+                name.resize(open);
+        const auto it = index.find(name);
+        indices.push_back(it == index.end() ? -1 : it->second);
+    }
+    return indices;
+}
+
+/// The mapping of `checkpoint` with `settings`, as a merge with the same flags names its tensors (ops/name_mapping.h);
+/// the editor's rules are read as the --param_mapping file would be.
+MappingOutcome mapNames(const CheckpointPtr& checkpoint, const MappingSettings& settings)
+{
+    const bool megatron = tessera::isMegatronLayout(checkpoint->layout);
+    const std::string origin = settings.rulesOrigin().toStdString();
     tessera::MappingOptions options;
     options.configDir = settings.hfConfigDir.toStdString();
     options.ignoreMissing = settings.ignoreMissing.toStdString();
@@ -156,75 +103,28 @@ MappingOutcome megatronMapping(const CheckpointPtr& checkpoint, const MappingSet
     if (settings.valueModel)
         options.valueModel = true;
     options.tieWordEmbeddings = settings.tieWordEmbeddings;
-
-    const std::string text = settings.rulesText.toStdString();
-    const std::string origin = settings.rulesOrigin().toStdString();
-    QTemporaryFile file(QDir::tempPath() + QStringLiteral("/tessera-rules-XXXXXX.json"));
-    if (settings.hasRules()) {
-        // A syntax error is found here, with its position; the core would only say "not a JSON object".
-        try {
-            const auto parsed = nlohmann::json::parse(text);
-            if (!parsed.is_object()) {
-                outcome.error = QStringLiteral("%1: a rules file is one JSON object ({ \"rules\": [ … ] })")
-                                    .arg(QString::fromStdString(origin));
-                outcome.errorLine = 1;
-                return outcome;
-            }
-        } catch (const nlohmann::json::parse_error& e) {
-            const auto [line, column] = lineAndColumn(text, e.byte > 0 ? e.byte - 1 : 0);
-            QString what = QString::fromUtf8(e.what());
-            what.remove(QRegularExpression(QStringLiteral("^\\[json\\.exception\\.[a-z_]+\\.\\d+\\]\\s*")));
-            // The page puts "Line L, column C" in front: the parser's own copy of the position would say it twice.
-            what.remove(QRegularExpression(QStringLiteral("^parse error at line \\d+, column \\d+:\\s*")));
-            outcome.error = QStringLiteral("%1: %2").arg(QString::fromStdString(origin), what);
-            outcome.errorLine = line;
-            outcome.errorColumn = column;
-            return outcome;
-        }
-        // The core reads --param_mapping from a file: hand it the editor's text the same way, so the table is
-        // exactly what `tessera merge --param_mapping FILE` would do with the saved file.
-        if (!file.open() || file.write(settings.rulesText.toUtf8()) < 0 || !file.flush()) {
-            outcome.error = QStringLiteral("cannot write a temporary rules file: %1").arg(file.errorString());
-            return outcome;
-        }
-        options.userRulesFile = file.fileName().toStdString();
+    if (megatron && settings.hasRules()) {
+        const std::string text = settings.rulesText.toStdString();
+        if (MappingOutcome syntax = rulesSyntaxError(text, origin); !syntax.error.isEmpty())
+            return syntax;
+        options.userRulesFile = origin;
+        options.userRulesText = text;
     }
-    auto mapped = tessera::mapMegatronToHf(*checkpoint, options);
+    MappingOutcome outcome;
+    outcome.megatron = megatron;
+    auto mapped = tessera::nameMapping(*checkpoint, options);
     if (!mapped) {
-        std::string message = mapped.error().message;
-        replaceAll(message, options.userRulesFile, origin);
-        outcome.error = QString::fromStdString(message);
-        if (settings.hasRules() && message.find(origin) != std::string::npos)
+        outcome.error = QString::fromStdString(mapped.error().message);
+        if (settings.hasRules() && mapped.error().message.find(origin) != std::string::npos)
             outcome.errorLine = lineOfRuleId(outcome.error, settings.rulesText);
         return outcome;
     }
-    auto result = std::make_shared<tessera::MappingResult>(std::move(mapped).value());
-    if (!options.userRulesFile.empty()) {
-        for (auto& s : result->ruleSources)
-            replaceAll(s, options.userRulesFile, origin);
-        for (auto& row : result->rows) {
-            replaceAll(row.ruleOrigin, options.userRulesFile, origin);
-            replaceAll(row.detail, options.userRulesFile, origin);
-        }
-        for (auto& w : result->warnings)
-            replaceAll(w, options.userRulesFile, origin);
-    }
-    // Rows name stacked sources "name[3]"; the tree lists the stacked tensor.
-    std::unordered_map<std::string, int> index;
-    for (std::size_t i = 0; i < checkpoint->tensors.size(); ++i)
-        index.emplace(checkpoint->tensors[i].name, int(i));
-    outcome.tensorIndex.reserve(int(result->rows.size()));
-    for (const auto& row : result->rows) {
-        std::string name = row.source;
-        if (!name.empty() && name.back() == ']')
-            if (const auto open = name.rfind('['); open != std::string::npos)
-                name.resize(open);
-        const auto it = index.find(name);
-        outcome.tensorIndex.push_back(it == index.end() ? -1 : it->second);
-    }
-    outcome.result = result;
-    // The merge input lives inside the result; the aliasing pointer keeps the whole result alive with it.
-    outcome.mapped = CheckpointPtr(result, &result->mapped);
+    auto result = std::make_shared<const tessera::MappingResult>(std::move(mapped).value());
+    outcome.tensorIndex = sourceIndices(*checkpoint, *result);
+    // A Megatron merge reads the mapped checkpoint inside the result (the aliasing pointer keeps the result alive
+    // with it); the other layouts are merged as they are.
+    outcome.mapped = megatron ? CheckpointPtr(result, &result->mapped) : checkpoint;
+    outcome.result = std::move(result);
     return outcome;
 }
 
@@ -308,8 +208,7 @@ MappingOutcome MappingJob::evaluate(const CheckpointPtr& checkpoint, const Mappi
     timer.start();
     MappingOutcome outcome;
     try {
-        outcome = tessera::isMegatronLayout(checkpoint->layout) ? megatronMapping(checkpoint, settings)
-                                                                : identityMapping(checkpoint, settings);
+        outcome = mapNames(checkpoint, settings);
     } catch (const std::exception& e) {
         outcome = MappingOutcome {};
         outcome.error = QString::fromLocal8Bit(e.what());

@@ -2,8 +2,7 @@
 #include "mergejob.h"
 
 #include "coreconvert.h"
-#include "merge/gguf_plan.h"
-#include "merge/merge_engine.h"
+#include "ops/prepare_merge.h"
 
 #include <QElapsedTimer>
 #include <QPromise>
@@ -25,22 +24,9 @@ MergeJob::~MergeJob()
     m_pool.waitForDone();
 }
 
-void MergeJob::start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
-                     unsigned threads, bool verifyReplicas, std::shared_ptr<const LoraMerge> lora)
+void MergeJob::start(std::shared_ptr<const tessera::PreparedMerge> prepared)
 {
-    launch(std::move(checkpoint), std::move(plan), targetDir, threads, verifyReplicas, std::move(lora), nullptr);
-}
-
-void MergeJob::startGguf(std::shared_ptr<const tessera::GgufPlan> plan, const QString& targetDir, unsigned threads)
-{
-    launch(nullptr, nullptr, targetDir, threads, false, nullptr, std::move(plan));
-}
-
-void MergeJob::launch(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
-                      unsigned threads, bool verifyReplicas, std::shared_ptr<const LoraMerge> lora,
-                      std::shared_ptr<const tessera::GgufPlan> gguf)
-{
-    if (isRunning())
+    if (isRunning() || !prepared)
         return;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
     auto cancelFlag = m_cancel;
@@ -51,13 +37,10 @@ void MergeJob::launch(CheckpointPtr checkpoint, std::shared_ptr<const tessera::M
         watcher->deleteLater();
         Q_EMIT finished(watcher->future().result());
     });
-    const std::string target = targetDir.toStdString();
     // `this` outlives the worker (the destructor waits), so the queued progress calls may capture it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, checkpoint, plan, target, threads, verifyReplicas, cancelFlag, lora, gguf]() {
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, prepared, cancelFlag]() {
         MergeResult result;
         tessera::MergeRunOptions options;
-        options.threads = threads;
-        options.verifyReplicas = verifyReplicas;
         options.cancel = cancelFlag.get();
         QElapsedTimer throttle;
         throttle.start();
@@ -73,9 +56,7 @@ void MergeJob::launch(CheckpointPtr checkpoint, std::shared_ptr<const tessera::M
             QMetaObject::invokeMethod(this, [this, status] { Q_EMIT progress(status); }, Qt::QueuedConnection);
         };
         try {
-            auto outcome = gguf ? tessera::writeGgufFile(*gguf, target, options)
-                : lora          ? tessera::mergeCheckpoints(lora->plans.outputs(lora->checkpoint), target, options)
-                                : tessera::mergeCheckpoint(*checkpoint, *plan, target, options);
+            auto outcome = tessera::runPreparedMerge(*prepared, options);
             if (outcome) {
                 result.ok = true;
                 result.message = writtenSummary(outcome->files.size(), outcome->bytesWritten, outcome->seconds,

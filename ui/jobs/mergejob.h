@@ -1,30 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "checkpointptr.h"
-
-#include "mapping/lora.h"
-#include "merge/lora_plan.h"
-
 #include <QFutureWatcher>
 #include <QObject>
+#include <QStringList>
 #include <QThreadPool>
 
 #include <atomic>
 #include <memory>
 
 namespace tessera {
-struct MergePlan;
-struct GgufPlan;
+struct PreparedMerge;
 }
 
 namespace tessera::ui {
-
-/// A LoRA checkpoint read and planned: the fused model and/or the adapter, written together.
-struct LoraMerge {
-    tessera::LoraCheckpoint checkpoint;
-    tessera::LoraMergePlans plans;
-};
 
 /// Where a running merge is, as the panel shows it.
 struct MergeStatus {
@@ -43,7 +32,7 @@ struct MergeResult {
     QStringList warnings;
 };
 
-/// Runs tessera::mergeCheckpoint on a worker thread. Progress comes from the engine's worker threads, is
+/// Runs a prepared merge on a worker thread. Progress comes from the engine's worker threads, is
 /// throttled to ~10 updates a second and delivered on the GUI thread; Cancel sets the engine's cancel flag, and
 /// the engine leaves nothing behind. The destructor cancels and waits.
 class MergeJob : public QObject {
@@ -52,12 +41,9 @@ public:
     explicit MergeJob(QObject* parent = nullptr);
     ~MergeJob() override;
 
-    /// `verifyReplicas`: compare every replica with the piece written (--verify-replicas). With `lora`, its
-    /// outputs are written (the fused model and the adapter, published together) instead of `plan`.
-    void start(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
-               unsigned threads, bool verifyReplicas = false, std::shared_ptr<const LoraMerge> lora = nullptr);
-    /// Writes the GGUF file `plan` describes into `targetDir` (tessera merge --format gguf).
-    void startGguf(std::shared_ptr<const tessera::GgufPlan> plan, const QString& targetDir, unsigned threads);
+    /// Runs `prepared` (tessera::runPreparedMerge(): the models into the target atomically, or the GGUF file), as
+    /// `tessera merge` runs the same request.
+    void start(std::shared_ptr<const tessera::PreparedMerge> prepared);
     void cancel();
     bool isRunning() const;
 
@@ -66,9 +52,6 @@ Q_SIGNALS:
     void finished(const tessera::ui::MergeResult& result);
 
 private:
-    void launch(CheckpointPtr checkpoint, std::shared_ptr<const tessera::MergePlan> plan, const QString& targetDir,
-                unsigned threads, bool verifyReplicas, std::shared_ptr<const LoraMerge> lora,
-                std::shared_ptr<const tessera::GgufPlan> gguf);
     QThreadPool m_pool;
     QFutureWatcher<MergeResult>* m_watcher = nullptr;
     std::shared_ptr<std::atomic<bool>> m_cancel;

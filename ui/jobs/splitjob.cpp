@@ -2,7 +2,7 @@
 #include "splitjob.h"
 
 #include "coreconvert.h"
-#include "split/split_engine.h"
+#include "ops/prepare_split.h"
 
 #include <QElapsedTimer>
 #include <QtConcurrent>
@@ -48,10 +48,9 @@ SplitJob::~SplitJob()
     m_pool.waitForDone();
 }
 
-void SplitJob::start(CheckpointPtr input, std::shared_ptr<const tessera::MergePlan> model,
-                     std::shared_ptr<const tessera::SplitPlan> plan, const QString& targetDir)
+void SplitJob::start(std::shared_ptr<const tessera::PreparedSplit> prepared)
 {
-    if (isRunning())
+    if (isRunning() || !prepared)
         return;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
     auto cancelFlag = m_cancel;
@@ -62,16 +61,15 @@ void SplitJob::start(CheckpointPtr input, std::shared_ptr<const tessera::MergePl
         watcher->deleteLater();
         Q_EMIT finished(watcher->future().result());
     });
-    const std::string target = targetDir.toStdString();
     // `this` outlives the worker (the destructor waits), so the queued progress calls may use it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, input, model, plan, target, cancelFlag]() {
+    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, prepared, cancelFlag]() {
         SplitResult result;
         ThrottledProgress progress(this, cancelFlag.get());
         tessera::SplitRunOptions options;
         options.progress = &progress;
         options.cancel = cancelFlag.get();
         try {
-            auto outcome = tessera::runSplit(*input, *model, *plan, target, options);
+            auto outcome = tessera::runPreparedSplit(*prepared, options);
             if (outcome) {
                 result.ok = true;
                 result.message = writtenSummary(outcome->files.size(), outcome->bytesWritten, outcome->seconds,

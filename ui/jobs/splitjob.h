@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "checkpointptr.h"
-
 #include <QFutureWatcher>
 #include <QObject>
+#include <QStringList>
 #include <QThreadPool>
 
 #include <atomic>
 #include <memory>
 
 namespace tessera {
-struct MergePlan;
-struct SplitPlan;
+struct PreparedSplit;
 }
 
 namespace tessera::ui {
@@ -25,7 +23,7 @@ struct SplitResult {
     QStringList notes;
 };
 
-/// Runs tessera::runSplit on a worker thread. Progress (bytes written, current tensor) is throttled to ~10 updates
+/// Runs a prepared split on a worker thread. Progress (bytes written, current tensor) is throttled to ~10 updates
 /// a second and delivered on the GUI thread; Cancel sets the engine's cancel flag, and nothing is left behind.
 /// The destructor cancels and waits.
 class SplitJob : public QObject {
@@ -34,9 +32,8 @@ public:
     explicit SplitJob(QObject* parent = nullptr);
     ~SplitJob() override;
 
-    /// Writes `plan` of `model` (planned from `input`) into `targetDir`.
-    void start(CheckpointPtr input, std::shared_ptr<const tessera::MergePlan> model,
-               std::shared_ptr<const tessera::SplitPlan> plan, const QString& targetDir);
+    /// Writes `prepared` into its target (tessera::runPreparedSplit()), as `tessera split` runs the same request.
+    void start(std::shared_ptr<const tessera::PreparedSplit> prepared);
     void cancel();
     bool isRunning() const;
 

@@ -2,10 +2,11 @@
 #include "diffpage.h"
 
 #include "compare/diff_export.h"
-#include "io/number_text.h"
 #include "mapping/lora.h"
+#include "ops/flag_table.h"
 
 #include "coreconvert.h"
+#include "jobs/planjob.h"
 #include "models/difffilterproxy.h"
 #include "models/difftablemodel.h"
 #include "widgets/columnfitter.h"
@@ -45,6 +46,8 @@ DiffPage::DiffPage(QWidget* parent)
     , m_proxy(new DiffFilterProxy(this))
     , m_left(new QLineEdit(this))
     , m_models(new QLabel(this))
+    , m_warnings(new QLabel(this))
+    , m_command(new QLabel(this))
     , m_right(new QLineEdit(this))
     , m_atol(new QLineEdit(QStringLiteral("0"), this))
     , m_rtol(new QLineEdit(QStringLiteral("0"), this))
@@ -59,13 +62,31 @@ DiffPage::DiffPage(QWidget* parent)
     , m_table(new QTableView(this))
     , m_detail(new DiffDetailView(this))
 {
+    createWidgets();
+    configureTable();
+    buildLayout();
+    connectSignals();
+    setRunning(false);
+}
+
+void DiffPage::createWidgets()
+{
     m_left->setPlaceholderText(tr("the loaded checkpoint, or another folder"));
     m_left->setToolTip(tr("A: the loaded checkpoint, or any other checkpoint or Hugging Face folder"));
     m_models->setWordWrap(true);
     m_models->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_models->hide();
+    m_warnings->setWordWrap(true);
+    m_warnings->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_warnings->setForegroundRole(QPalette::PlaceholderText);
+    m_warnings->hide();
+    QFont mono(QStringLiteral("monospace"));
+    mono.setStyleHint(QFont::TypeWriter);
+    m_command->setFont(mono);
+    m_command->setWordWrap(true);
+    m_command->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_command->setToolTip(tr("The same comparison from the command line"));
     m_right->setPlaceholderText(tr("a Hugging Face folder or another checkpoint (--reference DIR)"));
-    auto* browse = new QPushButton(tr("Browse…"), this);
     for (auto* edit : { m_atol, m_rtol }) {
         edit->setMaximumWidth(90);
         edit->setAlignment(Qt::AlignRight);
@@ -78,41 +99,19 @@ DiffPage::DiffPage(QWidget* parent)
     m_progress->setMaximumWidth(160);
     m_summary->setTextFormat(Qt::RichText);
     m_summary->setWordWrap(true);
-
-    auto* form = new QGridLayout;
-    form->setHorizontalSpacing(6);
-    form->addWidget(new QLabel(tr("A"), this), 0, 0);
-    auto* browseA = new QPushButton(tr("Browse…"), this);
-    form->addWidget(m_left, 0, 1);
-    form->addWidget(browseA, 0, 2);
-    form->addWidget(new QLabel(tr("B"), this), 1, 0);
-    form->addWidget(m_right, 1, 1);
-    form->addWidget(browse, 1, 2);
-    form->setColumnStretch(1, 1);
-    auto* controls = new QHBoxLayout;
-    controls->addWidget(new QLabel(tr("atol"), this));
-    controls->addWidget(m_atol);
-    controls->addSpacing(6);
-    controls->addWidget(new QLabel(tr("rtol"), this));
-    controls->addWidget(m_rtol);
-    controls->addSpacing(12);
-    controls->addWidget(m_compare);
-    controls->addWidget(m_loraUpdate);
-    controls->addWidget(m_export);
-    controls->addWidget(m_cancel);
-    controls->addWidget(m_progress);
-    controls->addWidget(m_summary, 1);
-
+    m_export->setToolTip(tr("Save the table as CSV, or as the JSON of tessera diff --json"));
+    m_loraUpdate->setToolTip(tr("A LoRA checkpoint: compare its fused model with its base weights, so each fused "
+                                "weight shows the update its adapter adds (ΔW)"));
     for (auto filter : { DiffFilterProxy::StatusFilter::All, DiffFilterProxy::StatusFilter::Failing,
                          DiffFilterProxy::StatusFilter::Different, DiffFilterProxy::StatusFilter::WithinTolerance,
                          DiffFilterProxy::StatusFilter::Identical, DiffFilterProxy::StatusFilter::Missing,
                          DiffFilterProxy::StatusFilter::Mismatch })
         m_statusFilter->addItem(DiffFilterProxy::filterName(filter), static_cast<int>(filter));
     m_filter->lineEdit()->setPlaceholderText(tr("Filter tensors by name"));
-    auto* filters = new QHBoxLayout;
-    filters->addWidget(m_statusFilter);
-    filters->addWidget(m_filter, 1);
+}
 
+void DiffPage::configureTable()
+{
     m_proxy->setSourceModel(m_model);
     m_table->setModel(m_proxy);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -153,6 +152,34 @@ DiffPage::DiffPage(QWidget* parent)
     // The name takes what the numbers leave, never less than a readable width.
     new ColumnFitter(m_table, m_table->horizontalHeader(), { DiffTableModel::NameColumn },
                      fm.horizontalAdvance(QStringLiteral("model.layers.00.mlp.down_proj.weight")));
+}
+
+void DiffPage::buildLayout()
+{
+    auto* form = new QGridLayout;
+    form->setHorizontalSpacing(6);
+    form->addWidget(new QLabel(tr("A"), this), 0, 0);
+    m_browseA = new QPushButton(tr("Browse…"), this);
+    form->addWidget(m_left, 0, 1);
+    form->addWidget(m_browseA, 0, 2);
+    form->addWidget(new QLabel(tr("B"), this), 1, 0);
+    m_browseB = new QPushButton(tr("Browse…"), this);
+    form->addWidget(m_right, 1, 1);
+    form->addWidget(m_browseB, 1, 2);
+    form->setColumnStretch(1, 1);
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("atol"), this));
+    controls->addWidget(m_atol);
+    controls->addSpacing(6);
+    controls->addWidget(new QLabel(tr("rtol"), this));
+    controls->addWidget(m_rtol);
+    controls->addSpacing(12);
+    for (QWidget* w : std::initializer_list<QWidget*> { m_compare, m_loraUpdate, m_export, m_cancel, m_progress })
+        controls->addWidget(w);
+    controls->addWidget(m_summary, 1);
+    auto* filters = new QHBoxLayout;
+    filters->addWidget(m_statusFilter);
+    filters->addWidget(m_filter, 1);
 
     auto* tableBox = new QWidget(this);
     auto* tableLayout = new QVBoxLayout(tableBox);
@@ -176,34 +203,37 @@ DiffPage::DiffPage(QWidget* parent)
     layout->setContentsMargins(10, 8, 10, 8);
     layout->addLayout(form);
     layout->addLayout(controls);
+    layout->addWidget(m_command);
     layout->addWidget(m_models);
+    layout->addWidget(m_warnings);
     layout->addWidget(splitter, 1);
+}
 
-    connect(browse, &QPushButton::clicked, this, &DiffPage::browseReference);
-    connect(browseA, &QPushButton::clicked, this, [this] {
+void DiffPage::connectSignals()
+{
+    connect(m_browseB, &QPushButton::clicked, this, &DiffPage::browseReference);
+    connect(m_browseA, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Choose A"), pathA().isEmpty() && m_checkpoint
                                                                                       ? qs(m_checkpoint->root)
                                                                                       : pathA());
         if (!dir.isEmpty())
             m_left->setText(QDir::toNativeSeparators(dir));
     });
-    connect(m_left, &QLineEdit::returnPressed, this, &DiffPage::compare);
-    connect(m_left, &QLineEdit::textChanged, this, [this] { setRunning(isRunning()); });
+    for (QLineEdit* edit : { m_left, m_right }) {
+        connect(edit, &QLineEdit::returnPressed, this, &DiffPage::compare);
+        connect(edit, &QLineEdit::textChanged, this, [this] { setRunning(isRunning()); });
+    }
+    for (QLineEdit* edit : { m_atol, m_rtol })
+        connect(edit, &QLineEdit::textChanged, this, [this] { m_command->setText(commandLine()); });
     connect(m_compare, &QPushButton::clicked, this, &DiffPage::compare);
     connect(m_loraUpdate, &QPushButton::clicked, this, &DiffPage::compareLoraUpdate);
     connect(m_export, &QPushButton::clicked, this, &DiffPage::exportWithDialog);
-    m_export->setToolTip(tr("Save the table as CSV, or as the JSON of tessera diff --json"));
-    m_loraUpdate->setToolTip(tr("A LoRA checkpoint: compare its fused model with its base weights, so each fused "
-                                "weight shows the update its adapter adds (ΔW)"));
     connect(m_cancel, &QPushButton::clicked, this, &DiffPage::cancel);
-    connect(m_right, &QLineEdit::returnPressed, this, &DiffPage::compare);
-    connect(m_right, &QLineEdit::textChanged, this, [this] { setRunning(isRunning()); });
     connect(m_statusFilter, &QComboBox::currentIndexChanged, this, [this] {
         m_proxy->setStatusFilter(static_cast<DiffFilterProxy::StatusFilter>(m_statusFilter->currentData().toInt()));
     });
     connect(m_filter, &FilterBar::filterChanged, m_proxy, qOverload<const QRegularExpression&>(&QSortFilterProxyModel::setFilterRegularExpression));
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &DiffPage::onCurrentRowChanged);
-
     connect(m_job, &DiffJob::paired, this, &DiffPage::onPaired);
     connect(m_job, &DiffJob::rowsFinished, m_model, &DiffTableModel::updateRows);
     connect(m_job, &DiffJob::progress, this, [this](int permille, const QString& text) {
@@ -224,7 +254,6 @@ DiffPage::DiffPage(QWidget* parent)
         m_detail->showMessage(tr("%1: %2").arg(tensor, message));
         Q_EMIT detailShown(tensor);
     });
-    setRunning(false);
 }
 
 DiffPage::~DiffPage() = default;
@@ -241,6 +270,7 @@ void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
         m_sideB.reset();
         m_summary->clear();
         m_models->hide();
+        m_warnings->hide();
         m_detail->showMessage(tr("Press Compare to compare the loaded checkpoint with B."));
         // B and the filters belonged to the old A: a reference kept by mistake would compare the wrong models.
         if (m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root) {
@@ -250,6 +280,7 @@ void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
         }
     }
     m_checkpoint = std::move(checkpoint);
+    m_loraCheckpoint = m_checkpoint && tessera::hasLoraTensors(*m_checkpoint);
     m_left->setText(m_checkpoint ? QDir::toNativeSeparators(qs(m_checkpoint->root)) : QString());
     setRunning(isRunning());
 }
@@ -279,19 +310,28 @@ void DiffPage::setTolerances(double atol, double rtol)
     m_rtol->setText(QString::number(rtol, 'g', 10));
 }
 
-std::optional<tessera::DiffOptions> DiffPage::options(QString* error) const
+tessera::DiffRequest DiffPage::request(bool loraUpdate) const
 {
-    tessera::DiffOptions options;
-    // Read as `tessera diff` reads them (parseDecimalNumber: finite, no hex or "inf").
-    const auto atol = tessera::parseDecimalNumber(m_atol->text().trimmed().toStdString());
-    const auto rtol = tessera::parseDecimalNumber(m_rtol->text().trimmed().toStdString());
-    if (!atol || !rtol || !(*atol >= 0) || !(*rtol >= 0)) {
-        *error = tr("atol and rtol must be non-negative numbers (e.g. 0, 1e-5).");
-        return std::nullopt;
-    }
-    options.atol = *atol;
-    options.rtol = *rtol;
-    return options;
+    tessera::DiffRequest r;
+    const QString other = otherA();
+    r.a = other.isEmpty() && m_checkpoint ? m_checkpoint->root : QDir::fromNativeSeparators(other).toStdString();
+    // The loaded checkpoint's config folder may be one its root alone would not find: named, as the command needs.
+    if (other.isEmpty() && m_checkpoint && !m_checkpoint->hfConfigDir.empty())
+        r.hfModelPath = m_checkpoint->hfConfigDir;
+    r.loraUpdate = loraUpdate;
+    if (!loraUpdate && !referenceDir().isEmpty())
+        r.b = QDir(referenceDir()).absolutePath().toStdString();
+    for (auto [edit, field] : { std::pair { m_atol, &r.atol }, std::pair { m_rtol, &r.rtol } })
+        if (const QString v = edit->text().trimmed(); v != QLatin1String("0"))
+            *field = v.toStdString();
+    return r;
+}
+
+QString DiffPage::commandLine(bool loraUpdate) const
+{
+    if (!m_checkpoint && otherA().isEmpty())
+        return {};
+    return qs(tessera::commandLineText("diff", request(loraUpdate).toArgs()));
 }
 
 bool DiffPage::compare() { return startComparison(false); }
@@ -303,29 +343,33 @@ bool DiffPage::startComparison(bool loraUpdate)
     QString error;
     if (!m_checkpoint && (loraUpdate || otherA().isEmpty()))
         error = tr("Open a checkpoint, or choose A: a checkpoint or Hugging Face folder.");
-    else if (loraUpdate && !tessera::hasLoraTensors(*m_checkpoint))
+    else if (loraUpdate && !m_loraCheckpoint)
         error = tr("The loaded checkpoint has no LoRA adapter.");
     else if (!loraUpdate && referenceDir().isEmpty())
         error = tr("Choose B: a Hugging Face folder or another checkpoint.");
-    const auto opts = error.isEmpty() ? options(&error) : std::nullopt;
-    if (!opts) {
-        m_summary->setText(QStringLiteral("<span style='color:#d03030'>%1</span>").arg(error.toHtmlEscaped()));
+    const tessera::DiffRequest request = this->request(loraUpdate);
+    // Checked as `tessera diff` checks its flags (the tolerances: finite, 0 or more).
+    auto options = error.isEmpty() ? tessera::diffSettings(request)
+                                   : tessera::Result<tessera::DiffOptions>(tessera::makeError(error.toStdString()));
+    if (!options) {
+        m_summary->setText(QStringLiteral("<span style='color:#d03030'>%1</span>")
+                               .arg(qs(options.error().message).toHtmlEscaped()));
         return false;
     }
-    m_options = *opts;
+    m_options = *options;
+    m_command->setText(commandLine(loraUpdate));
     m_models->hide();
+    m_warnings->hide();
     m_detailJob->cancel();
     m_model->clear();
     m_report.reset();
     m_detail->showMessage(tr("Comparing…"));
     m_progress->setValue(0);
-    if (loraUpdate) {
-        m_summary->setText(tr("Reading the LoRA adapter…"));
-        m_job->startLoraUpdate(m_checkpoint, m_options);
-    } else {
-        m_summary->setText(tr("Scanning B…"));
-        m_job->start(m_checkpoint, QDir(referenceDir()).absolutePath(), m_options, otherA());
-    }
+    m_summary->setText(loraUpdate ? tr("Reading the LoRA adapter…") : tr("Scanning…"));
+    tessera::PrepareContext context;
+    if (m_checkpoint) // the workbench's scan applies the default parameter check (ScanJob), as prepareDiff does
+        context.scans.push_back(loadedScan(m_checkpoint));
+    m_job->start(request, context);
     setRunning(true);
     return true;
 }
@@ -341,7 +385,7 @@ bool DiffPage::exportReport(const QString& path, QString* error) const
     const bool csv = path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive);
     const std::string text = csv ? tessera::diffReportToCsv(*m_report)
                                  : tessera::diffReportToJson(*m_report, m_sideA ? m_sideA->layout : std::string(),
-                                                             m_sideB ? m_sideB->layout : std::string(), {})
+                                                             m_sideB ? m_sideB->layout : std::string(), m_warningTexts)
                                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
             + "\n";
     QSaveFile file(path);
@@ -369,11 +413,13 @@ bool DiffPage::isRunning() const { return m_job->isRunning(); }
 void DiffPage::setRunning(bool running)
 {
     m_compare->setEnabled(!running && (m_checkpoint || !otherA().isEmpty()) && !referenceDir().isEmpty());
-    m_loraUpdate->setVisible(m_checkpoint && tessera::hasLoraTensors(*m_checkpoint));
+    m_loraUpdate->setVisible(m_loraCheckpoint);
     m_loraUpdate->setEnabled(!running);
     m_export->setEnabled(!running && m_report);
     m_cancel->setVisible(running);
     m_progress->setVisible(running);
+    if (!running) // what Compare would run
+        m_command->setText(commandLine(false));
 }
 
 void DiffPage::browseReference()
@@ -384,16 +430,27 @@ void DiffPage::browseReference()
         m_right->setText(dir);
 }
 
-void DiffPage::onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const std::vector<tessera::TensorDiff>& rows)
+void DiffPage::onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const std::vector<tessera::TensorDiff>& rows,
+                        const QStringList& warnings, const QString& models)
 {
     m_sideA = a;
     m_sideB = b;
     m_model->setRows(rows);
     // The models first: two different configs explain every missing tensor and shape mismatch that follows.
-    const QString models = qs(tessera::describeConfigDifferences(tessera::compareModelConfigs(a->hfConfigDir, b->hfConfigDir)));
     m_models->setText(QStringLiteral("<b style='color:#d03030'>%1</b>").arg(models.toHtmlEscaped()));
     m_models->setVisible(!models.isEmpty());
     m_models->setToolTip(models);
+    // What the sides' scans and mappings found, as `tessera diff` prints it (and its JSON export holds it).
+    m_warningTexts.clear();
+    for (const auto& w : warnings)
+        m_warningTexts.push_back(w.toStdString());
+    constexpr int kShown = 3;
+    QStringList shown = warnings.mid(0, kShown);
+    if (warnings.size() > kShown)
+        shown << tr("… and %1 more (hover to see them all)").arg(warnings.size() - kShown);
+    m_warnings->setText(shown.join(QLatin1Char('\n')));
+    m_warnings->setToolTip(warnings.join(QLatin1Char('\n')));
+    m_warnings->setVisible(!warnings.isEmpty());
 }
 
 QString DiffPage::modelsText() const { return m_models->isHidden() ? QString() : m_models->toolTip(); }
@@ -402,8 +459,8 @@ QString DiffPage::summaryText() const { return m_summary->text(); }
 
 void DiffPage::onFinished(const DiffReportPtr& report)
 {
+    m_report = report; // before setRunning(), which offers the export of it
     setRunning(false);
-    m_report = report;
     // The final report is authoritative (the streamed rows are the same values).
     std::vector<std::pair<std::size_t, tessera::TensorDiff>> all;
     for (std::size_t i = 0; i < report->tensors.size(); ++i)

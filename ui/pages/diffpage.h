@@ -5,9 +5,12 @@
 #include "jobs/diffdetailjob.h"
 #include "jobs/diffjob.h"
 
+#include "ops/diff_request.h"
+
 #include <QWidget>
 
-#include <optional>
+#include <string>
+#include <vector>
 
 class QComboBox;
 class QLabel;
@@ -38,6 +41,12 @@ public:
     /// A's folder as typed: the loaded checkpoint's unless the user chose another.
     QString pathA() const;
     void setPathA(const QString& path);
+    /// The `tessera diff` request Compare (or, with `loraUpdate`, LoRA update) makes of the options.
+    tessera::DiffRequest request(bool loraUpdate = false) const;
+    /// Its command line, as the page shows it.
+    QString commandLine(bool loraUpdate = false) const;
+    /// What the sides' scans and mappings found, as `tessera diff` prints it.
+    const std::vector<std::string>& warnings() const { return m_warningTexts; }
     /// The config.json verdict shown above the table ("A and B are different models: …"), empty when none.
     QString modelsText() const;
     void setTolerances(double atol, double rtol);
@@ -75,13 +84,17 @@ private:
     /// A's folder when it is not the loaded checkpoint (then the job scans it), else empty.
     QString otherA() const;
     void browseReference();
-    void onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const std::vector<tessera::TensorDiff>& rows);
+    void createWidgets();
+    void configureTable();
+    void buildLayout();
+    void connectSignals();
+    void onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const std::vector<tessera::TensorDiff>& rows,
+                  const QStringList& warnings, const QString& models);
     void onFinished(const DiffReportPtr& report);
     void onFailed(const QString& message);
     void onCurrentRowChanged();
     void selectMostInteresting();
     void setRunning(bool running);
-    std::optional<tessera::DiffOptions> options(QString* error) const;
     bool startComparison(bool loraUpdate);
 
     CheckpointPtr m_checkpoint;
@@ -89,15 +102,21 @@ private:
     CheckpointPtr m_sideB;
     DiffReportPtr m_report;
     tessera::DiffOptions m_options;
+    std::vector<std::string> m_warningTexts; ///< its sides' problems and mapping warnings
+    bool m_loraCheckpoint = false;
     DiffJob* m_job;
     DiffDetailJob* m_detailJob;
     DiffTableModel* m_model;
     DiffFilterProxy* m_proxy;
     QLineEdit* m_left;
     QLabel* m_models; ///< the config.json verdict: shown when A and B are different models
+    QLabel* m_warnings; ///< what the sides' scans and mappings found
+    QLabel* m_command;  ///< the `tessera diff` command line
     QLineEdit* m_right;
     QLineEdit* m_atol;
     QLineEdit* m_rtol;
+    QPushButton* m_browseA = nullptr;
+    QPushButton* m_browseB = nullptr;
     QPushButton* m_compare;
     QPushButton* m_loraUpdate;
     QPushButton* m_export;

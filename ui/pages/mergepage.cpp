@@ -2,24 +2,23 @@
 #include "mergepage.h"
 
 #include "confirm.h"
-#include "formats/scan.h"
-#include "formats/layout_registry.h"
-#include "mapping/lora.h"
-#include "mapping/lora_config.h"
-
-#include "io/byte_size.h"
-#include "io/number_text.h"
 #include "coreconvert.h"
-#include "widgets/folderfield.h"
 #include "jobs/comparejob.h"
 #include "jobs/mappingjob.h"
 #include "jobs/mergejob.h"
+#include "jobs/planjob.h"
+#include "models/mergeplanmodel.h"
+#include "widgets/folderfield.h"
+#include "widgets/rankcolors.h"
+
+#include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
 #include "merge/gguf_plan.h"
 #include "merge/merge_plan.h"
-#include "models/mergeplanmodel.h"
-#include "models/roles.h"
-#include "widgets/rankcolors.h"
+#include "ops/flag_table.h"
+#include "ops/option_values.h"
+#include "ops/prepare_merge.h"
+#include "ops/vocabulary.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -36,22 +35,20 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QRegularExpression>
-#include <QSpinBox>
 #include <QScrollArea>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStorageInfo>
 #include <QTableView>
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
-#include <thread>
+#include <exception>
 
 namespace tessera::ui {
 
 namespace {
+
 /// Free bytes where `path` would be created: the nearest folder of it that exists.
 std::optional<quint64> freeBytesFor(const QString& path)
 {
@@ -65,18 +62,85 @@ std::optional<quint64> freeBytesFor(const QString& path)
     return quint64(storage.bytesAvailable());
 }
 
-QString quoted(const QString& arg)
+/// A line of the plan box in `color`.
+QString colored(const QString& color, const QString& text)
 {
-    if (!arg.isEmpty() && !arg.contains(QRegularExpression(QStringLiteral("[^A-Za-z0-9_./:=@+-]"))))
-        return arg;
-    QString escaped = arg;
-    escaped.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
-    return QLatin1Char('\'') + escaped + QLatin1Char('\'');
+    return QStringLiteral("<span style='color:%1'>%2</span>").arg(color, text.toHtmlEscaped());
 }
+
+/// The GGUF export's lines of the plan box.
+QStringList ggufLines(const tessera::GgufPlan& g, const QString& muted)
+{
+    QStringList lines;
+    lines << QObject::tr("<b>Writes %1</b> as GGUF (%2, %3): %4")
+                 .arg(countText(qint64(g.tensors.size()), QObject::tr("tensor"), QObject::tr("tensors")),
+                      qs(g.architecture), QLatin1String(tessera::ggufOutTypeName(g.outType)),
+                      qs(g.fileName).toHtmlEscaped())
+          << QObject::tr("<b>Tokenizer</b> %1").arg(qs(g.tokenizerSummary).toHtmlEscaped())
+          << QObject::tr("<b>Disk</b> %1 · <b>Memory</b> about %2 at peak (largest tensor %3)")
+                 .arg(bytesText(g.fileSize), bytesText(g.memoryBytes), bytesText(g.largestTensorBytes));
+    for (const auto& d : g.dropped)
+        lines << colored(muted, QObject::tr("not written: %1").arg(qs(d)));
+    for (const auto& w : g.warnings)
+        lines << colored(muted, QObject::tr("warning: %1").arg(qs(w)));
+    return lines;
+}
+
+/// How a safetensors merge copies its tensors: streamed, gathered, summed, fused; replicas verified or not.
+QString copyLine(const tessera::MergePlan& p, bool verifyReplicas)
+{
+    std::size_t direct = 0, gather = 0, sum = 0, replicas = 0;
+    for (const auto& t : p.tensors) {
+        if (!t.delta)
+            (t.mode == tessera::CopyMode::Direct ? direct : t.mode == tessera::CopyMode::Gather ? gather : sum) += 1;
+        replicas += t.replicas.size();
+    }
+    return QObject::tr("<b>Copy</b> %1 streamed straight into place, %2 gathered, %3 summed (Partial)%4 · %5 %6")
+        .arg(direct)
+        .arg(gather)
+        .arg(sum)
+        .arg(p.fusedTensors ? QObject::tr(", %1 fused with their LoRA update").arg(p.fusedTensors) : QString())
+        .arg(countText(qint64(replicas), QObject::tr("replica piece"), QObject::tr("replica pieces")),
+             verifyReplicas ? QObject::tr("verified against the written copy") : QObject::tr("skipped"));
+}
+
+/// A LoRA merge's lines: r, alpha and what is fused, the adapter folder, the notes.
+QStringList loraLines(const tessera::PreparedModel& m, const QString& muted)
+{
+    QStringList lines;
+    const auto& c = m.lora->config;
+    const auto& plans = *m.loraPlans;
+    lines << QObject::tr("<b>LoRA</b> r = %1, alpha = %2 (%3)%4: %5")
+                 .arg(c.r)
+                 .arg(c.alpha)
+                 .arg(qs(c.alphaSource).toHtmlEscaped(), c.useRslora ? QObject::tr(", rsLoRA") : QString(),
+                      plans.fused ? QObject::tr("%1 weights fused with W + (B·A)·scale").arg(plans.fused->fusedTensors)
+                                  : QObject::tr("no fused model"));
+    if (plans.adapter)
+        lines << QObject::tr("<b>Adapter</b> %1 in %2/ (adapter_model.safetensors, adapter_config.json)")
+                     .arg(countText(qint64(plans.adapter->tensors.size()), QObject::tr("tensor"), QObject::tr("tensors")),
+                          qs(plans.adapterFolder));
+    for (const auto& n : plans.notes)
+        lines << colored(muted, qs(n));
+    return lines;
+}
+
+/// The messages prepare found (scan and mapping warnings, LoRA notes), as the command line prints them.
+QStringList messageLines(const tessera::PreparedModel& m, const QString& muted)
+{
+    QStringList lines;
+    for (const auto& message : m.messages)
+        lines << colored(muted, (message.kind == tessera::PrepareMessage::Kind::Warning ? QObject::tr("warning: %1")
+                                                                                         : QObject::tr("note: %1"))
+                                    .arg(qs(message.text)));
+    return lines;
+}
+
 } // namespace
 
 MergePage::MergePage(QWidget* parent)
     : QWidget(parent)
+    , m_planner(new PlanJob(this))
     , m_job(new MergeJob(this))
     , m_compare(new CompareJob(this))
     , m_ownMapping(new MappingJob(this))
@@ -115,34 +179,45 @@ MergePage::MergePage(QWidget* parent)
     , m_current(new QLabel(this))
     , m_log(new QPlainTextEdit(this))
 {
-    m_backend->addItems({ QStringLiteral("auto"), QStringLiteral("fsdp"), QStringLiteral("dcp"), QStringLiteral("megatron") });
+    createWidgets();
+    buildLayout(buildOptions());
+    connectOptions();
+    connectJobs();
+    setMappingJob(m_ownMapping);
+}
+
+MergePage::~MergePage() = default;
+
+void MergePage::createWidgets()
+{
+    // The choices are the command line's own vocabulary (ops/vocabulary.h).
+    for (const auto& b : tessera::backends())
+        m_backend->addItem(qs(b.name));
     m_backend->setEnabled(false);
     m_backend->setToolTip(tr("The workbench detects the layout; the command line below names it"));
     m_dtype->addItem(tr("keep"), QString());
-    for (const auto* name : { "bf16", "fp16", "fp32" })
-        m_dtype->addItem(QLatin1String(name), QLatin1String(name));
+    for (const auto& d : tessera::outputDtypes())
+        m_dtype->addItem(qs(d.name), qs(d.name));
     m_format->addItem(tr("Hugging Face safetensors"), QStringLiteral("safetensors"));
     m_format->addItem(tr("GGUF for llama.cpp / Ollama"), QStringLiteral("gguf"));
     m_format->setToolTip(tr("safetensors: a Hugging Face folder. GGUF: one <name>-<type>.gguf file that llama.cpp, "
                             "Ollama and LM Studio load, with the tokenizer and chat template inside"));
-    // The output types of formats/gguf_types.h, the default first (a reset goes back to index 0).
-    m_outtype->addItem(QLatin1String(tessera::ggufOutTypeName(tessera::kDefaultGgufOutType)),
-                       QLatin1String(tessera::ggufOutTypeName(tessera::kDefaultGgufOutType)));
-    for (const auto& type : tessera::ggufOutTypes())
-        if (type.id != tessera::kDefaultGgufOutType)
-            m_outtype->addItem(QLatin1String(type.name), QLatin1String(type.name));
+    for (const auto& name : tessera::ggufOutTypeNames())
+        m_outtype->addItem(qs(name), qs(name));
     m_outtype->setToolTip(tr("GGUF tensor type; norms and 1-D tensors stay f32, as llama.cpp's converter writes them"));
     m_outtype->setEnabled(false);
-    m_lora->addItem(tr("fused model and adapter"), QStringLiteral("both"));
-    m_lora->addItem(tr("fused model (W + B·A·α/r)"), QStringLiteral("fused"));
-    m_lora->addItem(tr("adapter only (PEFT folder)"), QStringLiteral("adapter"));
+    const QMap<tessera::LoraOutput, QString> loraLabels { { tessera::LoraOutput::Both, tr("fused model and adapter") },
+                                                          { tessera::LoraOutput::Fused, tr("fused model (W + B·A·α/r)") },
+                                                          { tessera::LoraOutput::Adapter, tr("adapter only (PEFT folder)") } };
+    for (auto mode : tessera::loraOutputs())
+        m_lora->addItem(loraLabels.value(mode), QLatin1String(tessera::loraOutputName(mode)));
     m_lora->setToolTip(tr("LoRA checkpoints: the base model with every adapted weight fused, the PEFT adapter in "
                           "lora_adapter/, or both"));
     m_loraAlpha->setPlaceholderText(tr("from lora_train_meta.json"));
     m_loraAlpha->setToolTip(tr("LoRA alpha, when the checkpoint does not record it; the scale is alpha / r"));
     m_baseModel->setPlaceholderText(tr("only for adapter-only (save_lora_only) checkpoints"));
     m_baseModel->setToolTip(tr("The base model's Hugging Face folder, to fuse an adapter-only checkpoint"));
-    m_threads->setRange(0, 256);
+    m_threads->setRange(0, int(tessera::kMaxThreads));
     m_threads->setSpecialValueText(tr("one per core"));
     m_localDir->setReadOnly(true);
     m_targetDir->setPlaceholderText(tr("output folder for config, tokenizer and safetensors"));
@@ -154,17 +229,20 @@ MergePage::MergePage(QWidget* parent)
     m_loadRules->setToolTip(tr("Load a rules file (also shown in the Mapping view's editor)"));
     m_ignoreMissing->setPlaceholderText(tr("regex of parameters that may be missing"));
     m_strict->setChecked(true);
-    m_strict->setToolTip(tr("Megatron: fail on any unmapped source tensor or missing parameter; off writes what maps "
-                            "and warns (--no_strict)"));
+    m_strict->setToolTip(tr("Fail on any missing parameter (Megatron: or unmapped source tensor); off writes what "
+                            "there is and warns (--no_strict)"));
     m_tie->setToolTip(tr("Treat lm_head.weight as tied to the embedding even if config.json does not say so"));
-    m_valueModel->setToolTip(tr("Megatron: write output_layer as score.weight (also detected from a [1, hidden] "
-                                "output layer)"));
+    m_valueModel->setToolTip(tr("A value model: score.weight instead of lm_head.weight (Megatron: write output_layer "
+                                "as score.weight; also detected from a [1, hidden] output layer)"));
     m_verifyReplicas->setToolTip(tr("Compare every replicated copy with the one written (reads more)"));
+    m_atol->setToolTip(tr("Absolute tolerance of the test: |a − b| ≤ atol + rtol·|b| (0 and 0: bit for bit)"));
+    m_rtol->setToolTip(m_atol->toolTip());
     m_command->setWordWrap(true);
     m_command->setTextInteractionFlags(Qt::TextSelectableByMouse);
     QFont mono(QStringLiteral("monospace"));
     mono.setStyleHint(QFont::TypeWriter);
     m_command->setFont(mono);
+    m_log->setFont(mono);
     m_planSummary->setWordWrap(true);
     m_planSummary->setTextFormat(Qt::RichText);
     m_planSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -182,12 +260,18 @@ MergePage::MergePage(QWidget* parent)
     m_planView->setColumnWidth(MergePlanModel::SizeColumn, fm.horizontalAdvance(QStringLiteral("123.45 MB")) + 20);
     m_log->setReadOnly(true);
     m_log->setMaximumBlockCount(5000);
-    m_log->setFont(mono);
     m_log->setPlaceholderText(tr("Merge and test output appears here."));
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
     m_cancel->setEnabled(false);
+    m_openInDiff->setEnabled(false);
+    m_openInDiff->setToolTip(tr("Compare this checkpoint with the reference tensor by tensor in the Diff view"));
+    m_current->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_current->setForegroundRole(QPalette::PlaceholderText);
+}
 
+QGroupBox* MergePage::buildOptions()
+{
     auto* options = new QGroupBox(tr("Options (tessera merge)"), this);
     auto* grid = new QGridLayout(options);
     grid->setColumnStretch(1, 1);
@@ -222,8 +306,6 @@ MergePage::MergePage(QWidget* parent)
     grid->addLayout(switches, row++, 1, 1, 3);
     pair(tr("LoRA (--lora)"), m_lora, tr("--lora_alpha"), m_loraAlpha);
     wide(tr("Base model (--base_model)"), withBrowse(m_baseModel, options));
-    m_atol->setToolTip(tr("Absolute tolerance of the test: |a − b| ≤ atol + rtol·|b| (0 and 0: bit for bit)"));
-    m_rtol->setToolTip(m_atol->toolTip());
     // One row for the test: the reference (as wide as the folders above) and its tolerances, so the options stay
     // short on a small screen.
     auto* testRow = new QWidget(options);
@@ -239,7 +321,11 @@ MergePage::MergePage(QWidget* parent)
     m_rtol->setMaximumWidth(tolerance);
     wide(tr("Reference (tessera test)"), testRow);
     grid->addWidget(m_command, row++, 0, 1, 4);
+    return options;
+}
 
+void MergePage::buildLayout(QGroupBox* options)
+{
     auto* planBox = new QGroupBox(tr("Plan (dry run)"), this);
     auto* planLayout = new QVBoxLayout(planBox);
     planLayout->addWidget(m_planSummary);
@@ -256,8 +342,6 @@ MergePage::MergePage(QWidget* parent)
     runLayout->addLayout(buttons);
     runLayout->addWidget(m_progressText);
     runLayout->addWidget(m_current);
-    m_current->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_current->setForegroundRole(QPalette::PlaceholderText);
 
     auto* logBox = new QGroupBox(tr("Log"), this);
     auto* logLayout = new QVBoxLayout(logBox);
@@ -287,48 +371,51 @@ MergePage::MergePage(QWidget* parent)
     layout->setContentsMargins(10, 8, 10, 8);
     layout->addWidget(bodyScroll, 1);
     layout->addWidget(runBox);
+}
 
-    // Typing a regex or a folder is debounced like the filter boxes; the switches apply at once.
-    m_mappingDebounce.setSingleShot(true);
-    m_mappingDebounce.setInterval(400);
-    connect(&m_mappingDebounce, &QTimer::timeout, this, &MergePage::pushMappingSettings);
-    connect(m_ignoreMissing, &QLineEdit::textChanged, this, [this] { m_mappingDebounce.start(); });
-    connect(m_ignoreMissing, &QLineEdit::returnPressed, this, &MergePage::pushMappingSettings);
-    connect(m_hfModelPath, &QLineEdit::textChanged, this, [this] {
-        m_mappingDebounce.start();
-        updatePlan();
-    });
-    for (auto* box : { m_strict, m_tie, m_valueModel })
-        connect(box, &QCheckBox::toggled, this, &MergePage::pushMappingSettings);
-    connect(m_tie, &QCheckBox::toggled, this, &MergePage::updatePlan);
-    connect(m_verifyReplicas, &QCheckBox::toggled, this, &MergePage::updatePlan);
-    connect(m_loadRules, &QPushButton::clicked, this, &MergePage::loadRules);
-    connect(m_dtype, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
+void MergePage::connectOptions()
+{
+    // Every option is part of the request: the plan follows it on a worker once typing pauses. The mapping flags also
+    // go to the Mapping view's table (typing debounced like the filter boxes; switches at once).
+    for (QLineEdit* edit : { m_targetDir, m_hfModelPath, m_maxShardSize, m_ignoreMissing, m_loraAlpha, m_baseModel })
+        connect(edit, &QLineEdit::textChanged, this, &MergePage::requestChanged);
+    for (QComboBox* box : { m_dtype, m_outtype, m_lora })
+        connect(box, &QComboBox::currentIndexChanged, this, &MergePage::requestChanged);
+    for (QCheckBox* box : { m_strict, m_tie, m_valueModel, m_verifyReplicas })
+        connect(box, &QCheckBox::toggled, this, &MergePage::requestChanged);
+    connect(m_threads, &QSpinBox::valueChanged, this, &MergePage::requestChanged);
     connect(m_format, &QComboBox::currentIndexChanged, this, [this] {
         m_outtype->setEnabled(isGguf());
         m_dtype->setEnabled(!isGguf());
-        updatePlan();
+        m_maxShardSize->setEnabled(!isGguf());
+        requestChanged();
     });
-    connect(m_outtype, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
-    connect(m_lora, &QComboBox::currentIndexChanged, this, &MergePage::updatePlan);
-    connect(m_loraAlpha, &QLineEdit::textChanged, this, &MergePage::updatePlan);
-    m_baseDebounce.setSingleShot(true);
-    m_baseDebounce.setInterval(400);
-    connect(&m_baseDebounce, &QTimer::timeout, this, &MergePage::updatePlan);
-    connect(m_baseModel, &QLineEdit::textChanged, this, [this] { m_baseDebounce.start(); });
-    connect(m_maxShardSize, &QLineEdit::textChanged, this, &MergePage::updatePlan);
-    connect(m_threads, &QSpinBox::valueChanged, this, &MergePage::updatePlan);
-    connect(m_targetDir, &QLineEdit::textChanged, this, &MergePage::updatePlan);
+    m_mappingDebounce.setSingleShot(true);
+    m_mappingDebounce.setInterval(400);
+    connect(&m_mappingDebounce, &QTimer::timeout, this, &MergePage::pushMappingSettings);
+    for (QLineEdit* edit : { m_ignoreMissing, m_hfModelPath })
+        connect(edit, &QLineEdit::textChanged, this, [this] { m_mappingDebounce.start(); });
+    connect(m_ignoreMissing, &QLineEdit::returnPressed, this, &MergePage::pushMappingSettings);
+    for (auto* box : { m_strict, m_tie, m_valueModel })
+        connect(box, &QCheckBox::toggled, this, &MergePage::pushMappingSettings);
+    connect(m_loadRules, &QPushButton::clicked, this, &MergePage::loadRules);
     connect(m_reference, &QLineEdit::textChanged, this, &MergePage::updateButtons);
-    connect(m_run, &QPushButton::clicked, this, &MergePage::run);
-    connect(m_test, &QPushButton::clicked, this, &MergePage::runTest);
-    m_openInDiff->setEnabled(false);
-    m_openInDiff->setToolTip(tr("Compare this checkpoint with the reference tensor by tensor in the Diff view"));
     // The diff it offers is of the reference just tested.
     connect(m_reference, &QLineEdit::textChanged, m_openInDiff, [this] { m_openInDiff->setEnabled(false); });
     connect(m_openInDiff, &QPushButton::clicked, this, [this] {
         Q_EMIT openInDiffRequested(m_reference->text().trimmed(), m_atol->text().toDouble(), m_rtol->text().toDouble());
     });
+}
+
+void MergePage::connectJobs()
+{
+    connect(m_planner, &PlanJob::busyChanged, this, &MergePage::updateButtons);
+    connect(m_planner, &PlanJob::progressText, this, [this](const QString& text) {
+        if (!m_job->isRunning() && !m_compare->isRunning())
+            m_progressText->setText(tr("Planning: reading %1").arg(text));
+    });
+    connect(m_run, &QPushButton::clicked, this, &MergePage::run);
+    connect(m_test, &QPushButton::clicked, this, &MergePage::runTest);
     connect(m_cancel, &QPushButton::clicked, this, &MergePage::cancel);
     connect(m_job, &MergeJob::progress, this, [this](const MergeStatus& s) {
         showProgress(int(s.tensorsDone), int(s.tensorsTotal), s.bytesDone, s.bytesTotal, s.currentTensor);
@@ -341,10 +428,7 @@ MergePage::MergePage(QWidget* parent)
         m_current->setText(current);
     });
     connect(m_compare, &CompareJob::finished, this, &MergePage::onCompareFinished);
-    setMappingJob(m_ownMapping);
 }
-
-MergePage::~MergePage() = default;
 
 void MergePage::setMappingJob(MappingJob* job)
 {
@@ -355,13 +439,32 @@ void MergePage::setMappingJob(MappingJob* job)
     if (m_mapping)
         disconnect(m_mapping, nullptr, this, nullptr);
     m_mapping = job;
-    connect(m_mapping, &MappingJob::finished, this, &MergePage::onMappingFinished);
-    connect(m_mapping, &MappingJob::started, this, &MergePage::updatePlan);
     connect(m_mapping, &MappingJob::settingsChanged, this, &MergePage::syncMappingWidgets);
     if (m_checkpoint)
         m_mapping->setCheckpoint(m_checkpoint);
     syncMappingWidgets();
-    updatePlan();
+}
+
+void MergePage::resetOptions()
+{
+    const QSignalBlocker b1(m_targetDir), b2(m_reference), b3(m_dtype), b4(m_lora), b5(m_loraAlpha), b6(m_baseModel),
+        b7(m_hfModelPath), b8(m_format), b9(m_outtype);
+    m_format->setCurrentIndex(0);
+    m_outtype->setCurrentIndex(0);
+    m_outtype->setEnabled(false);
+    m_dtype->setEnabled(true);
+    m_maxShardSize->setEnabled(true);
+    m_targetDir->clear();
+    m_reference->clear();
+    m_hfModelPath->clear();
+    m_dtype->setCurrentIndex(0);
+    m_lora->setCurrentIndex(0);
+    m_loraAlpha->clear();
+    m_baseModel->clear();
+    m_log->clear();
+    m_progress->setValue(0);
+    m_current->clear();
+    m_openInDiff->setEnabled(false); // the test it offers was of the other checkpoint
 }
 
 void MergePage::setCheckpoint(CheckpointPtr checkpoint)
@@ -369,70 +472,30 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
     // Another checkpoint: the output folder, reference, dtype, LoRA options and log of the last one do not carry
     // over, so one click can never overwrite the previous merge with this checkpoint's weights.
     const bool another = m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root;
-    if (another && !m_job->isRunning() && !m_compare->isRunning()) {
-        const QSignalBlocker b1(m_targetDir), b2(m_reference), b3(m_dtype), b4(m_lora), b5(m_loraAlpha), b6(m_baseModel),
-            b7(m_hfModelPath), b8(m_format), b9(m_outtype);
-        m_format->setCurrentIndex(0);
-        m_outtype->setCurrentIndex(0);
-        m_outtype->setEnabled(false);
-        m_dtype->setEnabled(true);
-        m_targetDir->clear();
-        m_reference->clear();
-        m_hfModelPath->clear();
-        m_dtype->setCurrentIndex(0);
-        m_lora->setCurrentIndex(0);
-        m_loraAlpha->clear();
-        m_baseModel->clear();
-        m_baseScan.reset();
-        m_log->clear();
-        m_progress->setValue(0);
-        m_current->clear();
-        m_openInDiff->setEnabled(false); // the test it offers was of the other checkpoint
-    }
+    if (another && !m_job->isRunning() && !m_compare->isRunning())
+        resetOptions();
     m_checkpoint = std::move(checkpoint);
+    m_prepared.reset();
+    m_scans.clear();
+    if (m_checkpoint) // the workbench's scan applies the default parameter check (ScanJob)
+        m_scans.push_back(loadedScan(m_checkpoint));
     m_localDir->setText(m_checkpoint ? qs(m_checkpoint->root) : QString());
     if (m_checkpoint)
         m_hfModelPath->setPlaceholderText(m_checkpoint->hfConfigDir.empty() ? tr("not found: give --hf_model_path")
                                                                              : qs(m_checkpoint->hfConfigDir));
     const bool megatron = isMegatron();
-    // The backend the command line accepts for this layout (a Hugging Face folder or a GGUF file only with auto).
-    const auto family = m_checkpoint ? tessera::layoutFamily(m_checkpoint->layout) : tessera::LayoutFamily::Unknown;
-    const bool fsdp = family == tessera::LayoutFamily::TorchSave;
-    m_backend->setCurrentText(megatron ? QStringLiteral("megatron")
-                              : family == tessera::LayoutFamily::Dcp ? QStringLiteral("dcp")
-                              : fsdp ? QStringLiteral("fsdp")
-                                     : QStringLiteral("auto"));
-    for (QWidget* w : std::initializer_list<QWidget*> { m_paramMapping, m_loadRules, m_ignoreMissing, m_strict, m_valueModel })
+    m_backend->setCurrentText(m_checkpoint ? qs(tessera::backendForLayout(m_checkpoint->layout)) : QStringLiteral("auto"));
+    for (QWidget* w : std::initializer_list<QWidget*> { m_paramMapping, m_loadRules })
         w->setEnabled(megatron);
-    const bool lora = m_checkpoint && tessera::hasLoraTensors(*m_checkpoint);
+    m_loraCheckpoint = m_checkpoint && tessera::hasLoraTensors(*m_checkpoint);
     for (QWidget* w : std::initializer_list<QWidget*> { m_lora, m_loraAlpha, m_baseModel })
-        w->setEnabled(lora);
+        w->setEnabled(m_loraCheckpoint);
     m_mapping->setCheckpoint(m_checkpoint);
-    updatePlan();
+    m_planModel->setPlan(nullptr);
+    requestChanged();
 }
 
 bool MergePage::isGguf() const { return m_format->currentData().toString() == QLatin1String("gguf"); }
-
-bool MergePage::planGguf(const CheckpointPtr& input, const tessera::MergeOptions& options)
-{
-    if (m_loraMerge) {
-        showPlanError(tr("GGUF export of a LoRA checkpoint: merge its fused model as safetensors first, then open that "
-                         "folder and export it as GGUF."));
-        return false;
-    }
-    tessera::GgufOptions gguf;
-    gguf.outType = tessera::ggufOutTypeFromName(m_outtype->currentData().toString().toStdString());
-    gguf.hfConfigDir = options.hfConfigDir;
-    gguf.forceTieWordEmbeddings = options.forceTieWordEmbeddings;
-    gguf.threads = options.threads;
-    auto plan = tessera::planGgufMerge(*input, gguf);
-    if (!plan) {
-        showPlanError(tr("This checkpoint cannot be written as GGUF:\n\n%1").arg(qs(plan.error().message)));
-        return false;
-    }
-    m_ggufPlan = std::make_shared<const tessera::GgufPlan>(std::move(plan).value());
-    return true;
-}
 
 bool MergePage::isMegatron() const { return m_checkpoint && tessera::isMegatronLayout(m_checkpoint->layout); }
 
@@ -440,73 +503,223 @@ void MergePage::setReferenceDir(const QString& dir) { m_reference->setText(dir);
 
 void MergePage::setTargetDir(const QString& dir) { m_targetDir->setText(dir); }
 
-MergePanelOptions MergePage::options() const
+tessera::MergeRequest MergePage::request() const
 {
-    MergePanelOptions o;
-    o.localDir = m_localDir->text();
-    o.targetDir = m_targetDir->text();
-    o.backend = m_backend->currentText();
-    o.hfModelPath = m_hfModelPath->text();
-    o.dtype = m_dtype->currentData().toString();
-    o.maxShardSize = m_maxShardSize->text();
-    o.threads = m_threads->value();
-    o.tieWordEmbedding = m_tie->isChecked();
-    o.isValueModel = m_valueModel->isChecked();
-    o.verifyReplicas = m_verifyReplicas->isChecked();
-    o.strict = m_strict->isChecked();
-    o.paramMapping = m_mapping->settings().hasRules() ? m_mapping->settings().rulesName : QString();
-    o.ignoreMissingParams = m_ignoreMissing->text();
-    o.lora = m_lora->currentData().toString();
-    o.loraAlpha = m_loraAlpha->text().trimmed();
-    o.baseModel = m_baseModel->text().trimmed();
-    o.format = m_format->currentData().toString();
-    o.outtype = m_outtype->currentData().toString();
-    return o;
+    tessera::MergeRequest r;
+    auto text = [](const QLineEdit* edit) -> std::optional<std::string> {
+        const QString t = edit->text().trimmed();
+        return t.isEmpty() ? std::nullopt : std::optional<std::string>(t.toStdString());
+    };
+    if (m_checkpoint) {
+        static_cast<tessera::ModelRequest&>(r) = loadedModelRequest(*m_checkpoint);
+        if (auto typed = text(m_hfModelPath))
+            r.hfModelPath = typed;
+    }
+    r.targetDir = m_targetDir->text().trimmed().toStdString(); // empty until chosen: the merge refuses that
+    if (isGguf()) {
+        r.format = "gguf";
+        r.outtype = m_outtype->currentData().toString().toStdString();
+    } else {
+        if (const QString dtype = m_dtype->currentData().toString(); !dtype.isEmpty())
+            r.dtype = dtype.toStdString();
+        if (m_maxShardSize->text().trimmed() != QLatin1String("5GB"))
+            r.maxShardSize = m_maxShardSize->text().trimmed().toStdString();
+        r.verifyReplicas = m_verifyReplicas->isChecked();
+    }
+    if (m_threads->value() > 0)
+        r.threads = std::to_string(m_threads->value());
+    if (isMegatron() && m_mapping->settings().hasRules() && !m_mapping->settings().rulesName.isEmpty())
+        r.paramMapping = m_mapping->settings().rulesName.toStdString();
+    if (!m_ignoreMissing->text().isEmpty())
+        r.ignoreMissingParams = m_ignoreMissing->text().toStdString();
+    r.strict = m_strict->isChecked();
+    r.isValueModel = m_valueModel->isChecked();
+    r.tieWordEmbedding = m_tie->isChecked();
+    if (m_loraCheckpoint) {
+        if (m_lora->currentIndex() > 0)
+            r.lora = m_lora->currentData().toString().toStdString();
+        r.loraAlpha = text(m_loraAlpha);
+        r.baseModel = text(m_baseModel);
+    }
+    return r;
+}
+
+tessera::TestRequest MergePage::testRequest() const
+{
+    tessera::TestRequest t;
+    static_cast<tessera::ModelRequest&>(t) = modelRequest();
+    t.testHfDir = m_reference->text().trimmed().toStdString();
+    for (auto [edit, field] : { std::pair { m_atol, &t.atol }, std::pair { m_rtol, &t.rtol } })
+        if (const QString v = edit->text().trimmed(); v != QLatin1String("0"))
+            *field = v.toStdString();
+    return t;
+}
+
+tessera::PrepareContext MergePage::prepareContext() const
+{
+    tessera::PrepareContext context;
+    context.scans = m_scans;
+    const MappingSettings& s = m_mapping->settings();
+    if (isMegatron() && s.hasRules())
+        context.rules = tessera::EditedRules { s.rulesText.toStdString(), s.rulesOrigin().toStdString() };
+    return context;
 }
 
 QString MergePage::commandLine() const
 {
-    const MergePanelOptions o = options();
-    QStringList args { QStringLiteral("tessera"), QStringLiteral("merge"), QStringLiteral("--backend"), o.backend,
-                       QStringLiteral("--local_dir"), quoted(o.localDir), QStringLiteral("--target_dir"),
-                       o.targetDir.trimmed().isEmpty() ? QStringLiteral("DIR") : quoted(o.targetDir.trimmed()) };
-    auto add = [&](const QString& flag, const QString& value) {
-        if (!value.isEmpty())
-            args << flag << quoted(value);
-    };
-    // The scan's root may be a subfolder (actor/model) where the CLI would not find config.json on its own.
-    add(QStringLiteral("--hf_model_path"),
-        !o.hfModelPath.isEmpty() || !m_checkpoint ? o.hfModelPath : qs(m_checkpoint->hfConfigDir));
-    if (isGguf())
-        args << QStringLiteral("--format") << QStringLiteral("gguf") << QStringLiteral("--outtype") << o.outtype;
-    else
-        add(QStringLiteral("--dtype"), o.dtype);
-    if (!isGguf() && o.maxShardSize != QLatin1String("5GB"))
-        add(QStringLiteral("--max_shard_size"), o.maxShardSize);
-    if (o.threads > 0)
-        add(QStringLiteral("--threads"), QString::number(o.threads));
-    if (isMegatron()) {
-        if (m_mapping->settings().hasRules())
-            args << QStringLiteral("--param_mapping")
-                 << (o.paramMapping.isEmpty() ? tr("<save the editor's rules first>") : quoted(o.paramMapping));
-        add(QStringLiteral("--ignore_missing_params"), o.ignoreMissingParams);
-        if (!o.strict)
-            args << QStringLiteral("--no_strict");
-        if (o.isValueModel)
-            args << QStringLiteral("--is_value_model");
-    }
-    if (m_loraMerge) {
-        if (o.lora != QLatin1String("both"))
-            add(QStringLiteral("--lora"), o.lora);
-        add(QStringLiteral("--lora_alpha"), o.loraAlpha);
-        add(QStringLiteral("--base_model"), o.baseModel);
-    }
-    if (o.tieWordEmbedding)
-        args << QStringLiteral("--tie_word_embedding");
-    if (o.verifyReplicas && !isGguf())
-        args << QStringLiteral("--verify_replicas");
-    return args.join(QLatin1Char(' '));
+    QString line = shownCommandLine("merge", request().toArgs(), "DIR");
+    if (isMegatron() && m_mapping->settings().hasRules() && m_mapping->settings().rulesName.isEmpty())
+        line += tr(" --param_mapping <save the editor's rules first>");
+    return line;
 }
+
+void MergePage::requestChanged()
+{
+    m_outcome.clear();
+    m_command->setText(commandLine());
+    // Typing waits for a pause; a checkpoint, a switch or a choice plans at once.
+    const auto* edit = qobject_cast<const QLineEdit*>(sender());
+    schedulePlan(edit ? 300 : 0);
+    Q_EMIT modelRequestChanged();
+}
+
+void MergePage::schedulePlan(int delayMs)
+{
+    if (!m_checkpoint) {
+        m_planner->cancel();
+        m_prepared.reset();
+        showPlanError(tr("Open a checkpoint to see what a merge would write."));
+        Q_EMIT planChanged();
+        return;
+    }
+    const tessera::MergeRequest request = this->request();
+    const tessera::PrepareContext context = prepareContext();
+    m_planner->schedule(
+        [this, request, context](tessera::Progress& progress) -> std::function<void()> {
+            tessera::PrepareContext withProgress = context;
+            withProgress.progress = &progress;
+            std::shared_ptr<const tessera::PreparedMerge> prepared;
+            try {
+                prepared = std::make_shared<const tessera::PreparedMerge>(tessera::prepareMerge(request, withProgress));
+            } catch (const std::exception& e) { // an allocation failure on a huge checkpoint
+                auto failed = std::make_shared<tessera::PreparedMerge>();
+                failed->request = request;
+                failed->refusal = tessera::Refusal { tessera::makeError(e.what()) };
+                prepared = failed;
+            }
+            return [this, prepared] { onPrepared(prepared); };
+        },
+        delayMs);
+    updateButtons();
+}
+
+void MergePage::onPrepared(const std::shared_ptr<const tessera::PreparedMerge>& prepared)
+{
+    if (prepared->request != request())
+        return; // the options changed meanwhile: their own plan is on its way
+    m_prepared = prepared;
+    // Keep what the prepare read, so the next one (another dtype, a keystroke) does not read it again.
+    for (const auto& scan : prepared->model.scans) {
+        m_scans.push_back(scan);
+        constexpr std::size_t kKept = 6; // the loaded checkpoint and a few others
+        if (m_scans.size() > kKept)
+            m_scans.erase(m_scans.begin() + 1);
+    }
+    showPlan();
+    Q_EMIT planChanged();
+}
+
+void MergePage::showPlanError(const QString& message)
+{
+    m_planText = message;
+    m_planModel->setPlan(nullptr);
+    m_planView->hide();
+    m_planSummary->setText(QStringLiteral("<span style='color:%1'>%2</span>")
+                               .arg(problemColor(palette()).name(), message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
+    updateButtons();
+}
+
+void MergePage::showPlan()
+{
+    const auto& p = *m_prepared;
+    const QString muted = palette().color(QPalette::PlaceholderText).name();
+    if (p.refusal) {
+        const QString message = qs(p.refusal->error.message);
+        if (p.refusal->usage)
+            showPlanError(message);
+        else
+            showPlanError((p.request.gguf() && !p.model.refusal ? tr("This checkpoint cannot be written as GGUF:\n\n%1")
+                                                                    : tr("This checkpoint cannot be merged as it is:\n\n%1"))
+                              .arg(message));
+        return;
+    }
+    const auto& model = p.model;
+    m_planText = p.gguf ? qs(tessera::ggufPlanSummary(*p.gguf, true))
+                        : qs(tessera::mergePlanSummary(model.primary(), model.primaryInfo(), true));
+    m_planModel->setPlan(p.gguf ? nullptr : plannedModel());
+    m_planView->setVisible(!p.gguf);
+    QStringList lines;
+    if (!p.target && !p.request.target().empty())
+        lines << colored(problemColor(palette()).name(), tr("The merge would refuse the output folder: %1")
+                                                             .arg(qs(p.target.error().message)));
+    if (p.gguf) {
+        lines << ggufLines(*p.gguf, muted);
+    } else {
+        const auto& plan = model.primary();
+        lines << tr("<b>Writes %1</b> in %2: %3 of tensors")
+                     .arg(countText(qint64(plan.tensors.size()), tr("tensor"), tr("tensors")),
+                          countText(qint64(plan.files.size()), tr("safetensors file"), tr("safetensors files")),
+                          bytesText(plan.totalBytes))
+              << copyLine(plan, p.request.verifyReplicas);
+        const QString target = qs(p.request.target());
+        QString disk = tr("<b>Disk</b> %1 in total (weights, index, config and tokenizer)").arg(bytesText(plan.diskBytes));
+        if (const auto freeBytes = freeBytesFor(target.isEmpty() ? qs(m_checkpoint->root) : target)) {
+            disk += *freeBytes > plan.diskBytes
+                ? tr(" · %1 free %2").arg(bytesText(*freeBytes), target.isEmpty() ? tr("on the checkpoint's disk") : tr("at the target"))
+                : QStringLiteral(" · ") + colored(problemColor(palette()).name(), tr("only %1 free at the target").arg(bytesText(*freeBytes)));
+        }
+        lines << disk
+              << tr("<b>Memory</b> about %1 at peak with %2 (largest tensor %3, largest gather/sum buffer %4)")
+                     .arg(bytesText(plan.memoryBytes), countText(model.options.threads, tr("thread"), tr("threads")),
+                          bytesText(plan.largestTensorBytes), bytesText(plan.bufferBytes));
+        if (plan.configDtype)
+            lines << tr("config.json torch_dtype becomes %1").arg(dtypeText(*plan.configDtype));
+        if (plan.configDequantized)
+            lines << tr("config.json loses its quantization_config: the weights are written unquantized");
+        if (model.loraPlans)
+            lines << loraLines(model, muted);
+        for (const auto& d : plan.dropped)
+            lines << colored(muted, tr("not written: %1").arg(qs(d)));
+        for (const auto& w : plan.warnings)
+            lines << colored(muted, tr("warning: %1").arg(qs(w)));
+    }
+    lines << messageLines(model, muted);
+    m_planSummary->setText(lines.join(QStringLiteral("<br>")));
+    updateButtons();
+}
+
+std::shared_ptr<const tessera::MergePlan> MergePage::plannedModel() const
+{
+    if (!m_prepared || !m_prepared->model.planned() || m_prepared->refusal)
+        return nullptr;
+    return std::shared_ptr<const tessera::MergePlan>(m_prepared, &m_prepared->model.primary());
+}
+
+CheckpointPtr MergePage::plannedInput() const
+{
+    if (!plannedModel())
+        return nullptr;
+    return CheckpointPtr(m_prepared, &m_prepared->model.primaryInfo());
+}
+
+std::shared_ptr<const tessera::GgufPlan> MergePage::ggufPlan() const
+{
+    if (!m_prepared || !m_prepared->gguf)
+        return nullptr;
+    return std::shared_ptr<const tessera::GgufPlan>(m_prepared, &*m_prepared->gguf);
+}
+
+bool MergePage::isPlanning() const { return m_planner->isBusy(); }
 
 void MergePage::pushMappingSettings()
 {
@@ -518,24 +731,26 @@ void MergePage::pushMappingSettings()
     settings.valueModel = m_valueModel->isChecked();
     settings.tieWordEmbeddings = m_tie->isChecked();
     m_mapping->setSettings(settings);
-    updateButtons();
 }
 
 void MergePage::syncMappingWidgets()
 {
     const MappingSettings& s = m_mapping->settings();
-    const QSignalBlocker b1(m_strict), b2(m_tie), b3(m_valueModel);
-    m_strict->setChecked(s.strict);
-    m_tie->setChecked(s.tieWordEmbeddings);
-    m_valueModel->setChecked(s.valueModel);
-    if (!m_mappingDebounce.isActive() && m_ignoreMissing->text() != s.ignoreMissing) {
-        const QSignalBlocker b4(m_ignoreMissing);
-        m_ignoreMissing->setText(s.ignoreMissing);
+    {
+        const QSignalBlocker b1(m_strict), b2(m_tie), b3(m_valueModel);
+        m_strict->setChecked(s.strict);
+        m_tie->setChecked(s.tieWordEmbeddings);
+        m_valueModel->setChecked(s.valueModel);
+        if (!m_mappingDebounce.isActive() && m_ignoreMissing->text() != s.ignoreMissing) {
+            const QSignalBlocker b4(m_ignoreMissing);
+            m_ignoreMissing->setText(s.ignoreMissing);
+        }
     }
     m_paramMapping->setText(!s.hasRules() ? QString()
                                 : s.rulesName.isEmpty() ? tr("unsaved rules in the Mapping view's editor")
                                                         : QDir::toNativeSeparators(s.rulesName));
-    updateButtons();
+    // The Mapping view's rules and switches are the merge's: plan again with them.
+    requestChanged();
 }
 
 void MergePage::loadRules()
@@ -555,281 +770,96 @@ void MergePage::loadRules()
     m_mapping->setSettings(settings);
 }
 
-void MergePage::onMappingFinished(const MappingOutcome&)
-{
-    if (isMegatron())
-        updatePlan();
-}
-
-void MergePage::showPlanError(const QString& message)
-{
-    m_planText = message;
-    m_planModel->setPlan(nullptr);
-    m_planView->hide();
-    m_planSummary->setText(QStringLiteral("<span style='color:%1'>%2</span>")
-                               .arg(problemColor(palette()).name(), message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
-    updateButtons();
-}
-
-bool MergePage::planLora(const CheckpointPtr& input, const tessera::MergeOptions& options)
-{
-    tessera::LoraSettings settings;
-    const QString alphaText = m_loraAlpha->text().trimmed();
-    if (!alphaText.isEmpty()) {
-        // Read as the command line reads it, so the command this page shows runs as the page did.
-        const auto alpha = tessera::parseDecimalNumber(alphaText.toStdString());
-        const std::string why = alpha ? tessera::loraAlphaProblem(*alpha) : std::string("must be a positive number");
-        if (!why.empty()) {
-            showPlanError(tr("--lora_alpha %1 (got '%2')").arg(qs(why), alphaText));
-            return false;
-        }
-        settings.alpha = *alpha;
-    }
-    std::optional<tessera::CheckpointInfo> base;
-    if (const QString baseDir = m_baseModel->text().trimmed(); !baseDir.isEmpty()) {
-        // Headers only, and once per path: the plan is redone whenever any option changes.
-        if (!m_baseScan || baseDir != m_basePath) {
-            m_basePath = baseDir;
-            m_baseScan = tessera::scanCheckpoint(baseDir.toStdString());
-        }
-        if (!*m_baseScan) {
-            showPlanError(tr("The base model cannot be read:\n\n%1").arg(qs(m_baseScan->error().message)));
-            return false;
-        }
-        base = m_baseScan->value();
-    }
-    auto read = tessera::readLoraCheckpoint(*input, settings, base ? &*base : nullptr);
-    if (!read) {
-        showPlanError(tr("This LoRA checkpoint cannot be merged as it is:\n\n%1").arg(qs(read.error().message)));
-        return false;
-    }
-    auto what = tessera::loraOutputFromName(m_lora->currentData().toString().toStdString());
-    auto plans = what ? tessera::planLoraMerge(*read, options, *what) : tessera::Result<tessera::LoraMergePlans>(what.error());
-    if (!plans) {
-        showPlanError(tr("This LoRA checkpoint cannot be merged as it is:\n\n%1").arg(qs(plans.error().message)));
-        return false;
-    }
-    auto merge = std::make_shared<LoraMerge>(LoraMerge { std::move(*read), std::move(*plans) });
-    // The page shows and tests the primary model (the fused one, else the adapter); the job writes them all.
-    m_mergePlan = std::shared_ptr<const tessera::MergePlan>(merge, &merge->plans.primary());
-    m_mergeInput = CheckpointPtr(merge, &merge->plans.primaryInfo(merge->checkpoint));
-    m_loraMerge = std::move(merge);
-    return true;
-}
-
-void MergePage::updatePlan()
-{
-    m_mergePlan.reset();
-    m_mergeInput.reset();
-    m_loraMerge.reset();
-    m_ggufPlan.reset();
-    if (!m_checkpoint) {
-        showPlanError(tr("Open a checkpoint to see what a merge would write."));
-        m_planSummary->setText(m_planText);
-        return;
-    }
-    tessera::MergeOptions options;
-    const auto limit = tessera::parseByteSize(m_maxShardSize->text().toStdString());
-    if (!limit) {
-        showPlanError(tr("--max_shard_size: %1").arg(qs(limit.error().message)));
-        return;
-    }
-    CheckpointPtr input = m_checkpoint;
-    if (isMegatron()) {
-        // Megatron names go through the same mapping the Mapping view shows (and `tessera merge` runs).
-        const MappingOutcome& outcome = m_mapping->outcome();
-        if (m_mapping->isBusy() || outcome.source != m_checkpoint) {
-            m_planText = tr("Mapping Megatron names to Hugging Face names…");
-            m_planModel->setPlan(nullptr);
-            m_planSummary->setText(m_planText);
-            updateButtons();
-            return;
-        }
-        if (!outcome.mapped) {
-            showPlanError(tr("The Megatron names cannot be mapped:\n\n%1").arg(outcome.error));
-            return;
-        }
-        input = outcome.mapped;
-    }
-    options.maxShardSize = *limit;
-    const QString dtype = m_dtype->currentData().toString();
-    if (!dtype.isEmpty())
-        options.dtype = tessera::dtypeFromUserName(dtype.toStdString());
-    options.hfConfigDir = m_hfModelPath->text().trimmed().toStdString();
-    options.forceTieWordEmbeddings = m_tie->isChecked();
-    options.threads = m_threads->value() > 0 ? unsigned(m_threads->value()) : std::max(1u, std::thread::hardware_concurrency());
-    // The same plan `tessera merge --dry-run` prints; computed from the scan alone, so it is cheap to redo.
-    if (tessera::hasLoraTensors(*input)) {
-        if (!planLora(input, options))
-            return;
-    } else {
-        auto plan = tessera::planMerge(*input, options);
-        if (!plan) {
-            showPlanError(tr("This checkpoint cannot be merged as it is:\n\n%1").arg(qs(plan.error().message)));
-            return;
-        }
-        m_mergePlan = std::make_shared<const tessera::MergePlan>(std::move(plan).value());
-        m_mergeInput = input;
-    }
-    if (isGguf() && !planGguf(input, options))
-        return;
-    m_planText = m_ggufPlan ? qs(tessera::ggufPlanSummary(*m_ggufPlan, true))
-                            : qs(tessera::mergePlanSummary(*m_mergePlan, *m_mergeInput, true));
-    m_planModel->setPlan(m_mergePlan);
-    m_planView->show();
-
-    const auto& p = *m_mergePlan;
-    const QString target = m_targetDir->text().trimmed();
-    const auto freeBytes = freeBytesFor(target.isEmpty() ? qs(m_checkpoint->root) : target);
-    const QString muted = palette().color(QPalette::PlaceholderText).name();
-    QStringList lines;
-    if (m_ggufPlan) {
-        const auto& g = *m_ggufPlan;
-        lines << tr("<b>Writes %1</b> as GGUF (%2, %3): %4")
-                     .arg(countText(qint64(g.tensors.size()), tr("tensor"), tr("tensors")), qs(g.architecture),
-                          QLatin1String(tessera::ggufOutTypeName(g.outType)), qs(g.fileName).toHtmlEscaped())
-              << tr("<b>Tokenizer</b> %1").arg(qs(g.tokenizerSummary).toHtmlEscaped())
-              << tr("<b>Disk</b> %1 · <b>Memory</b> about %2 at peak (largest tensor %3)")
-                     .arg(bytesText(g.fileSize), bytesText(g.memoryBytes), bytesText(g.largestTensorBytes));
-        for (const auto& d : g.dropped)
-            lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("not written: %1").arg(qs(d).toHtmlEscaped()));
-        for (const auto& w : g.warnings)
-            lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("warning: %1").arg(qs(w).toHtmlEscaped()));
-        m_planSummary->setText(lines.join(QStringLiteral("<br>")));
-        updateButtons();
-        return;
-    }
-    lines << tr("<b>Writes %1</b> in %2: %3 of tensors")
-                 .arg(countText(qint64(p.tensors.size()), tr("tensor"), tr("tensors")),
-                      countText(qint64(p.files.size()), tr("safetensors file"), tr("safetensors files")),
-                      bytesText(p.totalBytes));
-    std::size_t direct = 0, gather = 0, sum = 0, replicas = 0;
-    for (const auto& t : p.tensors) {
-        if (!t.delta)
-            (t.mode == tessera::CopyMode::Direct ? direct : t.mode == tessera::CopyMode::Gather ? gather : sum) += 1;
-        replicas += t.replicas.size();
-    }
-    lines << tr("<b>Copy</b> %1 streamed straight into place, %2 gathered, %3 summed (Partial)%4 · %5 %6")
-                 .arg(direct)
-                 .arg(gather)
-                 .arg(sum)
-                 .arg(p.fusedTensors ? tr(", %1 fused with their LoRA update").arg(p.fusedTensors) : QString())
-                 .arg(countText(qint64(replicas), tr("replica piece"), tr("replica pieces")),
-                      m_verifyReplicas->isChecked() ? tr("verified against the written copy") : tr("skipped"));
-    QString disk = tr("<b>Disk</b> %1 in total (weights, index, config and tokenizer)").arg(bytesText(p.diskBytes));
-    if (freeBytes) {
-        const bool enough = *freeBytes > p.diskBytes;
-        disk += enough ? tr(" · %1 free %2").arg(bytesText(*freeBytes), target.isEmpty() ? tr("on the checkpoint's disk") : tr("at the target"))
-                       : QStringLiteral(" · <span style='color:%1'>%2</span>")
-                             .arg(problemColor(palette()).name(), tr("only %1 free at the target").arg(bytesText(*freeBytes)));
-    }
-    lines << disk;
-    lines << tr("<b>Memory</b> about %1 at peak with %2 (largest tensor %3, largest gather/sum buffer %4)")
-                 .arg(bytesText(p.memoryBytes), countText(options.threads, tr("thread"), tr("threads")),
-                      bytesText(p.largestTensorBytes), bytesText(p.bufferBytes));
-    if (p.configDtype)
-        lines << tr("config.json torch_dtype becomes %1").arg(dtypeText(*p.configDtype));
-    if (p.configDequantized)
-        lines << tr("config.json loses its quantization_config: the weights are written unquantized");
-    if (m_loraMerge) {
-        const auto& c = m_loraMerge->checkpoint.config;
-        const auto& plans = m_loraMerge->plans;
-        lines << tr("<b>LoRA</b> r = %1, alpha = %2 (%3)%4: %5")
-                     .arg(c.r)
-                     .arg(c.alpha)
-                     .arg(qs(c.alphaSource).toHtmlEscaped(), c.useRslora ? tr(", rsLoRA") : QString(),
-                          plans.fused ? tr("%1 weights fused with W + (B·A)·scale").arg(plans.fused->fusedTensors)
-                                      : tr("no fused model"));
-        if (plans.adapter)
-            lines << tr("<b>Adapter</b> %1 in %2/ (adapter_model.safetensors, adapter_config.json)")
-                         .arg(countText(qint64(plans.adapter->tensors.size()), tr("tensor"), tr("tensors")),
-                              qs(plans.adapterFolder));
-        for (const auto& n : plans.notes)
-            lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, qs(n).toHtmlEscaped());
-    }
-    for (const auto& d : p.dropped)
-        lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("not written: %1").arg(qs(d).toHtmlEscaped()));
-    for (const auto& w : p.warnings)
-        lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("warning: %1").arg(qs(w).toHtmlEscaped()));
-    if (isMegatron())
-        for (const auto& w : m_mapping->outcome().result->warnings)
-            lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("mapping: %1").arg(qs(w).toHtmlEscaped()));
-    m_planSummary->setText(lines.join(QStringLiteral("<br>")));
-    updateButtons();
-}
-
 bool MergePage::canRun() const
 {
-    return m_mergePlan && !m_targetDir->text().trimmed().isEmpty() && !m_job->isRunning() && !m_compare->isRunning()
-        && !m_mappingDebounce.isActive();
+    return m_prepared && !isPlanning() && m_prepared->runnable() && m_prepared->request == request()
+        && !m_job->isRunning() && !m_compare->isRunning();
 }
 
 bool MergePage::canTest() const
 {
-    return m_mergePlan && !m_job->isRunning() && !m_compare->isRunning() && !m_mappingDebounce.isActive();
+    return m_prepared && !isPlanning() && !m_prepared->model.refusal && !m_job->isRunning() && !m_compare->isRunning();
 }
+
+QString MergePage::statusText() const { return m_progressText->text(); }
 
 void MergePage::updateButtons()
 {
-    if (m_mergePlan != m_announcedPlan) {
-        m_announcedPlan = m_mergePlan;
-        Q_EMIT planChanged();
-    }
     const bool running = m_job->isRunning() || m_compare->isRunning();
+    const bool chosen = !m_targetDir->text().trimmed().isEmpty();
+    QString why; // why Merge cannot run, or what it will do
+    if (!m_checkpoint)
+        why = tr("Not running: no checkpoint.");
+    else if (isPlanning())
+        why = tr("Planning…");
+    else if (!m_prepared || m_prepared->refusal)
+        why = tr("Not running: no plan (see the plan box).");
+    else if (!chosen)
+        why = tr("Not running. Choose an output folder to merge; a test against a reference writes nothing.");
+    else if (!m_prepared->adapterTarget)
+        why = tr("Refused: %1").arg(qs(m_prepared->adapterTarget.error().message));
+    else if (!m_prepared->target)
+        why = tr("Refused: %1").arg(qs(m_prepared->target.error().message));
+    else
+        why = tr("Ready to merge.");
     m_run->setEnabled(canRun());
-    m_run->setToolTip(!m_mergePlan ? tr("No plan: see the plan box")
-                          : m_targetDir->text().trimmed().isEmpty() ? tr("Choose an output folder first")
-                                                                    : tr("Merge into the output folder"));
+    m_run->setToolTip(canRun() ? tr("Merge into the output folder") : why);
     m_test->setEnabled(canTest());
     m_test->setToolTip(tr("Merge in memory and compare every tensor with a Hugging Face folder (tessera test); "
                           "writes nothing"));
     m_cancel->setEnabled(running);
     m_command->setText(commandLine());
     if (!running && m_progress->value() == 0)
-        m_progressText->setText(!m_mergePlan ? tr("Not running: no plan.")
-                                    : m_targetDir->text().trimmed().isEmpty()
-                                    ? tr("Not running. Choose an output folder to merge; a test against a reference "
-                                         "writes nothing.")
-                                    : tr("Ready to merge."));
+        m_progressText->setText(m_outcome.isEmpty() ? why : m_outcome);
+}
+
+bool MergePage::confirmReplacing()
+{
+    // The command line refuses to mix models; here the user may replace one, but is asked first.
+    const QDir target(qs(m_prepared->request.target()));
+    QStringList existing;
+    std::vector<std::string> names;
+    if (m_prepared->gguf)
+        names.push_back(m_prepared->gguf->fileName);
+    for (const auto& o : m_prepared->outputs()) {
+        const auto files = o.plan->outputFileNames();
+        if (o.subfolder.empty())
+            names.insert(names.end(), files.begin(), files.end());
+        else
+            names.push_back(o.subfolder);
+    }
+    for (const auto& name : names)
+        if (target.exists(qs(name)))
+            existing << qs(name);
+    if (existing.isEmpty())
+        return true;
+    return confirm(this, tr("Replace the model?"),
+                   tr("%1 already holds %2. Replace them with the merge of %3?\n\nOther files in the folder are kept.")
+                       .arg(QDir::toNativeSeparators(target.absolutePath()),
+                            existing.size() > 3 ? existing.mid(0, 3).join(QStringLiteral(", ")) + QStringLiteral(", …")
+                                                : existing.join(QStringLiteral(", ")),
+                            qs(m_checkpoint->root)));
 }
 
 void MergePage::run()
 {
+    // Exactly the plan on screen: the request it was prepared for is the one the options make now.
     if (!canRun())
         return;
-    // The command line refuses to mix models; here the user may replace one, but is asked first.
-    const QDir target(m_targetDir->text().trimmed());
-    QStringList existing;
-    const auto names = m_ggufPlan ? std::vector<std::string> { m_ggufPlan->fileName } : m_mergePlan->outputFileNames();
-    for (const auto& name : names)
-        if (target.exists(qs(name)))
-            existing << qs(name);
-    if (!existing.isEmpty()
-        && !confirm(this, tr("Replace the model?"),
-                    tr("%1 already holds %2. Replace them with the merge of %3?\n\nOther files in the folder are kept.")
-                        .arg(QDir::toNativeSeparators(target.absolutePath()),
-                             existing.size() > 3 ? existing.mid(0, 3).join(QStringLiteral(", ")) + QStringLiteral(", …")
-                                                 : existing.join(QStringLiteral(", ")),
-                             qs(m_checkpoint->root)))) {
-        m_log->appendPlainText(tr("Not merged: %1 was left as it is.").arg(target.absolutePath()));
+    const auto prepared = m_prepared;
+    const QString target = qs(prepared->request.target());
+    if (!confirmReplacing()) {
+        m_log->appendPlainText(tr("Not merged: %1 was left as it is.").arg(QDir(target).absolutePath()));
         return;
     }
-    if (m_ggufPlan) {
-        m_log->appendPlainText(tr("Exporting %1 → %2 as GGUF").arg(qs(m_checkpoint->root), target.filePath(qs(m_ggufPlan->fileName))));
-        std::uint64_t total = m_ggufPlan->merge.totalBytes;
-        for (const auto& q : m_ggufPlan->quantized)
-            total += q.bytes;
-        m_meter.start(total);
-        m_job->startGguf(m_ggufPlan, m_targetDir->text().trimmed(), unsigned(m_threads->value()));
-        showProgress(0, int(m_ggufPlan->merge.tensors.size() + m_ggufPlan->quantized.size()), 0, total, {});
-        updateButtons();
-        return;
-    }
-    m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), m_targetDir->text()));
-    m_meter.start(m_mergePlan->totalBytes);
-    m_job->start(m_mergeInput, m_mergePlan, m_targetDir->text().trimmed(), unsigned(m_threads->value()),
-                 m_verifyReplicas->isChecked(), m_loraMerge);
-    showProgress(0, int(m_mergePlan->tensors.size()), 0, m_mergePlan->totalBytes, {});
+    if (prepared->gguf)
+        m_log->appendPlainText(tr("Exporting %1 → %2 as GGUF")
+                                   .arg(qs(m_checkpoint->root), QDir(target).filePath(qs(prepared->gguf->fileName))));
+    else
+        m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), target));
+    m_meter.start(prepared->byteCount());
+    m_job->start(prepared);
+    showProgress(0, int(prepared->tensorCount()), 0, prepared->byteCount(), {});
     updateButtons();
 }
 
@@ -844,21 +874,16 @@ void MergePage::runTest()
             return;
         m_reference->setText(dir);
     }
-    std::set<std::string> ignore;
-    if (m_valueModel->isChecked() || m_tie->isChecked())
-        ignore.insert("lm_head.weight"); // as verl's test and `tessera test` do
-    m_log->appendPlainText(tr("Testing %1 against %2").arg(qs(m_checkpoint->root), m_reference->text().trimmed()));
-    m_meter.start(m_mergePlan->totalBytes);
-    // Read as the command line reads them (parseDecimalNumber: finite, no hex or "inf").
-    const auto atolValue = tessera::parseDecimalNumber(m_atol->text().trimmed().toStdString());
-    const auto rtolValue = tessera::parseDecimalNumber(m_rtol->text().trimmed().toStdString());
-    if (!atolValue || !rtolValue || !(*atolValue >= 0) || !(*rtolValue >= 0)) {
-        m_log->appendPlainText(tr("Not tested: atol and rtol must be non-negative numbers (e.g. 0, 1e-5)."));
+    // Checked as `tessera test` checks its flags (the tolerances: finite, 0 or more).
+    const tessera::TestRequest request = testRequest();
+    if (const tessera::Status valid = request.validate(); !valid) {
+        m_log->appendPlainText(tr("Not tested: %1").arg(qs(valid.error().message)));
         return;
     }
-    const double atol = *atolValue, rtol = *rtolValue;
-    m_compare->start(m_mergeInput, m_mergePlan, m_reference->text().trimmed(), unsigned(m_threads->value()), ignore,
-                     atol, rtol);
+    m_log->appendPlainText(tr("Testing %1 against %2").arg(qs(m_checkpoint->root), m_reference->text().trimmed()));
+    if (m_prepared && m_prepared->model.planned())
+        m_meter.start(m_prepared->model.primary().totalBytes);
+    m_compare->start(request, prepareContext());
     m_progress->setValue(0);
     m_progressText->setText(tr("Comparing…"));
     updateButtons();
@@ -878,17 +903,15 @@ void MergePage::onFinished(const MergeResult& result)
         m_progress->setValue(1000);
         m_progressText->setText(tr("Done: %1").arg(result.message));
         m_log->appendPlainText(tr("Done: %1").arg(result.message));
-    } else if (result.canceled) {
+    } else {
         // Said once, and the bar starts over: nothing of the merge is left.
         m_progress->setValue(0);
-        m_progressText->setText(tr("Canceled; nothing was written."));
-        m_log->appendPlainText(tr("Canceled; nothing was written."));
-    } else {
-        m_progressText->setText(tr("Failed."));
-        m_log->appendPlainText(tr("Error: %1").arg(result.message));
+        m_outcome = result.canceled ? tr("Canceled; nothing was written.") : tr("Failed: %1").arg(result.message);
+        m_log->appendPlainText(result.canceled ? m_outcome : tr("Error: %1").arg(result.message));
     }
     m_current->clear();
-    updateButtons();
+    // The target changed (or may have): what a merge would refuse of it is computed again.
+    schedulePlan(0);
 }
 
 void MergePage::onCompareFinished(const CompareResult& result)
@@ -897,8 +920,8 @@ void MergePage::onCompareFinished(const CompareResult& result)
         m_log->appendPlainText(line);
     if (result.canceled) {
         m_progress->setValue(0);
-        m_progressText->setText(tr("Test canceled."));
-        m_log->appendPlainText(tr("Test canceled."));
+        m_outcome = tr("Test canceled.");
+        m_log->appendPlainText(m_outcome);
     } else {
         m_openInDiff->setEnabled(true);
         m_progress->setValue(result.lines.isEmpty() && !result.ok ? m_progress->value() : 1000);

@@ -2,18 +2,23 @@
 #pragma once
 
 #include "checkpointptr.h"
-#include "model/checkpoint.h"
-#include "result.h"
 #include "jobs/throughputmeter.h"
+
+#include "ops/merge_request.h"
+#include "ops/prepare_model.h"
+#include "ops/test_request.h"
 
 #include <QTimer>
 #include <QWidget>
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 class QCheckBox;
 class QComboBox;
+class QGridLayout;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -24,11 +29,8 @@ class QTableView;
 
 namespace tessera {
 struct MergePlan;
-}
-
-namespace tessera {
-struct MergeOptions;
 struct GgufPlan;
+struct PreparedMerge;
 }
 
 namespace tessera::ui {
@@ -37,37 +39,15 @@ class CompareJob;
 class MappingJob;
 class MergeJob;
 class MergePlanModel;
-struct LoraMerge;
+class PlanJob;
 struct CompareResult;
-struct MappingOutcome;
 struct MergeResult;
 
-/// The options of `tessera merge` as the panel collects them.
-struct MergePanelOptions {
-    QString localDir;
-    QString targetDir;
-    QString backend = QStringLiteral("auto");
-    QString hfModelPath;
-    QString dtype;          ///< empty: keep the checkpoint's dtype
-    QString maxShardSize = QStringLiteral("5GB");
-    int threads = 0;
-    bool tieWordEmbedding = false;
-    bool isValueModel = false;
-    bool verifyReplicas = false;
-    bool strict = true;
-    QString paramMapping;   ///< the rules file, empty for the built-in rules (or unsaved editor rules)
-    QString ignoreMissingParams;
-    QString lora = QStringLiteral("both"); ///< LoRA checkpoints: fused, adapter or both
-    QString loraAlpha;      ///< empty: from the checkpoint's files
-    QString baseModel;      ///< an adapter-only checkpoint's base model
-    QString format = QStringLiteral("safetensors"); ///< safetensors or gguf
-    QString outtype = QStringLiteral("f16");        ///< gguf: a name of formats/gguf_types.h
-};
-
-/// The merge panel: the options of `tessera merge` (with the Megatron mapping flags, shared with the Mapping
-/// view through one MappingJob), the dry-run plan as a table of files with disk and memory lines, Run and
-/// "Test against reference…" on workers with live progress (tensors, bytes, GB/s, ETA, current tensor), Cancel
-/// (the engine leaves nothing behind) and a log.
+/// The merge panel: the options of `tessera merge` as a MergeRequest (with the Megatron mapping flags, shared with
+/// the Mapping view through one MappingJob), its plan prepared on a worker by the same prepareMerge() the command
+/// line runs (a table of files with disk and memory lines, and what the merge would refuse), Merge — which runs
+/// exactly the plan on screen — and "Test against reference…" on workers with live progress (tensors, bytes, GB/s,
+/// ETA, current tensor), Cancel (the engine leaves nothing behind) and a log.
 class MergePage : public QWidget {
     Q_OBJECT
 public:
@@ -75,17 +55,31 @@ public:
     ~MergePage() override;
 
     void setCheckpoint(CheckpointPtr checkpoint);
-    /// Shares the Mapping view's mapping (the page has its own until then); not owned.
+    /// Shares the Mapping view's mapping settings (the page has its own until then); not owned.
     void setMappingJob(MappingJob* job);
     MappingJob* mappingJob() const { return m_mapping; }
     void setReferenceDir(const QString& dir);
     void setTargetDir(const QString& dir);
-    MergePanelOptions options() const;
-    /// The dry-run plan as `tessera merge --dry-run` prints it, or why there is none.
-    QString planText() const { return m_planText; }
-    /// The `tessera merge` command line these options amount to.
+
+    /// The `tessera merge` request the options make.
+    tessera::MergeRequest request() const;
+    /// Its model flags: what the Split page writes in another layout.
+    tessera::ModelRequest modelRequest() const { return request(); }
+    /// The `tessera test` request of Test against reference.
+    tessera::TestRequest testRequest() const;
+    /// What prepares of this page's requests reuse: the loaded checkpoint and the scans earlier prepares made, and
+    /// the Mapping view editor's rules.
+    tessera::PrepareContext prepareContext() const;
+    /// The `tessera merge` command line of request() (`DIR` until an output folder is chosen).
     QString commandLine() const;
+
+    /// The plan on screen, as `tessera merge --dry-run` prints it, or why there is none.
+    QString planText() const { return m_planText; }
     MergePlanModel* planModel() const { return m_planModel; }
+    /// The prepared merge on screen; null before the first plan.
+    std::shared_ptr<const tessera::PreparedMerge> prepared() const { return m_prepared; }
+    /// The plan on screen is being recomputed (the options changed).
+    bool isPlanning() const;
     bool canRun() const;
     bool canTest() const;
     void run();
@@ -98,49 +92,55 @@ public:
     void showProgress(int tensorsDone, int tensorsTotal, quint64 bytesDone, quint64 bytesTotal, const QString& current);
     void appendLog(const QString& line);
     QString logText() const;
+    /// The always-visible status line under the buttons.
+    QString statusText() const;
 
-    /// The model the plan writes and what it is planned from (the checkpoint, or its Hugging Face-named mapping):
-    /// what the Split page writes in another layout. Null while there is no plan.
-    std::shared_ptr<const tessera::MergePlan> plannedModel() const { return m_mergePlan; }
+    /// The model the plan writes (the primary one of a LoRA merge) and what it is planned from. Null while there is
+    /// no plan.
+    std::shared_ptr<const tessera::MergePlan> plannedModel() const;
+    CheckpointPtr plannedInput() const;
     /// With the GGUF format chosen: the GGUF file the merge writes instead of the safetensors folder.
-    std::shared_ptr<const tessera::GgufPlan> ggufPlan() const { return m_ggufPlan; }
-    CheckpointPtr plannedInput() const { return m_mergeInput; }
+    std::shared_ptr<const tessera::GgufPlan> ggufPlan() const;
+
 Q_SIGNALS:
-    /// The plan was redone (plannedModel() may be another or none; planText() says why not).
+    /// A new plan is on screen (plannedModel() may be another or none; planText() says why not).
     void planChanged();
+    /// The model flags changed: modelRequest() and prepareContext() say what the Split page writes.
+    void modelRequestChanged();
     /// "Open in Diff" after a test: compare the merge's checkpoint with `referenceDir` in the Diff view.
     void openInDiffRequested(const QString& referenceDir, double atol, double rtol);
 
 private:
-    void updatePlan();
+    void createWidgets();
+    QGroupBox* buildOptions();
+    void buildLayout(QGroupBox* options);
+    void connectOptions();
+    void connectJobs();
+    void resetOptions();
+    void requestChanged();
+    void schedulePlan(int delayMs);
+    void onPrepared(const std::shared_ptr<const tessera::PreparedMerge>& prepared);
+    void showPlan();
     void pushMappingSettings();
     void syncMappingWidgets();
-    void onMappingFinished(const MappingOutcome& outcome);
     void onFinished(const MergeResult& result);
     void onCompareFinished(const CompareResult& result);
     void showPlanError(const QString& message);
-    /// Plans the GGUF export of `input` and shows it; false (and the plan box says why) when it cannot be written.
-    bool planGguf(const CheckpointPtr& input, const tessera::MergeOptions& options);
     bool isGguf() const;
     void updateButtons();
     void loadRules();
     bool isMegatron() const;
-    /// Reads and plans a LoRA checkpoint `input` with the page's LoRA options; false (and the plan box says
-    /// why) when it cannot be merged.
-    bool planLora(const CheckpointPtr& input, const tessera::MergeOptions& options);
+    bool confirmReplacing();
 
     CheckpointPtr m_checkpoint;
+    bool m_loraCheckpoint = false;
     ThroughputMeter m_meter;
-    std::shared_ptr<const tessera::MergePlan> m_mergePlan;
-    CheckpointPtr m_mergeInput; ///< what the plan merges: the checkpoint, or its Hugging Face-named mapping
-    std::shared_ptr<const LoraMerge> m_loraMerge;
-    std::shared_ptr<const tessera::GgufPlan> m_ggufPlan; ///< set when the GGUF format is chosen and plans ///< a LoRA checkpoint's plans (m_mergePlan is the primary one)
-    /// --base_model as last scanned: the plan is redone on every option change, the base is read once per path.
-    QString m_basePath;
-    std::optional<tessera::Result<tessera::CheckpointInfo>> m_baseScan;
-    QTimer m_baseDebounce; ///< typing a base model path rescans once the user pauses, not per keystroke
+    std::shared_ptr<const tessera::PreparedMerge> m_prepared;
+    /// The loaded checkpoint and what earlier prepares read (a rescan with other options, a base model), reused.
+    std::vector<tessera::ScannedCheckpoint> m_scans;
     QString m_planText;
-    std::shared_ptr<const tessera::MergePlan> m_announcedPlan; ///< the plan planChanged() last told about
+    QString m_outcome; ///< how the last run or test ended: the status line says so until the options change
+    PlanJob* m_planner;
     MergeJob* m_job;
     CompareJob* m_compare;
     MappingJob* m_ownMapping;

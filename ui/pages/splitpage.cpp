@@ -2,6 +2,7 @@
 #include "splitpage.h"
 
 #include "coreconvert.h"
+#include "jobs/planjob.h"
 #include "jobs/splitjob.h"
 #include "models/splitplanmodel.h"
 #include "widgets/folderfield.h"
@@ -9,8 +10,10 @@
 #include "widgets/rankcolors.h"
 
 #include "merge/merge_plan.h"
-#include "formats/layout_registry.h"
 #include "model/module_order.h"
+#include "ops/flag_table.h"
+#include "ops/prepare_split.h"
+#include "ops/vocabulary.h"
 #include "split/split_plan.h"
 #include "split/split_preview.h"
 
@@ -30,6 +33,8 @@
 #include <QTableView>
 #include <QTime>
 #include <QVBoxLayout>
+
+#include <exception>
 
 namespace tessera::ui {
 
@@ -70,12 +75,27 @@ QWidget* inlineRow(const QList<QPair<QString, QWidget*>>& items, QWidget* parent
     return row;
 }
 
-QString quoted(const QString& s) { return s.contains(QLatin1Char(' ')) ? QLatin1Char('"') + s + QLatin1Char('"') : s; }
+/// A split's labels for the workbench, by the command line's names (ops/vocabulary.h lists them).
+QString formatLabel(tessera::SplitFormat format)
+{
+    switch (format) {
+    case tessera::SplitFormat::Fsdp:
+        return QObject::tr("FSDP2 rank files (verl)");
+    case tessera::SplitFormat::Dcp:
+        return QObject::tr("PyTorch DCP (torchtitan)");
+    case tessera::SplitFormat::Megatron:
+        return QObject::tr("Megatron per-rank folders (verl)");
+    case tessera::SplitFormat::MegatronDist:
+        return QObject::tr("Megatron torch_dist (verl dist_ckpt)");
+    }
+    return {};
+}
 
 } // namespace
 
 SplitPage::SplitPage(QWidget* parent)
     : QWidget(parent)
+    , m_planner(new PlanJob(this))
     , m_job(new SplitJob(this))
     , m_planModel(new SplitPlanModel(this))
     , m_source(new QLabel(this))
@@ -92,8 +112,6 @@ SplitPage::SplitPage(QWidget* parent)
     , m_lastStageLayers(stageLayersBox(tr("Layers on the last pipeline stage (--num_layers_in_last_pipeline_stage)"), this))
     , m_vocabDivisible(sizeBox(1 << 20, this))
     , m_targetDir(new QLineEdit(this))
-    , m_fsdpRows(nullptr)
-    , m_megatronRows(nullptr)
     , m_planSummary(new QLabel(this))
     , m_planView(new QTableView(this))
     , m_previewTensor(new QComboBox(this))
@@ -106,12 +124,21 @@ SplitPage::SplitPage(QWidget* parent)
     , m_progressText(new QLabel(this))
     , m_log(new QPlainTextEdit(this))
 {
+    createWidgets();
+    buildLayout();
+    connectSignals();
+    updateFormatRows();
+    requestChanged();
+}
+
+SplitPage::~SplitPage() = default;
+
+void SplitPage::createWidgets()
+{
     m_source->setWordWrap(true);
     m_source->setTextFormat(Qt::RichText);
-    m_format->addItem(tr("FSDP2 rank files (verl)"), QStringLiteral("fsdp"));
-    m_format->addItem(tr("PyTorch DCP (torchtitan)"), QStringLiteral("dcp"));
-    m_format->addItem(tr("Megatron per-rank folders (verl)"), QStringLiteral("megatron"));
-    m_format->addItem(tr("Megatron torch_dist (verl dist_ckpt)"), QStringLiteral("megatron-dist"));
+    for (auto format : tessera::splitFormats())
+        m_format->addItem(formatLabel(format), QLatin1String(tessera::splitFormatName(format)));
     m_format->setToolTip(tr("The layout to write (tessera split --format)"));
     m_worldSize->setValue(2);
     m_worldSize->setToolTip(tr("Number of ranks (--world_size)"));
@@ -121,7 +148,34 @@ SplitPage::SplitPage(QWidget* parent)
     m_vocabDivisible->setValue(128);
     m_vocabDivisible->setToolTip(tr("make_vocab_size_divisible_by: the vocabulary is padded to a multiple of it × TP"));
     m_targetDir->setPlaceholderText(tr("a new or empty folder, e.g. …/global_step_0/actor"));
+    m_planSummary->setWordWrap(true);
+    m_planSummary->setTextFormat(Qt::RichText);
+    m_planSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_planView->setModel(m_planModel);
+    m_planView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_planView->verticalHeader()->hide();
+    m_planView->horizontalHeader()->setSectionResizeMode(SplitPlanModel::FileColumn, QHeaderView::Stretch);
+    m_planView->horizontalHeader()->setStretchLastSection(false);
+    m_planView->setWordWrap(false);
+    m_planView->setMinimumHeight(m_planView->verticalHeader()->defaultSectionSize() * 4 + 4);
+    m_previewTensor->setToolTip(tr("The tensor whose planned placement is drawn"));
+    m_previewTensor->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_previewTensor->setMinimumContentsLength(30);
+    m_previewHover->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_previewHover->setMinimumHeight(m_previewHover->fontMetrics().height() * 2 + 4);
+    m_previewHover->setWordWrap(true);
+    m_command->setReadOnly(true);
+    m_command->setToolTip(tr("The same split from the command line"));
+    m_cancel->setEnabled(false);
+    m_progress->setRange(0, 1000);
+    m_progress->setValue(0);
+    m_log->setReadOnly(true);
+    m_log->setMaximumBlockCount(2000);
+    m_log->setMaximumHeight(m_log->fontMetrics().height() * 5 + 12);
+}
 
+void SplitPage::buildLayout()
+{
     auto* form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->addRow(tr("Format"), m_format);
@@ -134,26 +188,9 @@ SplitPage::SplitPage(QWidget* parent)
     m_stageRows = inlineRow({ { tr("first stage"), m_firstStageLayers }, { tr("last stage"), m_lastStageLayers } }, this);
     form->addRow(tr("Layers"), m_stageRows);
     form->addRow(tr("Output folder"), withBrowse(m_targetDir, this, [this] {
-                     return m_checkpointRoot.isEmpty() ? QDir::homePath() : QFileInfo(m_checkpointRoot).absolutePath();
+                     return m_checkpoint ? QFileInfo(qs(m_checkpoint->root)).absolutePath() : QDir::homePath();
                  }));
 
-    m_planSummary->setWordWrap(true);
-    m_planSummary->setTextFormat(Qt::RichText);
-    m_planSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_planView->setModel(m_planModel);
-    m_planView->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_planView->verticalHeader()->hide();
-    m_planView->horizontalHeader()->setSectionResizeMode(SplitPlanModel::FileColumn, QHeaderView::Stretch);
-    m_planView->horizontalHeader()->setStretchLastSection(false);
-    m_planView->setWordWrap(false);
-    m_planView->setMinimumHeight(m_planView->verticalHeader()->defaultSectionSize() * 4 + 4);
-
-    m_previewTensor->setToolTip(tr("The tensor whose planned placement is drawn"));
-    m_previewTensor->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    m_previewTensor->setMinimumContentsLength(30);
-    m_previewHover->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_previewHover->setMinimumHeight(m_previewHover->fontMetrics().height() * 2 + 4);
-    m_previewHover->setWordWrap(true);
     auto* previewBox = new QWidget(this);
     auto* previewLayout = new QVBoxLayout(previewBox);
     previewLayout->setContentsMargins(0, 0, 0, 0);
@@ -166,15 +203,6 @@ SplitPage::SplitPage(QWidget* parent)
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 2);
     split->setChildrenCollapsible(false);
-
-    m_command->setReadOnly(true);
-    m_command->setToolTip(tr("The same split from the command line"));
-    m_cancel->setEnabled(false);
-    m_progress->setRange(0, 1000);
-    m_progress->setValue(0);
-    m_log->setReadOnly(true);
-    m_log->setMaximumBlockCount(2000);
-    m_log->setMaximumHeight(m_log->fontMetrics().height() * 5 + 12);
 
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_run);
@@ -190,19 +218,21 @@ SplitPage::SplitPage(QWidget* parent)
     layout->addLayout(buttons);
     layout->addWidget(m_progressText);
     layout->addWidget(m_log);
+}
 
-    m_planDebounce.setSingleShot(true);
-    m_planDebounce.setInterval(150);
-    connect(&m_planDebounce, &QTimer::timeout, this, &SplitPage::updatePlan);
+void SplitPage::connectSignals()
+{
     connect(m_format, &QComboBox::currentIndexChanged, this, [this] {
         updateFormatRows();
-        schedulePlan();
+        requestChanged();
     });
     for (QSpinBox* box : { m_worldSize, m_tp, m_pp, m_vpp, m_ep, m_vocabDivisible, m_firstStageLayers, m_lastStageLayers })
-        connect(box, &QSpinBox::valueChanged, this, &SplitPage::schedulePlan);
+        connect(box, &QSpinBox::valueChanged, this, &SplitPage::requestChanged);
+    connect(m_mesh, &QLineEdit::textChanged, this, &SplitPage::syncWorldSizeToMesh);
     for (QLineEdit* edit : { m_mesh, m_meshNames, m_targetDir })
-        connect(edit, &QLineEdit::textChanged, this, &SplitPage::schedulePlan);
+        connect(edit, &QLineEdit::textChanged, this, &SplitPage::requestChanged);
     connect(m_previewTensor, &QComboBox::currentIndexChanged, this, [this] {
+        m_wantedPreview = m_previewTensor->currentText();
         m_preview->setTensor(m_previewInfo, m_previewTensor->currentData().isValid() ? m_previewTensor->currentData().toInt() : -1);
         m_previewHover->clear();
     });
@@ -210,63 +240,54 @@ SplitPage::SplitPage(QWidget* parent)
             [this](int, const QString& text) { m_previewHover->setText(text); });
     connect(m_run, &QPushButton::clicked, this, &SplitPage::run);
     connect(m_cancel, &QPushButton::clicked, this, &SplitPage::cancel);
+    connect(m_planner, &PlanJob::busyChanged, this, &SplitPage::updateButtons);
     connect(m_job, &SplitJob::progress, this, [this](quint64 done, quint64 total, const QString& current) {
         m_progress->setValue(total ? int(1000.0 * double(done) / double(total)) : 0);
         m_progressText->setText(tr("%1 of %2 · %3").arg(bytesText(done), bytesText(total), current));
     });
     connect(m_job, &SplitJob::finished, this, &SplitPage::onFinished);
-    updateFormatRows();
-    updatePlan();
 }
-
-SplitPage::~SplitPage() = default;
 
 QString SplitPage::formatName() const { return m_format->currentData().toString(); }
 
-void SplitPage::setModel(CheckpointPtr input, std::shared_ptr<const tessera::MergePlan> model,
-                         const QString& checkpointRoot, const QString& why)
+void SplitPage::setSource(const tessera::ModelRequest& model, const tessera::PrepareContext& context,
+                          CheckpointPtr checkpoint)
 {
-    if (input == m_input && model == m_model && why == m_why)
+    tessera::ModelRequest flags = model;
+    flags.json = flags.quiet = flags.debug = false; // how a command prints is not the model
+    auto rulesText = [](const tessera::PrepareContext& c) { return c.rules ? c.rules->text : std::string(); };
+    const bool same = checkpoint == m_checkpoint && flags == m_model && rulesText(context) == rulesText(m_context);
+    m_context = context; // newer scans to reuse, whatever else changed
+    if (same)
         return;
-    m_input = std::move(input);
-    m_model = std::move(model);
-    m_checkpointRoot = checkpointRoot;
-    m_why = why;
-    const QString previous = m_previewTensor->currentText();
-    QSignalBlocker block(m_previewTensor);
-    m_previewTensor->clear();
-    if (m_model) {
-        // Listed in the model's module order (embedding, layers in order, head), whatever the source's key order.
-        std::vector<std::string> names;
-        for (const auto& t : m_model->tensors)
-            names.push_back(t.name);
-        for (std::size_t i : tessera::moduleOrder(names))
-            m_previewTensor->addItem(qs(names[i]), int(i));
+    m_model = flags;
+    m_checkpoint = std::move(checkpoint);
+    requestChanged();
+}
+
+void SplitPage::setCheckpoint(CheckpointPtr checkpoint)
+{
+    tessera::ModelRequest model;
+    tessera::PrepareContext context;
+    if (checkpoint) {
+        model = loadedModelRequest(*checkpoint);
+        context.scans.push_back(loadedScan(checkpoint));
     }
-    if (const int again = m_previewTensor->findText(previous); again >= 0)
-        m_previewTensor->setCurrentIndex(again);
-    updatePlan();
+    setSource(model, context, std::move(checkpoint));
 }
 
 void SplitPage::setFormat(const QString& name)
 {
-    const int i = m_format->findData(name);
-    if (i >= 0)
+    if (const int i = m_format->findData(name); i >= 0)
         m_format->setCurrentIndex(i);
-    updatePlan();
 }
 
-void SplitPage::setWorldSize(int ranks)
-{
-    m_worldSize->setValue(ranks);
-    updatePlan();
-}
+void SplitPage::setWorldSize(int ranks) { m_worldSize->setValue(ranks); }
 
 void SplitPage::setMesh(const QString& mesh, const QString& dimNames)
 {
     m_mesh->setText(mesh);
     m_meshNames->setText(dimNames);
-    updatePlan();
 }
 
 void SplitPage::setMegatronSizes(int tp, int pp, int vpp, int ep)
@@ -275,14 +296,9 @@ void SplitPage::setMegatronSizes(int tp, int pp, int vpp, int ep)
     m_pp->setValue(pp);
     m_vpp->setValue(vpp);
     m_ep->setValue(ep);
-    updatePlan();
 }
 
-void SplitPage::setTargetDir(const QString& dir)
-{
-    m_targetDir->setText(dir);
-    updatePlan();
-}
+void SplitPage::setTargetDir(const QString& dir) { m_targetDir->setText(dir); }
 
 void SplitPage::previewTensor(int index)
 {
@@ -293,11 +309,24 @@ void SplitPage::previewTensor(int index)
 
 void SplitPage::previewTensorNamed(const QString& name)
 {
+    // While a plan is on its way, the tensor is drawn once it arrives.
+    m_wantedPreview = name;
     if (const int item = m_previewTensor->findText(name); item >= 0)
         m_previewTensor->setCurrentIndex(item);
 }
 
-void SplitPage::schedulePlan() { m_planDebounce.start(); }
+void SplitPage::syncWorldSizeToMesh()
+{
+    // The ranks a mesh makes, shown in the world size (the command line takes one or the other).
+    auto shape = tessera::parseMeshShape(m_mesh->text().trimmed().toStdString());
+    if (m_mesh->text().trimmed().isEmpty() || !shape)
+        return;
+    std::int64_t ranks = 1;
+    for (auto m : *shape)
+        ranks *= m;
+    const QSignalBlocker block(m_worldSize);
+    m_worldSize->setValue(int(std::min<std::int64_t>(ranks, m_worldSize->maximum())));
+}
 
 void SplitPage::updateFormatRows()
 {
@@ -312,151 +341,227 @@ void SplitPage::updateFormatRows()
     m_stageRows->setEnabled(megatron);
 }
 
-void SplitPage::updatePlan()
+tessera::SplitRequest SplitPage::request() const
 {
-    m_planDebounce.stop();
-    m_plan.reset();
-    m_previewInfo.reset();
-    const QString muted = palette().color(QPalette::PlaceholderText).name();
-    auto showError = [&](const QString& message) {
-        m_planText = message;
-        m_planModel->setPlan(nullptr);
-        m_preview->setTensor(nullptr, -1);
-        m_planSummary->setText(QStringLiteral("<span style='color:%1'>%2</span>")
-                                   .arg(problemColor(palette()).name(),
-                                        message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
-        updateButtons();
-    };
-    if (!m_model) {
-        m_source->setText(tr("<b>Split</b> writes the model the Merge page plans as a distributed checkpoint."));
-        showError(m_why.isEmpty() ? tr("Open a checkpoint or a Hugging Face folder to split it.") : m_why);
-        return;
+    tessera::SplitRequest r;
+    static_cast<tessera::ModelRequest&>(r) = m_model;
+    if (m_checkpoint && tessera::isHuggingFaceLayout(m_checkpoint->layout)) {
+        r.hfDir = r.localDir; // a Hugging Face model is split as one
+        r.localDir.reset();
     }
-    m_source->setText(tr("<b>Split</b> %1 (%2 tensors, %3) as another layout. "
-                         "<span style='color:%4'>The model is what a merge of it writes: Hugging Face names, with the "
-                         "Merge page's dtype and mapping.</span>")
-                          .arg(quoted(m_checkpointRoot).toHtmlEscaped())
-                          .arg(m_model->tensors.size())
-                          .arg(bytesText(m_model->totalBytes), muted));
-    tessera::SplitOptions options;
-    auto format = tessera::splitFormatFromName(formatName().toStdString());
-    options.format = *format;
-    if (options.format == tessera::SplitFormat::Fsdp || options.format == tessera::SplitFormat::Dcp) {
-        options.worldSize = m_worldSize->value();
-        if (const QString mesh = m_mesh->text().trimmed(); !mesh.isEmpty() && options.format == tessera::SplitFormat::Fsdp) {
-            auto shape = tessera::parseMeshShape(mesh.toStdString());
-            if (!shape) {
-                showError(qs(shape.error().message));
-                return;
-            }
-            options.mesh = *shape;
-            options.worldSize = 0;
-            std::int64_t ranks = 1;
-            for (auto m : *shape)
-                ranks *= m;
-            if (ranks != m_worldSize->value()) {
-                QSignalBlocker block(m_worldSize);
-                m_worldSize->setValue(int(std::min<std::int64_t>(ranks, m_worldSize->maximum())));
-            }
-        }
-        if (const QString names = m_meshNames->text().trimmed(); !names.isEmpty() && options.format == tessera::SplitFormat::Fsdp)
-            options.meshDimNames = tessera::parseMeshDimNames(names.toStdString());
+    r.targetDir = m_targetDir->text().trimmed().toStdString(); // empty until chosen: the split refuses that
+    const QString format = formatName();
+    r.format = format.toStdString();
+    auto number = [](const QSpinBox* box) { return std::to_string(box->value()); };
+    if (format.startsWith(QLatin1String("megatron"))) {
+        r.tp = number(m_tp);
+        r.pp = number(m_pp);
+        if (m_vpp->isEnabled() && m_vpp->value() != 1)
+            r.vpp = number(m_vpp);
+        if (m_ep->isEnabled() && m_ep->value() != 1)
+            r.ep = number(m_ep);
+        if (m_firstStageLayers->value() >= 0)
+            r.firstStageLayers = number(m_firstStageLayers);
+        if (m_lastStageLayers->value() >= 0)
+            r.lastStageLayers = number(m_lastStageLayers);
+        if (m_vocabDivisible->value() != 128)
+            r.vocabDivisibleBy = number(m_vocabDivisible);
+    } else if (format == QLatin1String("fsdp") && !m_mesh->text().trimmed().isEmpty()) {
+        r.mesh = m_mesh->text().trimmed().toStdString();
+        if (!m_meshNames->text().trimmed().isEmpty())
+            r.meshDimNames = m_meshNames->text().trimmed().toStdString();
     } else {
-        options.tp = m_tp->value();
-        options.pp = m_pp->value();
-        options.vpp = m_vpp->isEnabled() ? m_vpp->value() : 1;
-        options.ep = m_ep->isEnabled() ? m_ep->value() : 1;
-        for (auto [box, field] : { std::pair { m_firstStageLayers, &options.firstStageLayers },
-                                   std::pair { m_lastStageLayers, &options.lastStageLayers } })
-            if (box->value() >= 0)
-                *field = box->value();
-        options.vocabDivisibleBy = m_vocabDivisible->value();
+        r.worldSize = number(m_worldSize);
     }
-    options.moduleOrder = m_input && tessera::isHuggingFaceLayout(m_input->layout);
-    if (options.format != tessera::SplitFormat::Dcp)
-        options.runIteration = tessera::verlRunIteration(m_targetDir->text().trimmed().toStdString());
-    auto plan = tessera::planSplit(*m_model, options);
-    if (!plan) {
-        showError(tr("The model cannot be laid out this way:\n\n%1").arg(qs(plan.error().message)));
-        return;
-    }
-    m_plan = std::make_shared<const tessera::SplitPlan>(std::move(plan).value());
-    m_planText = qs(tessera::splitPlanSummary(*m_plan, *m_model, false));
-    m_planModel->setPlan(m_plan);
-    m_previewInfo = std::make_shared<const tessera::CheckpointInfo>(tessera::splitPlacementPreview(*m_plan, *m_model));
-    m_preview->setTensor(m_previewInfo, m_previewTensor->currentData().isValid() ? m_previewTensor->currentData().toInt() : -1);
-
-    const auto& p = *m_plan;
-    QStringList lines;
-    lines << tr("<b>Writes</b> %1 as %2: %3 of tensors")
-                 .arg(countText(qint64(p.files.size()), tr("rank file"), tr("rank files")), qs(p.layout).toHtmlEscaped(),
-                      bytesText(p.totalBytes));
-    lines << tr("<b>Disk</b> about %1 · <b>Memory</b> about %2 (twice the largest tensor, %3)")
-                 .arg(bytesText(p.diskBytes), bytesText(p.memoryBytes), bytesText(p.largestTensorBytes));
-    if (p.runIteration)
-        lines << tr("latest_checkpointed_iteration.txt two folders up is set to %1").arg(*p.runIteration);
-    for (const auto& w : p.warnings)
-        lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("note: %1").arg(qs(w).toHtmlEscaped()));
-    m_planSummary->setText(lines.join(QStringLiteral("<br>")));
-    updateButtons();
+    return r;
 }
 
 QString SplitPage::commandLine() const
 {
-    QStringList args { QStringLiteral("tessera"), QStringLiteral("split") };
-    const bool hf = m_input && tessera::isHuggingFaceLayout(m_input->layout);
-    args << (hf ? QStringLiteral("--hf_dir") : QStringLiteral("--local_dir")) << quoted(m_checkpointRoot);
-    args << QStringLiteral("--target_dir") << quoted(m_targetDir->text().trimmed().isEmpty() ? QStringLiteral("OUT")
-                                                                                            : m_targetDir->text().trimmed());
-    args << QStringLiteral("--format") << formatName();
-    if (formatName().startsWith(QLatin1String("megatron"))) {
-        args << QStringLiteral("--tp") << QString::number(m_tp->value()) << QStringLiteral("--pp")
-             << QString::number(m_pp->value());
-        if (m_vpp->isEnabled() && m_vpp->value() > 1)
-            args << QStringLiteral("--vpp") << QString::number(m_vpp->value());
-        if (m_ep->isEnabled() && m_ep->value() > 1)
-            args << QStringLiteral("--ep") << QString::number(m_ep->value());
-        if (m_firstStageLayers->value() >= 0)
-            args << QStringLiteral("--num_layers_in_first_pipeline_stage") << QString::number(m_firstStageLayers->value());
-        if (m_lastStageLayers->value() >= 0)
-            args << QStringLiteral("--num_layers_in_last_pipeline_stage") << QString::number(m_lastStageLayers->value());
-        if (m_vocabDivisible->value() != 128)
-            args << QStringLiteral("--make_vocab_size_divisible_by") << QString::number(m_vocabDivisible->value());
-    } else if (formatName() == QLatin1String("fsdp") && !m_mesh->text().trimmed().isEmpty()) {
-        args << QStringLiteral("--mesh") << m_mesh->text().trimmed();
-        if (!m_meshNames->text().trimmed().isEmpty())
-            args << QStringLiteral("--mesh_dim_names") << m_meshNames->text().trimmed();
-    } else {
-        args << QStringLiteral("--world_size") << QString::number(m_worldSize->value());
-    }
-    return args.join(QLatin1Char(' '));
+    return shownCommandLine("split", request().toArgs(), "OUT");
 }
 
-bool SplitPage::canRun() const { return m_plan && !m_targetDir->text().trimmed().isEmpty() && !m_job->isRunning(); }
+const tessera::SplitPlan* SplitPage::plan() const
+{
+    return m_prepared && m_prepared->plan && !m_prepared->refusal ? &*m_prepared->plan : nullptr;
+}
+
+bool SplitPage::isPlanning() const { return m_planner->isBusy(); }
+
+void SplitPage::requestChanged()
+{
+    m_outcome.clear();
+    m_command->setText(commandLine());
+    const auto* edit = qobject_cast<const QLineEdit*>(sender());
+    schedulePlan(edit ? 300 : 150);
+}
+
+void SplitPage::schedulePlan(int delayMs)
+{
+    if (!m_checkpoint) {
+        m_planner->cancel();
+        m_prepared.reset();
+        m_source->setText(tr("<b>Split</b> writes the model the Merge page plans as a distributed checkpoint."));
+        showError(tr("Open a checkpoint or a Hugging Face folder to split it."));
+        return;
+    }
+    const tessera::SplitRequest request = this->request();
+    const tessera::PrepareContext context = m_context;
+    m_planner->schedule(
+        [this, request, context](tessera::Progress& progress) -> std::function<void()> {
+            tessera::PrepareContext withProgress = context;
+            withProgress.progress = &progress;
+            auto failed = [&](const std::string& message) {
+                auto p = std::make_shared<tessera::PreparedSplit>();
+                p->request = request;
+                p->refusal = tessera::Refusal { tessera::makeError(message) };
+                return std::shared_ptr<const tessera::PreparedSplit>(p);
+            };
+            std::shared_ptr<const tessera::PreparedSplit> prepared;
+            CheckpointPtr preview;
+            std::vector<std::size_t> order;
+            try {
+                prepared = std::make_shared<const tessera::PreparedSplit>(tessera::prepareSplit(request, withProgress));
+                if (prepared->model.planned()) {
+                    // Listed in the model's module order (embedding, layers in order, head), whatever the source's.
+                    std::vector<std::string> names;
+                    for (const auto& t : prepared->model.primary().tensors)
+                        names.push_back(t.name);
+                    order = tessera::moduleOrder(names);
+                }
+                if (prepared->plan && !prepared->refusal)
+                    preview = std::make_shared<const tessera::CheckpointInfo>(
+                        tessera::splitPlacementPreview(*prepared->plan, prepared->model.primary()));
+            } catch (const std::exception& e) { // an allocation failure on a huge model
+                prepared = failed(e.what());
+            }
+            return [this, prepared, preview, order] { onPrepared(prepared, preview, order); };
+        },
+        delayMs);
+    updateButtons();
+}
+
+void SplitPage::onPrepared(const std::shared_ptr<const tessera::PreparedSplit>& prepared, CheckpointPtr preview,
+                           const std::vector<std::size_t>& order)
+{
+    if (prepared->request != request())
+        return; // the options changed meanwhile: their own plan is on its way
+    m_prepared = prepared;
+    m_previewInfo = std::move(preview);
+    const QString previous = m_wantedPreview.isEmpty() ? m_previewTensor->currentText() : m_wantedPreview;
+    {
+        const QSignalBlocker block(m_previewTensor);
+        m_previewTensor->clear();
+        if (prepared->model.planned())
+            for (std::size_t i : order)
+                m_previewTensor->addItem(qs(prepared->model.primary().tensors[i].name), int(i));
+        if (const int again = m_previewTensor->findText(previous); again >= 0)
+            m_previewTensor->setCurrentIndex(again);
+    }
+    showPlan();
+}
+
+void SplitPage::showError(const QString& message)
+{
+    m_planText = message;
+    m_planModel->setPlan(nullptr);
+    m_preview->setTensor(nullptr, -1);
+    m_planSummary->setText(QStringLiteral("<span style='color:%1'>%2</span>")
+                               .arg(problemColor(palette()).name(),
+                                    message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
+    updateButtons();
+}
+
+void SplitPage::showPlan()
+{
+    const auto& p = *m_prepared;
+    const QString muted = palette().color(QPalette::PlaceholderText).name();
+    if (p.model.planned()) {
+        const auto& model = p.model.primary();
+        m_source->setText(tr("<b>Split</b> %1 (%2 tensors, %3) as another layout. "
+                             "<span style='color:%4'>The model is what a merge of it writes: Hugging Face names, with "
+                             "the Merge page's dtype and mapping.</span>")
+                              .arg(qs(p.request.source()).toHtmlEscaped())
+                              .arg(model.tensors.size())
+                              .arg(bytesText(model.totalBytes), muted));
+    }
+    if (p.refusal) {
+        const QString message = qs(p.refusal->error.message);
+        showError(p.refusal->usage || !p.model.planned() ? message
+                                                         : tr("The model cannot be laid out this way:\n\n%1").arg(message));
+        return;
+    }
+    m_planText = qs(tessera::splitPlanSummary(*p.plan, p.model.primary(), false));
+    m_planModel->setPlan(std::shared_ptr<const tessera::SplitPlan>(m_prepared, &*p.plan));
+    m_preview->setTensor(m_previewInfo, m_previewTensor->currentData().isValid() ? m_previewTensor->currentData().toInt() : -1);
+    QStringList lines;
+    if (!p.target && !p.request.targetDir.value_or("").empty())
+        lines << QStringLiteral("<span style='color:%1'>%2</span>")
+                     .arg(problemColor(palette()).name(),
+                          tr("The split would refuse the output folder: %1").arg(qs(p.target.error().message)).toHtmlEscaped());
+    lines << tr("<b>Writes</b> %1 as %2: %3 of tensors")
+                 .arg(countText(qint64(p.plan->files.size()), tr("rank file"), tr("rank files")),
+                      qs(p.plan->layout).toHtmlEscaped(), bytesText(p.plan->totalBytes));
+    lines << tr("<b>Disk</b> about %1 · <b>Memory</b> about %2 (twice the largest tensor, %3)")
+                 .arg(bytesText(p.plan->diskBytes), bytesText(p.plan->memoryBytes), bytesText(p.plan->largestTensorBytes));
+    if (p.plan->runIteration)
+        lines << tr("latest_checkpointed_iteration.txt two folders up is set to %1").arg(*p.plan->runIteration);
+    for (const auto& w : p.plan->warnings)
+        lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("note: %1").arg(qs(w)).toHtmlEscaped());
+    for (const auto& m : p.model.messages)
+        lines << QStringLiteral("<span style='color:%1'>%2</span>")
+                     .arg(muted, (m.kind == tessera::PrepareMessage::Kind::Warning ? tr("warning: %1") : tr("note: %1"))
+                                     .arg(qs(m.text))
+                                     .toHtmlEscaped());
+    m_planSummary->setText(lines.join(QStringLiteral("<br>")));
+    updateButtons();
+}
+
+bool SplitPage::canRun() const
+{
+    return m_prepared && !isPlanning() && m_prepared->runnable() && m_prepared->request == request()
+        && !m_job->isRunning();
+}
+
+QString SplitPage::statusText() const { return m_progressText->text(); }
 
 void SplitPage::updateButtons()
 {
     const bool running = m_job->isRunning();
+    QString why;
+    if (!m_checkpoint)
+        why = tr("Not running: no model to split.");
+    else if (isPlanning())
+        why = tr("Planning…");
+    else if (!m_prepared || m_prepared->refusal)
+        why = tr("Not running: no plan (see the plan box).");
+    else if (m_targetDir->text().trimmed().isEmpty())
+        why = tr("Not running. Choose an output folder first.");
+    else if (!m_prepared->target)
+        why = tr("Refused: %1").arg(qs(m_prepared->target.error().message));
+    else
+        why = tr("Ready to split.");
     m_run->setEnabled(canRun());
-    m_run->setToolTip(!m_plan ? tr("No plan: see the plan box")
-                      : m_targetDir->text().trimmed().isEmpty() ? tr("Choose an output folder first")
-                                                                : tr("Write the checkpoint into the output folder"));
+    m_run->setToolTip(canRun() ? tr("Write the checkpoint into the output folder") : why);
     m_cancel->setEnabled(running);
     for (QWidget* w : std::initializer_list<QWidget*> { m_format, m_fsdpRows, m_megatronRows, m_targetDir })
         w->setEnabled(!running);
     if (!running)
         updateFormatRows();
     m_command->setText(commandLine());
+    if (!running)
+        m_progressText->setText(m_outcome.isEmpty() ? why : m_outcome);
 }
 
 void SplitPage::run()
 {
+    // Exactly the plan on screen: the request it was prepared for is the one the options make now.
     if (!canRun())
         return;
     m_progress->setValue(0);
     m_progressText->setText(tr("Starting…"));
-    appendLog(tr("Splitting into %1 as %2").arg(m_targetDir->text().trimmed(), qs(m_plan->layout)));
-    m_job->start(m_input, m_model, m_plan, m_targetDir->text().trimmed());
+    appendLog(tr("Splitting into %1 as %2").arg(qs(*m_prepared->request.targetDir), qs(m_prepared->plan->layout)));
+    m_job->start(m_prepared);
     updateButtons();
 }
 
@@ -466,15 +571,18 @@ void SplitPage::onFinished(const SplitResult& result)
 {
     if (result.ok) {
         m_progress->setValue(1000);
-        m_progressText->setText(tr("Done"));
+        m_outcome = tr("Done: %1").arg(result.message);
         appendLog(tr("Done: %1").arg(result.message));
     } else {
-        m_progressText->setText(result.canceled ? tr("Canceled; nothing was written") : tr("Failed"));
+        // The bar starts over: nothing of the split is left.
+        m_progress->setValue(0);
+        m_outcome = result.canceled ? tr("Canceled; nothing was written") : tr("Failed: %1").arg(result.message);
         appendLog(result.canceled ? tr("Canceled; nothing was written") : tr("Failed: %1").arg(result.message));
     }
     for (const auto& n : result.notes)
         appendLog(tr("note: %1").arg(n));
-    updateButtons();
+    // The target holds the split now (or may have changed): what a split would refuse of it is computed again.
+    schedulePlan(0);
 }
 
 void SplitPage::appendLog(const QString& line)

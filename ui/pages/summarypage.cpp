@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "summarypage.h"
 
+#include "jobs/planjob.h"
 #include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
-#include "merge/lora_plan.h"
-#include "merge/merge_plan.h"
 #include "models/provenance.h"
+#include "ops/prepare_merge.h"
 
 #include "coreconvert.h"
 #include "widgets/rankcolors.h"
@@ -15,9 +15,12 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
+#include <exception>
+
 namespace tessera::ui {
 
-SummaryPage::SummaryPage(QWidget* parent) : QWidget(parent), m_text(new QTextBrowser(this))
+SummaryPage::SummaryPage(QWidget* parent)
+    : QWidget(parent), m_planner(new PlanJob(this)), m_text(new QTextBrowser(this))
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -32,39 +35,57 @@ SummaryPage::~SummaryPage() = default;
 void SummaryPage::setCheckpoint(CheckpointPtr checkpoint)
 {
     m_checkpoint = std::move(checkpoint);
+    m_mergeRefusal.clear();
     render();
+    checkMerge();
+}
+
+bool SummaryPage::isCheckingMerge() const { return m_planner->isBusy(); }
+
+void SummaryPage::checkMerge()
+{
+    // What the merge would refuse, found as `tessera merge` finds it (prepareMerge(), on a worker), so that the
+    // Summary never disagrees with the Merge page. Problems are listed anyway, and Megatron names are the Mapping
+    // view's to judge.
+    m_planner->cancel();
+    if (!m_checkpoint || !m_checkpoint->problems.empty() || tessera::isMegatronLayout(m_checkpoint->layout))
+        return;
+    tessera::MergeRequest request;
+    static_cast<tessera::ModelRequest&>(request) = loadedModelRequest(*m_checkpoint);
+    tessera::PrepareContext context;
+    context.scans.push_back(loadedScan(m_checkpoint));
+    m_planner->schedule(
+        [this, request, context, checkpoint = m_checkpoint](tessera::Progress& progress) -> std::function<void()> {
+            tessera::PrepareContext withProgress = context;
+            withProgress.progress = &progress;
+            QString refusal;
+            try {
+                const tessera::PreparedMerge prepared = tessera::prepareMerge(request, withProgress);
+                if (prepared.refusal)
+                    refusal = qs(prepared.refusal->error.message);
+            } catch (const std::exception& e) { // an allocation failure on a huge checkpoint
+                refusal = QString::fromLocal8Bit(e.what());
+            }
+            return [this, refusal, checkpoint] {
+                if (checkpoint != m_checkpoint)
+                    return;
+                m_mergeRefusal = refusal;
+                render();
+            };
+        },
+        0);
 }
 
 void SummaryPage::showError(const QString& path, const QString& message)
 {
     m_checkpoint.reset();
+    m_planner->cancel();
     m_text->setHtml(QStringLiteral("<h3>") + path.toHtmlEscaped() + QStringLiteral("</h3><p style='color:")
                     + problemColor(palette()).name() + QStringLiteral("'>") + message.toHtmlEscaped()
                     + QStringLiteral("</p>"));
 }
 
 QString SummaryPage::html() const { return m_text->toHtml(); }
-
-namespace {
-
-/// Why `tessera merge` (and the Merge page, which plans the same way) would refuse the checkpoint, beyond its
-/// problems listed anyway; empty when it would merge. Megatron names are the Mapping view's to judge.
-QString mergeRefusal(const tessera::CheckpointInfo& info)
-{
-    if (!info.problems.empty() || tessera::isMegatronLayout(info.layout))
-        return {};
-    if (tessera::hasLoraTensors(info)) {
-        auto lora = tessera::readLoraCheckpoint(info, {});
-        if (!lora)
-            return QString::fromStdString(lora.error().message);
-        auto plans = tessera::planLoraMerge(*lora, {}, tessera::LoraOutput::Both);
-        return plans ? QString() : QString::fromStdString(plans.error().message);
-    }
-    auto plan = tessera::planMerge(info, {});
-    return plan ? QString() : QString::fromStdString(plan.error().message);
-}
-
-} // namespace
 
 void SummaryPage::render()
 {
@@ -113,11 +134,10 @@ void SummaryPage::render()
     for (std::size_t i = 0; i < lora.size(); ++i)
         html += row(i == 0 ? tr("LoRA") : QString(), qs(lora[i]));
     html += QStringLiteral("</table>");
-    const QString refusal = mergeRefusal(info);
-    if (!refusal.isEmpty())
+    if (!m_mergeRefusal.isEmpty())
         html += QStringLiteral("<p style='color:") + problemColor(palette()).name() + QStringLiteral("'><b>")
             + tr("A merge would refuse it:") + QStringLiteral("</b> ")
-            + refusal.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")) + QStringLiteral("</p>");
+            + m_mergeRefusal.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")) + QStringLiteral("</p>");
     for (const auto& warning : info.warnings)
         html += QStringLiteral("<p><b>") + tr("Warning:") + QStringLiteral("</b> ") + qs(warning).toHtmlEscaped()
             + QStringLiteral("</p>");

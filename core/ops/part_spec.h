@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace tessera::cli {
+namespace tessera {
 
 /// Part `part` (0-based) of `parts`, and where that came from ("--part", "SLURM_ARRAY_TASK_ID", …).
 struct PartSpec {
@@ -32,4 +32,4 @@ EnvLookup processEnvironment();
 /// (JOB_COMPLETION_INDEX, with N from --parts). A --parts that disagrees with the launcher is an error.
 Result<PartSpec> resolvePart(const std::string& partText, const std::string& partsText, const EnvLookup& env);
 
-} // namespace tessera::cli
+} // namespace tessera

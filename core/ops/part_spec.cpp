@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "part_launcher.h"
+#include "ops/part_spec.h"
 
 #include "io/number_text.h"
 
 #include <cstdlib>
 #include <vector>
 
-namespace tessera::cli {
+namespace tessera {
 
 namespace {
 
@@ -143,4 +143,4 @@ Result<PartSpec> resolvePart(const std::string& partText, const std::string& par
     return *found;
 }
 
-} // namespace tessera::cli
+} // namespace tessera

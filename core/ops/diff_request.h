@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// `tessera diff` as data: two checkpoints (or a LoRA checkpoint and its base) to compare tensor by tensor. Read
+// from argv or from the workbench's Diff page.
+
+#include "compare/tensor_diff.h"
+#include "ops/arg_parser.h"
+#include "result.h"
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace tessera {
+
+struct DiffRequest {
+    std::optional<std::string> a;           ///< A: the checkpoint to check
+    std::optional<std::string> b;           ///< B: the reference; none with --lora_update
+    bool loraUpdate = false;                ///< compare A's fused model with its base weights
+    std::optional<std::string> atol;        ///< (0)
+    std::optional<std::string> rtol;        ///< (0)
+    bool json = false;
+    bool failuresOnly = false;
+    bool quiet = false;
+    std::optional<std::string> hfModelPath;  ///< A's config folder
+    std::optional<std::string> hfModelPathB; ///< B's config folder
+    std::optional<std::string> threads;
+
+    static ArgParser parser();
+    static DiffRequest fromParser(const ArgParser& parsed);
+    /// The words after `tessera diff`, read as the command line reads them; the error is the usage error.
+    static Result<DiffRequest> fromArgs(const std::vector<std::string>& args);
+    /// The words after `tessera diff` that make this request: A and B, then each flag given.
+    std::vector<std::string> toArgs() const;
+    /// Every check of the flags that needs nothing read; an error is a usage error.
+    Status validate() const;
+
+    bool silent() const { return json || quiet; }
+    auto fields() const
+    {
+        return std::tie(a, b, loraUpdate, atol, rtol, json, failuresOnly, quiet, hfModelPath, hfModelPathB, threads);
+    }
+    bool operator==(const DiffRequest& other) const { return fields() == other.fields(); }
+    bool operator!=(const DiffRequest& other) const { return !(*this == other); }
+};
+
+/// The comparison the flags ask for (tolerances, threads), checked in the command line's order.
+Result<DiffOptions> diffSettings(const DiffRequest& request);
+
+} // namespace tessera

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "ops/model_request.h"
+
+#include "io/regex.h"
+#include "mapping/lora_config.h"
+#include "ops/option_values.h"
+#include "ops/vocabulary.h"
+
+namespace tessera {
+
+namespace model_flag_help {
+std::string threads() { return "worker threads, 1 to " + std::to_string(kMaxThreads); }
+} // namespace model_flag_help
+
+bool readStrict(const ArgParser& parser) { return !parser.isSet("no_strict") && !parser.isTurnedOff("strict"); }
+
+void writeStrict(bool strict, std::vector<std::string>& args)
+{
+    if (!strict)
+        args.push_back("--no_strict");
+}
+
+Result<ModelSettings> modelSettings(const ModelRequest& request)
+{
+    ModelSettings s;
+    s.localDir = request.localDir.value_or("");
+    if (s.localDir.empty())
+        return makeError("--local_dir is required");
+    s.backend = request.backend.value_or("auto");
+    if (!isBackendName(s.backend))
+        return makeError("--backend must be " + backendNameList() + " (got '" + s.backend + "')");
+    if (request.dtype) {
+        s.dtype = dtypeFromUserName(*request.dtype);
+        if (!s.dtype)
+            return makeError("--dtype must be " + outputDtypeList() + " (got '" + *request.dtype + "')");
+    }
+    auto threads = threadsValue(request.threads);
+    TESSERA_TRY(threads);
+    s.threads = *threads;
+    // Checked for every layout before any reading: a bad pattern is a usage error even where it is not used.
+    if (request.ignoreMissingParams)
+        if (auto re = Regex::compile(*request.ignoreMissingParams, "--ignore_missing_params"); !re)
+            return re.error();
+    auto loraOutput = loraOutputFromName(request.lora.value_or("both"));
+    TESSERA_TRY(loraOutput);
+    s.loraOutput = *loraOutput;
+    if (request.usePeft && s.loraOutput == LoraOutput::Fused)
+        s.loraOutput = LoraOutput::Both; // verl's --use_peft asks for the adapter
+    if (request.loraAlpha) {
+        // One bound for the flag, the adapter's files and the workbench (mapping/lora_config.h).
+        auto alpha = decimalValue("lora_alpha", *request.loraAlpha, 0, kMaxLoraAlpha, true);
+        TESSERA_TRY(alpha);
+        s.lora.alpha = *alpha;
+    }
+    if (request.useRslora)
+        s.lora.useRslora = true;
+
+    s.check.ignoreMissing = request.ignoreMissingParams.value_or("");
+    s.check.strict = request.strict;
+    if (request.isValueModel)
+        s.check.valueModel = true;
+    s.check.tieWordEmbeddings = request.tieWordEmbedding;
+    s.mapping.configDir = request.hfModelPath.value_or("");
+    s.mapping.userRulesFile = request.paramMapping.value_or("");
+    s.mapping.ignoreMissing = s.check.ignoreMissing;
+    s.mapping.strict = s.check.strict;
+    s.mapping.valueModel = s.check.valueModel;
+    s.mapping.tieWordEmbeddings = s.check.tieWordEmbeddings;
+    return s;
+}
+
+} // namespace tessera

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// The words requests take, each list in one place: which --backend reads which layout, the --dtype names, the
+// --lora modes, the GGUF output types and the split formats. The command line's checks and help, and the
+// workbench's choices, read them here.
+
+#include "formats/layout_registry.h"
+#include "merge/gguf_plan.h"
+#include "merge/lora_plan.h"
+#include "model/dtype.h"
+#include "split/split_plan.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// One value of --backend and the family of layouts it reads (formats/layout_registry.h; "auto" reads every layout).
+struct BackendEntry {
+    std::string name;
+    std::optional<LayoutFamily> family; ///< none for auto
+};
+
+/// auto, fsdp, dcp, megatron.
+const std::vector<BackendEntry>& backends();
+bool isBackendName(const std::string& name);
+/// True when --backend `backend` reads a checkpoint of `layout`.
+bool backendReads(const std::string& backend, const std::string& layout);
+/// The backend a command line names for a checkpoint of `layout`: the one that reads it, or auto for a layout
+/// only auto reads (a Hugging Face folder, a GGUF file).
+std::string backendForLayout(const std::string& layout);
+/// "auto, fsdp, dcp or megatron", for messages and help.
+std::string backendNameList();
+
+/// One --dtype a merge converts floating tensors to, by the name the flag lists (aliases such as bfloat16 are read
+/// by dtypeFromUserName()).
+struct DtypeEntry {
+    std::string name;
+    DType dtype;
+};
+/// bf16, fp16, fp32.
+const std::vector<DtypeEntry>& outputDtypes();
+/// "bf16, fp16 or fp32".
+std::string outputDtypeList();
+
+/// both, fused, adapter: the --lora modes, the default first.
+const std::vector<LoraOutput>& loraOutputs();
+
+/// The --outtype names of the GGUF export (formats/gguf_types.h), the default first.
+std::vector<std::string> ggufOutTypeNames();
+
+/// fsdp, dcp, megatron, megatron-dist.
+const std::vector<SplitFormat>& splitFormats();
+
+} // namespace tessera
