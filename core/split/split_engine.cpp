@@ -293,6 +293,123 @@ Status writeRunIteration(const std::string& target, std::int64_t iteration, std:
     return Status::success();
 }
 
+/// Whether file `fi` is one this call writes (a part of a split writes only its own files).
+bool isSelected(const std::vector<bool>* onlyFiles, std::size_t fi)
+{
+    return !onlyFiles || (*onlyFiles)[fi];
+}
+
+/// Creates output file `f` at `o.path` and, for a state dict, starts its torch.save writer.
+Status openOutputFile(const SplitFile& f, const SplitPlan& plan, OpenFile& o)
+{
+    TESSERA_TRY(createFolders(fs::path(o.path).parent_path().string()));
+    // Never through a link: the folder is the run's own, and a link there was not put there by it.
+    const int fd = ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    o.file = fd < 0 ? nullptr : ::fdopen(fd, "wb");
+    if (fd >= 0 && !o.file)
+        ::close(fd);
+    if (!o.file)
+        return makeError(o.path + ": cannot be created: " + std::strerror(errno)
+                         + (errno == EMFILE ? " (too many open files: raise `ulimit -n`)" : ""));
+    if (f.kind == SplitFile::Kind::StateDict) {
+        std::vector<TorchSaveTensor> specs;
+        for (const auto& t : f.tensors) {
+            specs.push_back(t.spec);
+            if (specs.back().dtensor)
+                specs.back().mesh.ranks = plan.meshRanks;
+        }
+        const auto value = f.listChunks.empty()  ? TorchSaveWriter::Value::StateDict
+            : f.chunkKeys.empty()                 ? TorchSaveWriter::Value::StateDictList
+                                                  : TorchSaveWriter::Value::StateDictsInDict;
+        auto writer = TorchSaveWriter::begin(o.file, o.path, f.archiveName, specs, value, f.listChunks,
+                                             f.chunkKeys, f.rootItems);
+        TESSERA_TRY(writer);
+        o.writer = std::move(*writer);
+    }
+    return Status::success();
+}
+
+/// One OpenFile per planned file, in plan order; only the selected ones are created. `selectedBytes` is what
+/// they will hold.
+Result<std::vector<std::unique_ptr<OpenFile>>> openOutputFiles(const SplitPlan& plan, const fs::path& dir,
+                                                              const std::vector<bool>* onlyFiles,
+                                                              std::uint64_t& selectedBytes)
+{
+    std::vector<std::unique_ptr<OpenFile>> open;
+    for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
+        const auto& f = plan.files[fi];
+        auto o = std::make_unique<OpenFile>();
+        o->path = (dir / f.name).string();
+        if (f.kind != SplitFile::Kind::StateDict)
+            o->items.resize(f.tensors.size());
+        if (!isSelected(onlyFiles, fi)) {
+            open.push_back(std::move(o));
+            continue;
+        }
+        for (const auto& t : f.tensors)
+            selectedBytes += t.spec.storageBytes();
+        TESSERA_TRY(openOutputFile(f, plan, *o));
+        open.push_back(std::move(o));
+    }
+    return open;
+}
+
+/// An output tensor: file and tensor index in the plan.
+struct OutputRef {
+    std::size_t file, tensor;
+};
+
+/// Each output tensor is written once the last model tensor it draws from is assembled; a model tensor is
+/// dropped once the last output tensor drawing from it is written.
+struct WriteSchedule {
+    std::vector<std::vector<OutputRef>> writeAfter; ///< per model tensor: the outputs written once it is read
+    std::vector<std::size_t> lastUse;               ///< per model tensor: the model tensor after which it is dropped
+    std::vector<bool> used;                         ///< per model tensor: whether any selected output draws on it
+};
+
+WriteSchedule scheduleWrites(const MergePlan& model, const SplitPlan& plan, const std::vector<bool>* onlyFiles)
+{
+    WriteSchedule s;
+    s.writeAfter.resize(model.tensors.size());
+    s.lastUse.assign(model.tensors.size(), 0);
+    s.used.assign(model.tensors.size(), false);
+    for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
+        for (std::size_t ti = 0; isSelected(onlyFiles, fi) && ti < plan.files[fi].tensors.size(); ++ti) {
+            std::size_t last = 0;
+            for (const auto& fr : plan.files[fi].tensors[ti].fragments)
+                last = std::max(last, fr.source);
+            s.writeAfter[last].push_back({ fi, ti });
+            for (const auto& fr : plan.files[fi].tensors[ti].fragments) {
+                s.lastUse[fr.source] = std::max(s.lastUse[fr.source], last);
+                s.used[fr.source] = true;
+            }
+        }
+    return s;
+}
+
+/// Writes the output tensors `refs` (grouped by file, in order). The files are independent: their parts of this
+/// tensor are written (and checksummed) in parallel.
+Status writeOutputTensors(const std::vector<OutputRef>& refs, const SplitPlan& plan,
+                          std::vector<std::unique_ptr<OpenFile>>& open, const MergePlan& model,
+                          const ModelTensors& assembled, Meter& meter, unsigned threads)
+{
+    std::vector<std::size_t> groupStart;
+    for (std::size_t k = 0; k < refs.size(); ++k)
+        if (k == 0 || refs[k].file != refs[k - 1].file)
+            groupStart.push_back(k);
+    std::vector<Status> results(groupStart.size());
+    parallelFor(groupStart.size(), threads, [&](std::size_t g) {
+        const std::size_t end = g + 1 < groupStart.size() ? groupStart[g + 1] : refs.size();
+        for (std::size_t k = groupStart[g]; k < end && results[g]; ++k)
+            results[g] = writeOutputTensor(plan.files[refs[k].file], refs[k].tensor, *open[refs[k].file], model,
+                                           assembled, meter);
+    });
+    for (const Status& status : results)
+        if (!status)
+            return status.error();
+    return Status::success();
+}
+
 } // namespace
 
 Status checkSplitTarget(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
@@ -331,68 +448,11 @@ Result<SplitItems> writeSplitFiles(const CheckpointInfo& info, const MergePlan& 
                                    const std::vector<bool>* onlyFiles)
 {
     const fs::path dir(dirText);
-    auto selected = [&](std::size_t fi) { return !onlyFiles || (*onlyFiles)[fi]; };
     raiseOpenFileLimit(plan.files.size());
-    std::vector<std::unique_ptr<OpenFile>> open;
     std::uint64_t selectedBytes = 0;
-    for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
-        const auto& f = plan.files[fi];
-        auto o = std::make_unique<OpenFile>();
-        o->path = (dir / f.name).string();
-        if (f.kind != SplitFile::Kind::StateDict)
-            o->items.resize(f.tensors.size());
-        if (!selected(fi)) {
-            open.push_back(std::move(o));
-            continue;
-        }
-        for (const auto& t : f.tensors)
-            selectedBytes += t.spec.storageBytes();
-        TESSERA_TRY(createFolders(fs::path(o->path).parent_path().string()));
-        // Never through a link: the folder is the run's own, and a link there was not put there by it.
-        const int fd = ::open(o->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        o->file = fd < 0 ? nullptr : ::fdopen(fd, "wb");
-        if (fd >= 0 && !o->file)
-            ::close(fd);
-        if (!o->file)
-            return makeError(o->path + ": cannot be created: " + std::strerror(errno)
-                             + (errno == EMFILE ? " (too many open files: raise `ulimit -n`)" : ""));
-        if (f.kind == SplitFile::Kind::StateDict) {
-            std::vector<TorchSaveTensor> specs;
-            for (const auto& t : f.tensors) {
-                specs.push_back(t.spec);
-                if (specs.back().dtensor)
-                    specs.back().mesh.ranks = plan.meshRanks;
-            }
-            const auto value = f.listChunks.empty()  ? TorchSaveWriter::Value::StateDict
-                : f.chunkKeys.empty()                 ? TorchSaveWriter::Value::StateDictList
-                                                      : TorchSaveWriter::Value::StateDictsInDict;
-            auto writer = TorchSaveWriter::begin(o->file, o->path, f.archiveName, specs, value, f.listChunks,
-                                                 f.chunkKeys, f.rootItems);
-            TESSERA_TRY(writer);
-            o->writer = std::move(*writer);
-        }
-        open.push_back(std::move(o));
-    }
-
-    // Each output tensor is written once the last model tensor it draws from is assembled; a model tensor is
-    // dropped once the last output tensor drawing from it is written.
-    struct Ref {
-        std::size_t file, tensor;
-    };
-    std::vector<std::vector<Ref>> writeAfter(model.tensors.size());
-    std::vector<std::size_t> lastUse(model.tensors.size(), 0);
-    std::vector<bool> used(model.tensors.size(), false);
-    for (std::size_t fi = 0; fi < plan.files.size(); ++fi)
-        for (std::size_t ti = 0; selected(fi) && ti < plan.files[fi].tensors.size(); ++ti) {
-            std::size_t last = 0;
-            for (const auto& fr : plan.files[fi].tensors[ti].fragments)
-                last = std::max(last, fr.source);
-            writeAfter[last].push_back({ fi, ti });
-            for (const auto& fr : plan.files[fi].tensors[ti].fragments) {
-                lastUse[fr.source] = std::max(lastUse[fr.source], last);
-                used[fr.source] = true;
-            }
-        }
+    auto open = openOutputFiles(plan, dir, onlyFiles, selectedBytes);
+    TESSERA_TRY(open);
+    const WriteSchedule schedule = scheduleWrites(model, plan, onlyFiles);
 
     SourceFiles sources;
     ModelTensors assembled;
@@ -403,35 +463,20 @@ Result<SplitItems> writeSplitFiles(const CheckpointInfo& info, const MergePlan& 
         if (canceled())
             return canceledError();
         const PlannedTensor& pt = model.tensors[i];
-        if (used[i]) {
+        if (schedule.used[i]) {
             auto tensor = readModelTensor(sources, info.tensors[pt.source], pt, canceled);
             TESSERA_TRY(tensor);
             assembled.emplace(i, std::move(*tensor));
         }
-        // The files are independent: their parts of this tensor are written (and checksummed) in parallel.
-        const auto& refs = writeAfter[i];
-        std::vector<std::size_t> groupStart;
-        for (std::size_t k = 0; k < refs.size(); ++k)
-            if (k == 0 || refs[k].file != refs[k - 1].file)
-                groupStart.push_back(k);
-        std::vector<Status> results(groupStart.size());
-        parallelFor(groupStart.size(), threads, [&](std::size_t g) {
-            const std::size_t end = g + 1 < groupStart.size() ? groupStart[g + 1] : refs.size();
-            for (std::size_t k = groupStart[g]; k < end && results[g]; ++k)
-                results[g] = writeOutputTensor(plan.files[refs[k].file], refs[k].tensor, *open[refs[k].file], model,
-                                               assembled, meter);
-        });
-        for (const Status& status : results)
-            if (!status)
-                return status.error();
+        TESSERA_TRY(writeOutputTensors(schedule.writeAfter[i], plan, *open, model, assembled, meter, threads));
         for (auto it = assembled.begin(); it != assembled.end();)
-            it = lastUse[it->first] <= i ? assembled.erase(it) : std::next(it);
+            it = schedule.lastUse[it->first] <= i ? assembled.erase(it) : std::next(it);
     }
     SplitItems items;
-    for (std::size_t fi = 0; fi < open.size(); ++fi) {
-        if (selected(fi))
-            TESSERA_TRY(finishFile(*open[fi], options.sync));
-        items.push_back(std::move(open[fi]->items));
+    for (std::size_t fi = 0; fi < open->size(); ++fi) {
+        if (isSelected(onlyFiles, fi))
+            TESSERA_TRY(finishFile(*(*open)[fi], options.sync));
+        items.push_back(std::move((*open)[fi]->items));
     }
     return items;
 }

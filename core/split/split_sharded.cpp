@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
-#include <sstream>
 
 namespace tessera {
 
@@ -108,6 +107,118 @@ Status checkSizes(const SplitOptions& o, Shape& mesh, std::vector<std::string>& 
     return makeError(message);
 }
 
+/// A 0-dim tensor has no dim 0 to shard; also notes the largest tensor (the engine's buffer size).
+Status checkShardable(const MergePlan& model, SplitPlan& plan)
+{
+    std::vector<std::string> errors;
+    for (const auto& t : model.tensors) {
+        plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
+        if (t.shape.empty())
+            errors.push_back(printableText(t.name) + ": a 0-dim tensor cannot be sharded along dim 0");
+    }
+    if (errors.empty())
+        return Status::success();
+    std::string message = "cannot lay the model out this way:";
+    for (const auto& e : errors)
+        message += "\n  " + e;
+    return makeError(message);
+}
+
+/// The order of the tensors in each rank file: the model's, or its modules' registration order.
+std::vector<std::size_t> fileKeyOrder(const MergePlan& model, const SplitOptions& options)
+{
+    std::vector<std::size_t> keyOrder(model.tensors.size());
+    std::iota(keyOrder.begin(), keyOrder.end(), 0);
+    if (options.moduleOrder) {
+        std::vector<std::string> names;
+        for (const auto& t : model.tensors)
+            names.push_back(t.name);
+        keyOrder = moduleOrder(names);
+    }
+    return keyOrder;
+}
+
+/// How every tensor is laid out over the mesh, the same for each rank.
+struct ShardedLayout {
+    DeviceMesh mesh; ///< its ranks are plan.meshRanks (see SplitTensor::spec)
+    std::vector<Placement> placements;
+    std::int64_t shards = 0;
+    std::vector<std::size_t> keyOrder;
+    bool fsdp = false;
+};
+
+/// Rank r's file: its shard of every tensor, FSDP2 DTensors in a state dict or DCP items.
+Result<SplitFile> shardedRankFile(const MergePlan& model, const SplitPlan& plan, const ShardedLayout& layout, int r)
+{
+    SplitFile file;
+    file.rank = r;
+    if (layout.fsdp) {
+        file.name = "model_world_size_" + std::to_string(plan.worldSize) + "_rank_" + std::to_string(r) + ".pt";
+        file.kind = SplitFile::Kind::StateDict;
+        file.archiveName = file.name.substr(0, file.name.size() - 3);
+    } else {
+        file.name = "__" + std::to_string(r) + "_0.distcp";
+        file.kind = SplitFile::Kind::DcpItems;
+        file.archiveName = "archive";
+    }
+    const Shape coordinate = coordinateOf(r, plan.mesh);
+    for (std::size_t i : layout.keyOrder) {
+        const PlannedTensor& src = model.tensors[i];
+        auto local = computeLocalLayout(src.shape, plan.mesh, coordinate, layout.placements);
+        if (!local)
+            return local.error().withContext(src.name);
+        SplitTensor out;
+        out.globalShape = src.shape;
+        out.chunkOffsets = local->globalOffset;
+        out.spec.name = src.name;
+        out.spec.dtype = src.dtype;
+        out.spec.shape = local->localShape;
+        if (layout.fsdp) {
+            out.spec.dtensor = true;
+            out.spec.globalShape = src.shape;
+            out.spec.placements = layout.placements;
+            out.spec.mesh = layout.mesh;
+            out.spec.coordinate = coordinate;
+            out.spec.storageElements = fsdpPaddedElements(src.shape, layout.shards);
+        }
+        for (const auto& box : local->boxes)
+            out.fragments.push_back({ i, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {}, {} });
+        file.bytes += out.spec.storageBytes();
+        file.tensors.push_back(std::move(out));
+    }
+    return file;
+}
+
+/// The plan's description, keystone and side files, its disk and memory estimates, and the empty-shard warning.
+void describeShardedPlan(SplitPlan& plan, const ShardedLayout& layout, std::size_t modelTensors)
+{
+    if (layout.fsdp) {
+        plan.layout = "FSDP2, world size " + std::to_string(plan.worldSize) + ", "
+            + describePlacements(layout.placements, plan.mesh, plan.meshDimNames);
+        plan.generatedFiles.emplace_back("fsdp_config.json",
+                                         json2({ { "FSDP_version", 2 }, { "world_size", plan.worldSize } }));
+        plan.sideFolder = "huggingface";
+        plan.keystone = "fsdp_config.json";
+    } else {
+        plan.keystone = ".metadata";
+        plan.layout = "PyTorch DCP, " + std::to_string(plan.worldSize) + " rank" + (plan.worldSize == 1 ? "" : "s")
+            + ", every tensor Shard(0)";
+        // .metadata is written by the engine once the item offsets are known; config files sit beside it.
+        plan.diskBytes += 4096 + modelTensors * plan.worldSize * 200;
+    }
+    plan.diskBytes += 1u << 20; // config and tokenizer files, generously
+    plan.memoryBytes = 2 * plan.largestTensorBytes + kEngineOverhead;
+    if (plan.worldSize > 1) {
+        std::size_t empty = 0;
+        for (const auto& t : plan.files.back().tensors)
+            empty += t.bytes() == 0 ? 1 : 0;
+        if (empty)
+            plan.warnings.push_back(std::to_string(empty) + " tensors have fewer rows than the "
+                                    + std::to_string(layout.shards)
+                                    + " shards: the last ranks hold empty shards of them (as FSDP2 does)");
+    }
+}
+
 } // namespace
 
 Result<SplitPlan> planShardedSplit(const MergePlan& model, const SplitOptions& options)
@@ -118,105 +229,27 @@ Result<SplitPlan> planShardedSplit(const MergePlan& model, const SplitOptions& o
     plan.runIteration = options.runIteration;
     plan.config = model.config;
 
-    DeviceMesh mesh; // its ranks are plan.meshRanks (see SplitTensor::spec)
-    mesh.shape = plan.mesh;
-    mesh.dimNames = plan.meshDimNames;
+    ShardedLayout layout;
+    layout.mesh.shape = plan.mesh;
+    layout.mesh.dimNames = plan.meshDimNames;
     for (int r = 0; r < plan.worldSize; ++r)
         plan.meshRanks.push_back(r);
     // FSDP2 shards dim 0 over the last mesh dim and replicates over the others (HSDP: (Replicate(), Shard(0))).
-    std::vector<Placement> placements(plan.mesh.size(), Placement::replicate());
-    placements.back() = Placement::shard(0);
-    const std::int64_t shards = plan.mesh.back();
+    layout.placements.assign(plan.mesh.size(), Placement::replicate());
+    layout.placements.back() = Placement::shard(0);
+    layout.shards = plan.mesh.back();
 
-    std::vector<std::string> errors;
-    for (const auto& t : model.tensors) {
-        plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
-        if (t.shape.empty())
-            errors.push_back(printableText(t.name) + ": a 0-dim tensor cannot be sharded along dim 0");
-    }
-    if (!errors.empty()) {
-        std::string message = "cannot lay the model out this way:";
-        for (const auto& e : errors)
-            message += "\n  " + e;
-        return makeError(message);
-    }
-
-    std::vector<std::size_t> keyOrder(model.tensors.size());
-    std::iota(keyOrder.begin(), keyOrder.end(), 0);
-    if (options.moduleOrder) {
-        std::vector<std::string> names;
-        for (const auto& t : model.tensors)
-            names.push_back(t.name);
-        keyOrder = moduleOrder(names);
-    }
-    const bool fsdp = options.format == SplitFormat::Fsdp;
+    TESSERA_TRY(checkShardable(model, plan));
+    layout.keyOrder = fileKeyOrder(model, options);
+    layout.fsdp = options.format == SplitFormat::Fsdp;
     for (int r = 0; r < plan.worldSize; ++r) {
-        SplitFile file;
-        file.rank = r;
-        if (fsdp) {
-            file.name = "model_world_size_" + std::to_string(plan.worldSize) + "_rank_" + std::to_string(r) + ".pt";
-            file.kind = SplitFile::Kind::StateDict;
-            file.archiveName = file.name.substr(0, file.name.size() - 3);
-        } else {
-            file.name = "__" + std::to_string(r) + "_0.distcp";
-            file.kind = SplitFile::Kind::DcpItems;
-            file.archiveName = "archive";
-        }
-        const Shape coordinate = coordinateOf(r, plan.mesh);
-        for (std::size_t i : keyOrder) {
-            const PlannedTensor& src = model.tensors[i];
-            auto layout = computeLocalLayout(src.shape, plan.mesh, coordinate, placements);
-            if (!layout)
-                return layout.error().withContext(src.name);
-            SplitTensor out;
-            out.globalShape = src.shape;
-            out.chunkOffsets = layout->globalOffset;
-            out.spec.name = src.name;
-            out.spec.dtype = src.dtype;
-            out.spec.shape = layout->localShape;
-            if (fsdp) {
-                out.spec.dtensor = true;
-                out.spec.globalShape = src.shape;
-                out.spec.placements = placements;
-                out.spec.mesh = mesh;
-                out.spec.coordinate = coordinate;
-                out.spec.storageElements = fsdpPaddedElements(src.shape, shards);
-            }
-            for (const auto& box : layout->boxes)
-                out.fragments.push_back({ i, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {}, {} });
-            file.bytes += out.spec.storageBytes();
-            file.tensors.push_back(std::move(out));
-        }
-        plan.totalBytes += file.bytes;
-        plan.diskBytes += file.bytes + file.tensors.size() * (kRecordOverhead + (fsdp ? 1200 : 400)) + 4096;
-        plan.files.push_back(std::move(file));
+        auto file = shardedRankFile(model, plan, layout, r);
+        TESSERA_TRY(file);
+        plan.totalBytes += file->bytes;
+        plan.diskBytes += file->bytes + file->tensors.size() * (kRecordOverhead + (layout.fsdp ? 1200 : 400)) + 4096;
+        plan.files.push_back(std::move(*file));
     }
-
-    std::ostringstream layout;
-    if (fsdp) {
-        plan.layout = "FSDP2, world size " + std::to_string(plan.worldSize) + ", "
-            + describePlacements(placements, plan.mesh, plan.meshDimNames);
-        plan.generatedFiles.emplace_back("fsdp_config.json",
-                                         json2({ { "FSDP_version", 2 }, { "world_size", plan.worldSize } }));
-        plan.sideFolder = "huggingface";
-        plan.keystone = "fsdp_config.json";
-    } else {
-        plan.keystone = ".metadata";
-        plan.layout = "PyTorch DCP, " + std::to_string(plan.worldSize) + " rank" + (plan.worldSize == 1 ? "" : "s")
-            + ", every tensor Shard(0)";
-        // .metadata is written by the engine once the item offsets are known; config files sit beside it.
-        plan.diskBytes += 4096 + model.tensors.size() * plan.worldSize * 200;
-    }
-    plan.diskBytes += 1u << 20; // config and tokenizer files, generously
-    plan.memoryBytes = 2 * plan.largestTensorBytes + kEngineOverhead;
-    if (plan.worldSize > 1) {
-        std::size_t empty = 0;
-        for (const auto& t : plan.files.back().tensors)
-            empty += t.bytes() == 0 ? 1 : 0;
-        if (empty)
-            plan.warnings.push_back(std::to_string(empty) + " tensors have fewer rows than the " + std::to_string(shards)
-                                    + " shards: the last ranks hold empty shards of them (as FSDP2 does)");
-    }
+    describeShardedPlan(plan, layout, model.tensors.size());
     return plan;
 }
 
