@@ -251,32 +251,36 @@ bool mentionsLayer(const std::string& when)
     }
     return false;
 }
-} // namespace
 
-Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet& rules, const ConfigVars& vars)
+/// The count a placeholder such as {layer} runs over, from the rules' range for it.
+Result<std::int64_t> placeholderRange(const MappingRuleSet& rules, const ConfigVars& vars, const char* name)
 {
-    auto range = [&](const char* name) -> Result<std::int64_t> {
-        auto it = rules.ranges.find(name);
-        if (it == rules.ranges.end())
-            return makeError("the " + rules.family + " rules use {" + name + "} but give no range for it");
-        auto v = evaluateExpression(it->second, vars);
-        if (!v)
-            return v.error().withContext("the number of " + std::string(name) + "s");
-        return v;
-    };
-    struct Active {
-        const ExpectedTemplate* t;
-        bool layer, expert;
-        bool perLayer; ///< its condition names `layer` (DeepSeek-V3's dense first layers): decided per layer
-    };
-    // {block} (a vision tower's blocks) is expanded first: those templates become one per block, in place.
+    auto it = rules.ranges.find(name);
+    if (it == rules.ranges.end())
+        return makeError("the " + rules.family + " rules use {" + name + "} but give no range for it");
+    auto v = evaluateExpression(it->second, vars);
+    if (!v)
+        return v.error().withContext("the number of " + std::string(name) + "s");
+    return v;
+}
+
+/// A template that applies to this model, with the placeholders it runs over.
+struct ActiveTemplate {
+    const ExpectedTemplate* t;
+    bool layer, expert;
+    bool perLayer; ///< its condition names `layer` (DeepSeek-V3's dense first layers): decided per layer
+};
+
+/// {block} (a vision tower's blocks) is expanded first: those templates become one per block, in place.
+Result<std::vector<ExpectedTemplate>> expandBlocks(const MappingRuleSet& rules, const ConfigVars& vars)
+{
     std::vector<ExpectedTemplate> templates;
     for (const auto& t : rules.expected) {
         if (!hasPlaceholder(t.hf, "block")) {
             templates.push_back(t);
             continue;
         }
-        auto blocks = range("block");
+        auto blocks = placeholderRange(rules, vars, "block");
         TESSERA_TRY(blocks);
         if (*blocks < 0 || *blocks > 100'000)
             return makeError("config.json gives " + std::to_string(*blocks) + " vision blocks; that is not a real model");
@@ -286,7 +290,14 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
             templates.push_back(std::move(one));
         }
     }
-    std::vector<Active> active;
+    return templates;
+}
+
+/// The templates whose condition holds (those decided per layer are kept, to be decided as each layer is emitted).
+Result<std::vector<ActiveTemplate>> activeTemplates(const std::vector<ExpectedTemplate>& templates,
+                                                    const ConfigVars& vars)
+{
+    std::vector<ActiveTemplate> active;
     for (const auto& t : templates) {
         const bool perLayer = hasPlaceholder(t.hf, "layer") && mentionsLayer(t.when);
         if (!t.when.empty() && !perLayer) {
@@ -298,15 +309,22 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
         }
         active.push_back({ &t, hasPlaceholder(t.hf, "layer"), hasPlaceholder(t.hf, "expert"), perLayer });
     }
-    std::int64_t layers = 0, experts = 0;
+    return active;
+}
+
+/// The numbers of layers and experts, read only when an active template runs over them, and refused when the
+/// list they make is no real model's.
+Status countLayersAndExperts(const MappingRuleSet& rules, const ConfigVars& vars,
+                             const std::vector<ActiveTemplate>& active, std::int64_t& layers, std::int64_t& experts)
+{
     for (const auto& a : active) {
         if (a.layer && layers == 0) {
-            auto n = range("layer");
+            auto n = placeholderRange(rules, vars, "layer");
             TESSERA_TRY(n);
             layers = *n;
         }
         if (a.expert && experts == 0) {
-            auto n = range("expert");
+            auto n = placeholderRange(rules, vars, "expert");
             TESSERA_TRY(n);
             experts = *n;
         }
@@ -325,18 +343,23 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
         return makeError("config.json's sizes (" + std::to_string(layers) + " layers, " + std::to_string(experts)
                          + " experts) make " + std::to_string(total) + " parameters, more than the "
                          + std::to_string(kMaxCount) + " any real model has");
+    return Status::success();
+}
 
-    std::vector<ExpectedParameter> out;
-    std::string error;
-    ConfigVars layerVars = vars;
-    auto emit = [&](const Active& a, std::int64_t layer, std::int64_t expert) {
+/// Emits one parameter per (template, layer, expert); the first error is kept and reported once all are emitted.
+class ParameterEmitter {
+public:
+    explicit ParameterEmitter(const ConfigVars& vars) : m_vars(vars), m_layerVars(vars) { }
+
+    void emit(const ActiveTemplate& a, std::int64_t layer, std::int64_t expert)
+    {
         const ExpectedTemplate& t = *a.t;
         if (a.perLayer) {
-            layerVars["layer"] = layer;
-            auto on = evaluateExpression(t.when, layerVars);
+            m_layerVars["layer"] = layer;
+            auto on = evaluateExpression(t.when, m_layerVars);
             if (!on) {
-                if (error.empty())
-                    error = t.origin + ": expected '" + t.id + "': " + on.error().message;
+                if (m_error.empty())
+                    m_error = t.origin + ": expected '" + t.id + "': " + on.error().message;
                 return;
             }
             if (!*on)
@@ -347,29 +370,47 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
         p.templateId = t.id;
         p.shapeText = "[";
         for (std::size_t i = 0; i < t.shape.size(); ++i) {
-            auto v = evaluateExpression(t.shape[i], vars);
+            auto v = evaluateExpression(t.shape[i], m_vars);
             if (!v) {
-                if (error.empty())
-                    error = t.origin + ": expected '" + t.id + "': " + v.error().message;
+                if (m_error.empty())
+                    m_error = t.origin + ": expected '" + t.id + "': " + v.error().message;
                 return;
             }
             p.shape.push_back(*v);
             p.shapeText += (i ? ", " : "") + t.shape[i];
         }
         p.shapeText += "]";
-        out.push_back(std::move(p));
-    };
-    // Hugging Face's order: what precedes the layers, every layer with its parameters (experts in place), the rest.
+        m_out.push_back(std::move(p));
+    }
+
+    Result<std::vector<ExpectedParameter>> take()
+    {
+        if (!m_error.empty())
+            return makeError(m_error);
+        return std::move(m_out);
+    }
+
+private:
+    const ConfigVars& m_vars;
+    ConfigVars m_layerVars;
+    std::vector<ExpectedParameter> m_out;
+    std::string m_error;
+};
+
+/// Hugging Face's order: what precedes the layers, every layer with its parameters (experts in place), the rest.
+void emitInHfOrder(const std::vector<ActiveTemplate>& active, std::int64_t layers, std::int64_t experts,
+                   ParameterEmitter& emitter)
+{
     std::size_t i = 0;
     for (; i < active.size() && !active[i].layer; ++i)
-        emit(active[i], 0, 0);
+        emitter.emit(active[i], 0, 0);
     std::size_t layerEnd = i;
     while (layerEnd < active.size() && active[layerEnd].layer)
         ++layerEnd;
     for (std::int64_t layer = 0; layer < layers; ++layer)
         for (std::size_t k = i; k < layerEnd;) {
             if (!active[k].expert) {
-                emit(active[k], layer, 0);
+                emitter.emit(active[k], layer, 0);
                 ++k;
                 continue;
             }
@@ -379,16 +420,27 @@ Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet
                 ++end;
             for (std::int64_t e = 0; e < experts; ++e)
                 for (std::size_t m = k; m < end; ++m)
-                    emit(active[m], layer, e);
+                    emitter.emit(active[m], layer, e);
             k = end;
         }
     for (std::size_t k = layerEnd; k < active.size(); ++k)
         for (std::int64_t layer = 0; layer < (active[k].layer ? layers : 1); ++layer)
             for (std::int64_t e = 0; e < (active[k].expert ? experts : 1); ++e)
-                emit(active[k], layer, e);
-    if (!error.empty())
-        return makeError(error);
-    return out;
+                emitter.emit(active[k], layer, e);
+}
+} // namespace
+
+Result<std::vector<ExpectedParameter>> expectedHfParameters(const MappingRuleSet& rules, const ConfigVars& vars)
+{
+    auto templates = expandBlocks(rules, vars);
+    TESSERA_TRY(templates);
+    auto active = activeTemplates(*templates, vars);
+    TESSERA_TRY(active);
+    std::int64_t layers = 0, experts = 0;
+    TESSERA_TRY(countLayersAndExperts(rules, vars, *active, layers, experts));
+    ParameterEmitter emitter(vars);
+    emitInHfOrder(*active, layers, experts, emitter);
+    return emitter.take();
 }
 
 } // namespace tessera

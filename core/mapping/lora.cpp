@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mapping/lora.h"
 #include "mapping/lora_config.h"
+#include "mapping/peft_names.h"
 
 #include "io/printable.h"
 #include "io/text_file.h"
@@ -21,115 +22,7 @@ namespace tessera {
 
 namespace {
 
-constexpr const char* kPeftPrefix = "base_model.model.";
 constexpr const char* kAdapterNote = "LoRA adapter: ";
-
-/// What a PEFT state-dict key is.
-struct PeftName {
-    enum class Kind {
-        Plain,        ///< a weight PEFT does not wrap (embeddings, norms, …)
-        Base,         ///< module.base_layer.<param>: the frozen base weight of an adapted module
-        LoraA,
-        LoraB,
-        EmbeddingA,   ///< lora_embedding_A: a ParameterDict entry, no ".weight"
-        EmbeddingB,
-        SavedCopy,    ///< module.modules_to_save.<adapter>.<param>: a fully trained copy
-        OriginalCopy, ///< module.original_module.<param>: the frozen original of a SavedCopy
-        Unsupported,  ///< DoRA magnitudes, LoRA biases, …
-    };
-    Kind kind = Kind::Plain;
-    std::string module;  ///< without the base_model.model. prefix
-    std::string param;   ///< "weight", "bias"
-    std::string adapter; ///< PEFT's adapter name; empty in on-disk adapter files
-    std::string plainName() const { return module.empty() ? param : module + "." + param; }
-};
-
-/// "default.weight" → adapter "default"; "weight" → none. False for anything else (a bias, a nested name).
-bool splitAdapterAndWeight(const std::string& rest, std::string& adapter)
-{
-    if (rest == "weight") {
-        adapter.clear();
-        return true;
-    }
-    const auto dot = rest.find('.');
-    if (dot == std::string::npos || dot == 0 || rest.substr(dot + 1) != "weight")
-        return false;
-    adapter = rest.substr(0, dot);
-    return true;
-}
-
-PeftName parsePeftName(const std::string& key)
-{
-    PeftName n;
-    std::string name = key.rfind(kPeftPrefix, 0) == 0 ? key.substr(std::string(kPeftPrefix).size()) : key;
-    auto splitAt = [&](const std::string& marker, std::string& before, std::string& after) {
-        const auto at = name.find(marker);
-        if (at == std::string::npos)
-            return false;
-        before = name.substr(0, at);
-        after = name.substr(at + marker.size());
-        return true;
-    };
-    std::string before, after;
-    if (name.find(".lora_magnitude_vector") != std::string::npos) {
-        n.kind = PeftName::Kind::Unsupported;
-        n.module = name;
-        n.param = "a DoRA magnitude vector (DoRA adapters are not supported)";
-        return n;
-    }
-    for (const auto& [marker, kind] : { std::pair { ".lora_A.", PeftName::Kind::LoraA },
-                                        std::pair { ".lora_B.", PeftName::Kind::LoraB } })
-        if (splitAt(marker, before, after)) {
-            n.module = before;
-            n.param = "weight";
-            n.kind = splitAdapterAndWeight(after, n.adapter) ? kind : PeftName::Kind::Unsupported;
-            if (n.kind == PeftName::Kind::Unsupported)
-                n.param = "a LoRA factor '" + after + "' (LoRA biases are not supported)";
-            return n;
-        }
-    for (const auto& [marker, kind] : { std::pair { ".lora_embedding_A", PeftName::Kind::EmbeddingA },
-                                        std::pair { ".lora_embedding_B", PeftName::Kind::EmbeddingB } })
-        if (splitAt(marker, before, after)) {
-            n.module = before;
-            n.param = "weight";
-            n.kind = kind;
-            if (!after.empty() && (after[0] != '.' || after.find('.', 1) != std::string::npos))
-                n.kind = PeftName::Kind::Unsupported;
-            else if (!after.empty())
-                n.adapter = after.substr(1);
-            return n;
-        }
-    if (splitAt(".base_layer.", before, after)) {
-        n.kind = PeftName::Kind::Base;
-        n.module = before;
-        n.param = after;
-        return n;
-    }
-    if (splitAt(".modules_to_save.", before, after)) {
-        const auto dot = after.find('.');
-        n.kind = dot == std::string::npos ? PeftName::Kind::Unsupported : PeftName::Kind::SavedCopy;
-        n.module = before;
-        n.adapter = after.substr(0, dot);
-        n.param = dot == std::string::npos ? after : after.substr(dot + 1);
-        return n;
-    }
-    if (splitAt(".original_module.", before, after)) {
-        n.kind = PeftName::Kind::OriginalCopy;
-        n.module = before;
-        n.param = after;
-        return n;
-    }
-    const auto dot = name.rfind('.');
-    n.module = dot == std::string::npos ? "" : name.substr(0, dot);
-    n.param = dot == std::string::npos ? name : name.substr(dot + 1);
-    return n;
-}
-
-bool isFactor(PeftName::Kind k)
-{
-    return k == PeftName::Kind::LoraA || k == PeftName::Kind::LoraB || k == PeftName::Kind::EmbeddingA
-        || k == PeftName::Kind::EmbeddingB;
-}
 
 /// A small JSON object file, or nothing when the file is absent. A file that is there but unreadable or not an
 /// object is an error: a wrong α would silently change every fused weight.
@@ -209,7 +102,7 @@ bool hasLoraTensors(const CheckpointInfo& info)
 {
     return std::any_of(info.tensors.begin(), info.tensors.end(), [](const TensorInfo& t) {
         const auto kind = parsePeftName(t.name).kind;
-        return isFactor(kind) || kind == PeftName::Kind::Base || kind == PeftName::Kind::Unsupported;
+        return isLoraFactor(kind) || kind == PeftName::Kind::Base || kind == PeftName::Kind::Unsupported;
     });
 }
 
@@ -226,54 +119,58 @@ std::vector<std::string> loraBaseWeightNames(const CheckpointInfo& info)
     return base ? names : std::vector<std::string>();
 }
 
-Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const LoraSettings& settings,
-                                          const CheckpointInfo* base)
-{
-    if (base && hasLoraTensors(*base))
-        return makeError(base->root + ": the base model holds LoRA tensors itself; give the plain base model (a "
-                                      "Hugging Face folder without base_layer/lora_ names)");
-    LoraCheckpoint lora;
-    std::set<std::string> adapterNames;
+namespace {
+
+/// The checkpoint's tensors sorted by what PEFT makes of them; the pointers are into the checkpoint's tensors.
+struct PeftTensors {
     struct Factors {
         const TensorInfo* a = nullptr;
         const TensorInfo* b = nullptr;
         bool embedding = false;
     };
+    std::set<std::string> adapterNames;
     std::map<std::string, Factors> byModule; // module → factors
     std::vector<std::string> moduleOrder;
     std::vector<std::pair<const TensorInfo*, PeftName>> baseTensors; // the checkpoint's own base weights
     std::vector<std::pair<const TensorInfo*, PeftName>> savedCopies;
     std::vector<std::string> unsupported;
+};
+
+/// Sorts the tensors by their PEFT names, recording each base weight's Hugging Face name in `lora.baseNames`.
+PeftTensors sortPeftTensors(const CheckpointInfo& info, LoraCheckpoint& lora)
+{
+    PeftTensors sorted;
     for (const auto& t : info.tensors) {
         PeftName n = parsePeftName(t.name);
         switch (n.kind) {
         case PeftName::Kind::Unsupported:
-            unsupported.push_back(printableText(t.name) + ": " + n.param);
+            sorted.unsupported.push_back(printableText(t.name) + ": " + n.param);
             break;
         case PeftName::Kind::LoraA:
         case PeftName::Kind::LoraB:
         case PeftName::Kind::EmbeddingA:
         case PeftName::Kind::EmbeddingB: {
             if (!n.adapter.empty())
-                adapterNames.insert(n.adapter);
-            auto [it, inserted] = byModule.try_emplace(n.module);
+                sorted.adapterNames.insert(n.adapter);
+            auto [it, inserted] = sorted.byModule.try_emplace(n.module);
             if (inserted)
-                moduleOrder.push_back(n.module);
+                sorted.moduleOrder.push_back(n.module);
             const bool isA = n.kind == PeftName::Kind::LoraA || n.kind == PeftName::Kind::EmbeddingA;
             const bool embedding = n.kind == PeftName::Kind::EmbeddingA || n.kind == PeftName::Kind::EmbeddingB;
             const TensorInfo*& slot = isA ? it->second.a : it->second.b;
             if (slot)
-                unsupported.push_back(printableText(t.name) + ": a second " + (isA ? "A" : "B") + " factor for "
-                                      + printableText(n.module) + " (several adapters in one checkpoint are not supported)");
+                sorted.unsupported.push_back(printableText(t.name) + ": a second " + (isA ? "A" : "B") + " factor for "
+                                             + printableText(n.module)
+                                             + " (several adapters in one checkpoint are not supported)");
             slot = &t;
             it->second.embedding = embedding;
             break;
         }
         case PeftName::Kind::SavedCopy:
             if (!n.adapter.empty())
-                adapterNames.insert(n.adapter);
+                sorted.adapterNames.insert(n.adapter);
             lora.baseNames[t.name] = n.plainName();
-            savedCopies.emplace_back(&t, std::move(n));
+            sorted.savedCopies.emplace_back(&t, std::move(n));
             break;
         case PeftName::Kind::OriginalCopy:
             lora.baseNames[t.name] = ""; // the frozen original of a module trained in full: its copy replaces it
@@ -281,29 +178,40 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         case PeftName::Kind::Base:
         case PeftName::Kind::Plain:
             lora.baseNames[t.name] = n.plainName();
-            baseTensors.emplace_back(&t, std::move(n));
+            sorted.baseTensors.emplace_back(&t, std::move(n));
             break;
         }
     }
-    if (!unsupported.empty()) {
-        std::string message = info.root + ": " + std::to_string(unsupported.size())
+    return sorted;
+}
+
+/// Refuses what cannot be merged: unsupported tensors, no factors at all, several adapters.
+Status checkPeftTensors(const CheckpointInfo& info, const PeftTensors& sorted)
+{
+    if (!sorted.unsupported.empty()) {
+        std::string message = info.root + ": " + std::to_string(sorted.unsupported.size())
             + " LoRA tensor(s) cannot be merged:";
-        for (std::size_t i = 0; i < unsupported.size() && i < 10; ++i)
-            message += "\n  " + unsupported[i];
+        for (std::size_t i = 0; i < sorted.unsupported.size() && i < 10; ++i)
+            message += "\n  " + sorted.unsupported[i];
         return makeError(message);
     }
-    if (byModule.empty())
+    if (sorted.byModule.empty())
         return makeError(info.root + ": no LoRA factors (lora_A/lora_B) were found");
-    if (adapterNames.size() > 1) {
+    if (sorted.adapterNames.size() > 1) {
         std::string names;
-        for (const auto& a : adapterNames)
+        for (const auto& a : sorted.adapterNames)
             names += (names.empty() ? "'" : ", '") + printableText(a) + "'";
         return makeError(info.root + ": the checkpoint holds several adapters (" + names
                          + "); only a checkpoint with one adapter can be merged");
     }
-    lora.config.adapterName = adapterNames.empty() ? "default" : *adapterNames.begin();
+    return Status::success();
+}
 
-    // Hyper-parameters: the user, then the checkpoint's files; the rank is the shapes' (they are the truth).
+/// Hyper-parameters: the user, then the checkpoint's files; the rank is the shapes' (they are the truth). Returns
+/// what the files say, for the rank check.
+Result<FoundConfig> settleHyperParameters(const CheckpointInfo& info, const LoraSettings& settings,
+                                          LoraCheckpoint& lora)
+{
     auto found = findLoraConfig(info);
     TESSERA_TRY(found);
     if (settings.alpha) {
@@ -323,13 +231,16 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     lora.config.useRslora = settings.useRslora.value_or(found->rslora.value_or(false));
     lora.config.taskType = found->taskType.empty() ? "CAUSAL_LM" : found->taskType;
     lora.config.configText = found->configText;
+    return found;
+}
 
-    // The modules, checked pair by pair.
-    std::map<std::int64_t, int> ranks;
-    std::set<std::string> targets;
+/// The modules, checked pair by pair; each complete pair becomes a LoraModule, counted in `ranks` and `targets`.
+Status collectModules(const CheckpointInfo& info, const PeftTensors& sorted, LoraCheckpoint& lora,
+                      std::map<std::int64_t, int>& ranks, std::set<std::string>& targets)
+{
     std::vector<std::string> errors;
-    for (const auto& module : moduleOrder) {
-        const Factors& f = byModule[module];
+    for (const auto& module : sorted.moduleOrder) {
+        const PeftTensors::Factors& f = sorted.byModule.at(module);
         const std::string shown = printableText(module);
         if (!f.a || !f.b) {
             errors.push_back(shown + ": lora_" + std::string(f.a ? "B" : "A") + " is missing (only "
@@ -370,6 +281,13 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
             message += "\n  " + errors[i];
         return makeError(message);
     }
+    return Status::success();
+}
+
+/// The rank from the factors' shapes (one for all modules), the target modules, and the summary line.
+Status settleRank(const CheckpointInfo& info, const std::map<std::int64_t, int>& ranks,
+                  const std::set<std::string>& targets, const FoundConfig& found, LoraCheckpoint& lora)
+{
     lora.config.targetModules.assign(targets.begin(), targets.end());
     lora.config.r = std::max_element(ranks.begin(), ranks.end(), [](const auto& x, const auto& y) {
                         return x.second < y.second;
@@ -378,21 +296,23 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     if (ranks.size() > 1)
         return makeError(info.root + ": the LoRA modules have different ranks (" + std::to_string(ranks.size())
                          + " distinct); adapters with a per-module rank are not supported yet");
-    if (found->r && static_cast<std::int64_t>(*found->r) != lora.config.r)
-        lora.notes.push_back(found->rSource + " says r = " + std::to_string(static_cast<std::int64_t>(*found->r))
+    if (found.r && static_cast<std::int64_t>(*found.r) != lora.config.r)
+        lora.notes.push_back(found.rSource + " says r = " + std::to_string(static_cast<std::int64_t>(*found.r))
                              + " but the factors have rank " + std::to_string(lora.config.r)
                              + "; the factors' rank is used");
-    {
-        std::ostringstream note;
-        note << kAdapterNote << lora.modules.size() << " modules (";
-        for (std::size_t i = 0; i < lora.config.targetModules.size(); ++i)
-            note << (i ? ", " : "") << lora.config.targetModules[i];
-        note << "), r = " << lora.config.r << ", alpha = " << lora.config.alpha << " (from " << lora.config.alphaSource
-             << ")" << (lora.config.useRslora ? ", rsLoRA" : "");
-        lora.summary = note.str();
-    }
+    std::ostringstream note;
+    note << kAdapterNote << lora.modules.size() << " modules (";
+    for (std::size_t i = 0; i < lora.config.targetModules.size(); ++i)
+        note << (i ? ", " : "") << lora.config.targetModules[i];
+    note << "), r = " << lora.config.r << ", alpha = " << lora.config.alpha << " (from " << lora.config.alphaSource
+         << ")" << (lora.config.useRslora ? ", rsLoRA" : "");
+    lora.summary = note.str();
+    return Status::success();
+}
 
-    // The adapter as PEFT saves it.
+/// The adapter as PEFT saves it.
+void buildAdapter(const CheckpointInfo& info, const PeftTensors& sorted, LoraCheckpoint& lora)
+{
     lora.adapter.layout = info.layout;
     lora.adapter.root = info.root;
     lora.adapter.parallel = info.parallel;
@@ -403,7 +323,7 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
     std::set<std::string> adapterSources;
     for (const auto& m : lora.modules)
         adapterSources.insert({ m.sourceA, m.sourceB });
-    for (const auto& [t, n] : savedCopies)
+    for (const auto& [t, n] : sorted.savedCopies)
         adapterSources.insert(t->name);
     for (const auto& p : info.problems)
         if (p.tensor.empty() || adapterSources.count(p.tensor))
@@ -416,15 +336,19 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         lora.adapter.tensors.push_back(std::move(a));
         lora.adapter.tensors.push_back(std::move(b));
     }
-    for (const auto& [t, n] : savedCopies) {
+    for (const auto& [t, n] : sorted.savedCopies) {
         TensorInfo copy = *t;
         copy.name = kPeftPrefix + n.plainName();
         lora.adapter.tensors.push_back(std::move(copy));
     }
+}
 
-    // The base weights: the checkpoint's own, or --base_model's for an adapter-only checkpoint.
-    lora.adapterOnly = baseTensors.empty();
-    const CheckpointInfo* baseInfo = nullptr;
+/// The base weights: the checkpoint's own, or --base_model's for an adapter-only checkpoint, into `lora.fused`.
+/// False when there are none (adapter-only without --base_model): only the adapter can be written.
+bool takeBaseWeights(const CheckpointInfo& info, const CheckpointInfo* base, const PeftTensors& sorted,
+                     LoraCheckpoint& lora)
+{
+    lora.adapterOnly = sorted.baseTensors.empty();
     if (!lora.adapterOnly) {
         lora.fused.layout = info.layout;
         lora.fused.root = info.root;
@@ -434,12 +358,11 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         lora.fused.notes = info.notes;
         lora.fused.problems = info.problems;
         lora.fused.warnings = info.warnings;
-        for (const auto& [t, n] : baseTensors) {
+        for (const auto& [t, n] : sorted.baseTensors) {
             TensorInfo renamed = *t;
             renamed.name = n.plainName();
             lora.fused.tensors.push_back(std::move(renamed));
         }
-        baseInfo = &lora.fused;
         if (base)
             lora.notes.push_back("the checkpoint holds its base weights; --base_model is not used");
     } else if (base) {
@@ -447,16 +370,20 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         if (lora.fused.hfConfigDir.empty())
             lora.fused.hfConfigDir = info.hfConfigDir;
         lora.fused.problems.insert(lora.fused.problems.end(), info.problems.begin(), info.problems.end());
-        baseInfo = &lora.fused;
         lora.notes.push_back("adapter-only checkpoint: base weights from " + base->root);
     } else {
         lora.notes.push_back("adapter-only checkpoint (save_lora_only): it holds no base weights, so only the adapter "
                              "is written; pass --base_model with the base model's Hugging Face folder (e.g. the "
                              "checkpoint's huggingface/ folder or the model trained from) to also write the fused model");
-        return lora;
+        return false;
     }
-    // Trained copies (modules_to_save) replace the frozen originals.
-    for (const auto& [t, n] : savedCopies) {
+    return true;
+}
+
+/// Trained copies (modules_to_save) replace the frozen originals in the fused model.
+void replaceSavedCopies(const PeftTensors& sorted, LoraCheckpoint& lora)
+{
+    for (const auto& [t, n] : sorted.savedCopies) {
         TensorInfo copy = *t;
         copy.name = n.plainName();
         auto it = std::find_if(lora.fused.tensors.begin(), lora.fused.tensors.end(),
@@ -466,6 +393,13 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
         else
             lora.fused.tensors.push_back(std::move(copy));
     }
+}
+
+/// Adds each module's factors and update to the fused model, once its base weight is found with the update's shape.
+Status addFusedUpdates(const CheckpointInfo& info, LoraCheckpoint& lora)
+{
+    const CheckpointInfo* baseInfo = &lora.fused;
+    std::vector<std::string> errors;
     for (const auto& m : lora.modules) {
         const TensorInfo* w = baseInfo->find(m.weight);
         const TensorInfo& a = *info.find(m.sourceA);
@@ -498,6 +432,34 @@ Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const Lora
             message += "\n  " + errors[i];
         return makeError(message);
     }
+    return Status::success();
+}
+
+} // namespace
+
+Result<LoraCheckpoint> readLoraCheckpoint(const CheckpointInfo& info, const LoraSettings& settings,
+                                          const CheckpointInfo* base)
+{
+    if (base && hasLoraTensors(*base))
+        return makeError(base->root + ": the base model holds LoRA tensors itself; give the plain base model (a "
+                                      "Hugging Face folder without base_layer/lora_ names)");
+    LoraCheckpoint lora;
+    const PeftTensors sorted = sortPeftTensors(info, lora);
+    TESSERA_TRY(checkPeftTensors(info, sorted));
+    lora.config.adapterName = sorted.adapterNames.empty() ? "default" : *sorted.adapterNames.begin();
+
+    auto found = settleHyperParameters(info, settings, lora);
+    TESSERA_TRY(found);
+    std::map<std::int64_t, int> ranks;
+    std::set<std::string> targets;
+    TESSERA_TRY(collectModules(info, sorted, lora, ranks, targets));
+    TESSERA_TRY(settleRank(info, ranks, targets, *found, lora));
+
+    buildAdapter(info, sorted, lora);
+    if (!takeBaseWeights(info, base, sorted, lora))
+        return lora;
+    replaceSavedCopies(sorted, lora);
+    TESSERA_TRY(addFusedUpdates(info, lora));
     lora.hasBase = true;
     return lora;
 }

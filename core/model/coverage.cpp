@@ -242,28 +242,18 @@ std::string checkGaps(const TensorInfo& tensor)
 }
 
 namespace {
-std::vector<std::string> coverageFindings(const TensorInfo& tensor, bool gapsOnly)
+/// The pieces of a tensor sorted by what they provide; the ones that provide nothing are left out.
+struct SortedPieces {
+    std::vector<Cover> covers;                                           ///< Primary pieces
+    std::map<std::pair<Shape, Shape>, std::vector<size_t>> partialGroups; ///< box → PartialTerm piece indices
+    std::vector<size_t> replicas;
+};
+
+/// Sorts the pieces by role, reporting a wrong rank or a box outside the tensor (what remains inside still covers).
+SortedPieces sortPieces(const TensorInfo& tensor, const Box& whole, MessageList& shapeMessages)
 {
     const size_t ndim = tensor.shape.size();
-    MessageList shapeMessages("pieces with a wrong rank or box outside the tensor");
-    MessageList overlapMessages("overlapping pieces");
-    MessageList replicaMessages("replica pieces without an original");
-    MessageList partialMessages("Partial-term problems");
-    std::vector<std::string> out;
-
-    for (auto size : tensor.shape)
-        if (size < 0) {
-            if (gapsOnly)
-                return out; // not a gap: the full check reports it
-            out.push_back("the tensor's shape " + boxText({}, tensor.shape) + " has a negative size");
-            return out;
-        }
-
-    Box whole { Shape(ndim, 0), tensor.shape };
-    std::vector<Cover> covers;
-    std::map<std::pair<Shape, Shape>, std::vector<size_t>> partialGroups; // box → PartialTerm piece indices
-    std::vector<size_t> replicas;
-
+    SortedPieces sorted;
     for (size_t i = 0; i < tensor.pieces.size(); ++i) {
         const Piece& piece = tensor.pieces[i];
         if (piece.offsets.size() != ndim || piece.shape.size() != ndim) {
@@ -296,32 +286,39 @@ std::vector<std::string> coverageFindings(const TensorInfo& tensor, bool gapsOnl
         }
         switch (piece.role) {
         case PieceRole::Primary:
-            covers.push_back(Cover { box, pieceName(piece, i) });
+            sorted.covers.push_back(Cover { box, pieceName(piece, i) });
             break;
         case PieceRole::PartialTerm:
-            partialGroups[{ piece.offsets, piece.shape }].push_back(i);
+            sorted.partialGroups[{ piece.offsets, piece.shape }].push_back(i);
             break;
         case PieceRole::Replica:
-            replicas.push_back(i);
+            sorted.replicas.push_back(i);
             break;
         }
     }
+    return sorted;
+}
 
-    // A Partial-term group covers its box once, whatever its number of terms.
+/// A Partial-term group covers its box once, whatever its number of terms; a group with fewer terms than the
+/// others is missing one. Returns the boxes the groups cover (originals a replica may copy).
+std::set<std::pair<Shape, Shape>> coverPartialGroups(const TensorInfo& tensor, const Box& whole, SortedPieces& sorted,
+                                                     MessageList& partialMessages)
+{
+    const size_t ndim = tensor.shape.size();
     std::set<std::pair<Shape, Shape>> originals;
     size_t expectedTerms = 0;
-    for (const auto& [key, members] : partialGroups)
+    for (const auto& [key, members] : sorted.partialGroups)
         expectedTerms = std::max(expectedTerms, members.size());
-    for (const auto& [key, members] : partialGroups) {
+    for (const auto& [key, members] : sorted.partialGroups) {
         const Piece& first = tensor.pieces[members.front()];
         Box box { key.first, key.first };
         for (size_t d = 0; d < ndim; ++d)
             box.hi[d] += key.second[d];
         box = intersection(box, whole);
-        covers.push_back(Cover { box, "the Partial terms of " + pieceName(first, members.front())
-                                          + (members.size() > 1 ? " and " + std::to_string(members.size() - 1)
-                                                     + " other piece(s)"
-                                                                : std::string()) });
+        sorted.covers.push_back(Cover { box, "the Partial terms of " + pieceName(first, members.front())
+                                                 + (members.size() > 1 ? " and " + std::to_string(members.size() - 1)
+                                                            + " other piece(s)"
+                                                                       : std::string()) });
         originals.insert(key);
         if (members.size() != expectedTerms)
             partialMessages.add("box " + text(box) + " has " + std::to_string(members.size())
@@ -329,6 +326,14 @@ std::vector<std::string> coverageFindings(const TensorInfo& tensor, bool gapsOnl
                                 + ") but other boxes have " + std::to_string(expectedTerms)
                                 + "; a term is missing, so the sum would be wrong");
     }
+    return originals;
+}
+
+/// Reports replicas whose box no primary piece (or Partial-term group, already in `originals`) has.
+void checkReplicas(const TensorInfo& tensor, const std::vector<size_t>& replicas,
+                   std::set<std::pair<Shape, Shape>> originals, MessageList& replicaMessages)
+{
+    const size_t ndim = tensor.shape.size();
     for (const auto& piece : tensor.pieces)
         if (piece.role == PieceRole::Primary)
             originals.insert({ piece.offsets, piece.shape });
@@ -342,11 +347,12 @@ std::vector<std::string> coverageFindings(const TensorInfo& tensor, bool gapsOnl
                                 + ", but no primary piece has that box");
         }
     }
+}
 
-    bool anyOverlap = false;
-    findOverlaps(covers, ndim, overlapMessages, anyOverlap);
-
-    // Gaps: without overlaps the union's volume is the sum of volumes, so a shortfall is the missing count.
+/// Gaps: without overlaps the union's volume is the sum of volumes, so a shortfall is the missing count. Empty
+/// when every element is covered.
+std::string findGapMessage(const TensorInfo& tensor, const Box& whole, const std::vector<Cover>& covers, bool anyOverlap)
+{
     std::uint64_t coveredVolume = 0;
     std::vector<const Box*> boxes;
     for (const auto& c : covers) {
@@ -367,6 +373,34 @@ std::vector<std::string> coverageFindings(const TensorInfo& tensor, bool gapsOnl
                 gapMessage = "no piece provides any element of the tensor of shape " + boxText({}, tensor.shape);
         }
     }
+    return gapMessage;
+}
+
+std::vector<std::string> coverageFindings(const TensorInfo& tensor, bool gapsOnly)
+{
+    const size_t ndim = tensor.shape.size();
+    MessageList shapeMessages("pieces with a wrong rank or box outside the tensor");
+    MessageList overlapMessages("overlapping pieces");
+    MessageList replicaMessages("replica pieces without an original");
+    MessageList partialMessages("Partial-term problems");
+    std::vector<std::string> out;
+
+    for (auto size : tensor.shape)
+        if (size < 0) {
+            if (gapsOnly)
+                return out; // not a gap: the full check reports it
+            out.push_back("the tensor's shape " + boxText({}, tensor.shape) + " has a negative size");
+            return out;
+        }
+
+    Box whole { Shape(ndim, 0), tensor.shape };
+    SortedPieces sorted = sortPieces(tensor, whole, shapeMessages);
+    std::set<std::pair<Shape, Shape>> originals = coverPartialGroups(tensor, whole, sorted, partialMessages);
+    checkReplicas(tensor, sorted.replicas, std::move(originals), replicaMessages);
+
+    bool anyOverlap = false;
+    findOverlaps(sorted.covers, ndim, overlapMessages, anyOverlap);
+    const std::string gapMessage = findGapMessage(tensor, whole, sorted.covers, anyOverlap);
 
     if (gapsOnly) {
         if (!gapMessage.empty())
