@@ -94,111 +94,128 @@ Status assembleReference(SourceFiles& files, const TensorInfo& ref, PageBuffer& 
     return Status::success();
 }
 
-TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, const PlannedTensor& planned,
-                            const TensorInfo& ref, const CompareOptions& givenOptions, MemoryBudget& budget,
-                            const std::function<bool()>& canceled)
+/// How the two sides of one comparison are read.
+struct ComparisonPlan {
+    PlannedTensor merged;                ///< the merge's tensor, in the dtype the two are compared at
+    bool roundReference = false;         ///< the reference is the wider: each chunk is rounded to merged.dtype
+    const Piece* inPlace = nullptr;      ///< the reference's one piece, read where it lies; nullptr: assembled first
+    std::shared_ptr<MappedFile> refFile; ///< inPlace's file
+};
+
+/// Floating dtypes of different widths (an fp32 run against a bf16 reference) compare at the narrower one, the
+/// wider side rounded as torch rounds, as verl's test does by casting; equal widths must match exactly. False (and
+/// `c` a DtypeMismatch) when the two cannot be compared.
+bool matchDtypes(const PlannedTensor& planned, const TensorInfo& ref, TensorComparison& c, ComparisonPlan& plan)
 {
-    CompareOptions options = givenOptions;
-    TensorComparison c;
-    c.name = planned.name;
-    c.elements = ref.numel();
-    if (ref.shape != planned.shape) {
-        c.verdict = TensorComparison::Verdict::ShapeMismatch;
-        c.detail = "shape " + formatShape(planned.shape) + ", reference " + formatShape(ref.shape);
-        return c;
+    if (ref.dtype == planned.dtype)
+        return true;
+    const bool floating = isFloatingPoint(ref.dtype) && isFloatingPoint(planned.dtype) && dtypeSize(ref.dtype) >= 2
+        && dtypeSize(planned.dtype) >= 2;
+    if (!floating || dtypeSize(ref.dtype) == dtypeSize(planned.dtype) || !canConvert(planned.dtype, ref.dtype)
+        || !canConvert(ref.dtype, planned.dtype)) {
+        c.verdict = TensorComparison::Verdict::DtypeMismatch;
+        c.detail = "dtype " + std::string(torchName(planned.dtype)) + ", reference " + std::string(torchName(ref.dtype));
+        return false;
     }
-    // Floating dtypes of different widths (an fp32 run against a bf16 reference) compare at the narrower one,
-    // the wider side rounded as torch rounds, as verl's test does by casting; equal widths must match exactly.
-    PlannedTensor merged = planned;
-    bool roundReference = false;
-    if (ref.dtype != planned.dtype) {
-        const bool floating = isFloatingPoint(ref.dtype) && isFloatingPoint(planned.dtype) && dtypeSize(ref.dtype) >= 2
-            && dtypeSize(planned.dtype) >= 2;
-        if (!floating || dtypeSize(ref.dtype) == dtypeSize(planned.dtype) || !canConvert(planned.dtype, ref.dtype)
-            || !canConvert(ref.dtype, planned.dtype)) {
-            c.verdict = TensorComparison::Verdict::DtypeMismatch;
-            c.detail = "dtype " + std::string(torchName(planned.dtype)) + ", reference " + std::string(torchName(ref.dtype));
-            return c;
-        }
-        if (dtypeSize(ref.dtype) < dtypeSize(planned.dtype)) {
-            merged.dtype = ref.dtype;
-            merged.bytes = ref.numel() * dtypeSize(ref.dtype);
-        } else {
-            roundReference = true;
-        }
-        c.note = "compared as " + std::string(torchName(merged.dtype)) + ": the merge is "
-            + std::string(torchName(planned.dtype)) + ", the reference " + std::string(torchName(ref.dtype));
+    if (dtypeSize(ref.dtype) < dtypeSize(planned.dtype)) {
+        plan.merged.dtype = ref.dtype;
+        plan.merged.bytes = ref.numel() * dtypeSize(ref.dtype);
+    } else {
+        plan.roundReference = true;
     }
-    // A reference stored as one plain piece in order (a Hugging Face folder's) is read where it lies; any other
-    // (a GGUF file's re-indexed or Q8_0 tensors) is assembled into a buffer of its own first.
+    c.note = "compared as " + std::string(torchName(plan.merged.dtype)) + ": the merge is "
+        + std::string(torchName(planned.dtype)) + ", the reference " + std::string(torchName(ref.dtype));
+    return true;
+}
+
+/// A reference stored as one plain piece in order (a Hugging Face folder's) is read where it lies: that piece.
+/// Nullptr for any other (a GGUF file's re-indexed or Q8_0 tensors), which is assembled into a buffer of its own.
+const Piece* plainReferencePiece(const TensorInfo& ref)
+{
     const Piece* rp = ref.pieces.size() == 1 ? &ref.pieces.front() : nullptr;
     if (rp && (rp->encoding != PieceEncoding::Plain || rp->storedDtype != ref.dtype || rp->shape != ref.shape
                || !isContiguous(rp->shape, rp->strides)))
         rp = nullptr;
-    std::shared_ptr<MappedFile> refFile;
-    if (rp) {
-        auto mapped = files.map(rp->file);
-        if (!mapped) {
-            c.verdict = TensorComparison::Verdict::Failed;
-            c.detail = mapped.error().message;
-            return c;
-        }
-        refFile = *mapped;
-    }
-    const std::uint64_t refHeld = rp ? 0 : ref.nbytes();
-    const std::uint64_t held = budget.acquire(merged.bytes + refHeld);
-    auto buffer = PageBuffer::allocate(merged.bytes);
-    Status status = buffer ? materializeTensor(files, info.tensors[planned.source], merged, buffer->data(), canceled)
-                           : Status(buffer.error());
-    PageBuffer refBuffer;
-    if (status && !rp)
-        status = assembleReference(files, ref, refBuffer, canceled);
+    return rp;
+}
+
+/// A LoRA-fused weight is compared within fusedTolerance × the reference's largest |value| (widening atol), and
+/// the note says so.
+Status widenToleranceForLora(SourceFiles& files, const TensorInfo& ref, const std::uint8_t* refBase,
+                             std::uint64_t count, CompareOptions& options, TensorComparison& c)
+{
+    Result<double> largest = 0.0;
+    Status status = files.guardedRead(ref.pieces.front().file, [&] { largest = largestMagnitude(refBase, ref.dtype, count); });
+    if (status && !largest)
+        status = largest.error();
     if (status) {
-        const std::size_t es = dtypeSize(merged.dtype);
-        const std::size_t refEs = dtypeSize(ref.dtype);
-        const std::uint64_t count = merged.bytes / std::max<std::size_t>(es, 1);
-        std::vector<double> da, db;
-        std::vector<std::uint8_t> rounded; // a chunk of the wider reference, rounded to the merge's dtype
-        const std::uint8_t* refBase = rp ? refFile->view().data() + rp->dataOffset : refBuffer.data();
-        if (rp && (rp->dataOffset > refFile->size() || count * refEs > refFile->size() - rp->dataOffset))
-            status = pastEndError(rp->file, ref.name, refFile->size());
-        if (status && planned.delta && isFloatingPoint(ref.dtype)) {
-            Result<double> largest = 0.0;
-            status = files.guardedRead(ref.pieces.front().file, [&] { largest = largestMagnitude(refBase, ref.dtype, count); });
-            if (status && !largest)
-                status = largest.error();
-            if (status) {
-                const double tolerance = options.fusedTolerance * *largest;
-                options.atol = std::max(options.atol, tolerance);
-                std::ostringstream s;
-                s.precision(3);
-                s << "LoRA-fused: within " << options.fusedTolerance << " × max|w| = " << tolerance;
-                c.note = c.note.empty() ? s.str() : c.note + "; " + s.str();
-            }
-        }
-        std::vector<std::uint8_t> mapped; // a chunk of a reference read where it lies, copied out of the mapping
-        for (std::uint64_t first = 0; status && first < count; first += kChunkElements) {
-            const std::uint64_t n = std::min(kChunkElements, count - first);
-            const std::uint8_t* refChunk = refBase + first * refEs;
-            if (rp) { // guarded: a reference truncated by another process meanwhile is an error, not a SIGBUS
-                mapped.resize(static_cast<std::size_t>(n * refEs));
-                status = files.guardedRead(rp->file, [&] { std::memcpy(mapped.data(), refChunk, mapped.size()); });
-                refChunk = mapped.data();
-            }
-            if (status && roundReference) {
-                rounded.resize(static_cast<std::size_t>(n * es));
-                status = convertElements(refChunk, ref.dtype, rounded.data(), merged.dtype, n);
-                refChunk = rounded.data();
-            }
-            if (status)
-                status = compareValues(buffer->data() + first * es, refChunk, merged.dtype, n, first, options, c, da, db);
-            if (rp)
-                refFile->adviseDontNeed(rp->dataOffset + first * refEs, n * refEs);
-        }
+        const double tolerance = options.fusedTolerance * *largest;
+        options.atol = std::max(options.atol, tolerance);
+        std::ostringstream s;
+        s.precision(3);
+        s << "LoRA-fused: within " << options.fusedTolerance << " × max|w| = " << tolerance;
+        c.note = c.note.empty() ? s.str() : c.note + "; " + s.str();
     }
-    buffer = PageBuffer();
-    refBuffer = PageBuffer();
-    budget.release(held);
+    return status;
+}
+
+/// Compares the merge's `count` elements at `mergedBytes` with the reference's at `refBase`, chunk by chunk: a
+/// reference read where it lies is copied out of its mapping under guard, a wider one rounded first.
+Status compareChunks(SourceFiles& files, const ComparisonPlan& plan, const TensorInfo& ref,
+                     const std::uint8_t* mergedBytes, const std::uint8_t* refBase, std::uint64_t count,
+                     const CompareOptions& options, TensorComparison& c)
+{
+    const Piece* rp = plan.inPlace;
+    const DType dtype = plan.merged.dtype;
+    const std::size_t es = dtypeSize(dtype);
+    const std::size_t refEs = dtypeSize(ref.dtype);
+    Status status;
+    std::vector<double> da, db;
+    std::vector<std::uint8_t> rounded; // a chunk of the wider reference, rounded to the merge's dtype
+    std::vector<std::uint8_t> mapped; // a chunk of a reference read where it lies, copied out of the mapping
+    for (std::uint64_t first = 0; status && first < count; first += kChunkElements) {
+        const std::uint64_t n = std::min(kChunkElements, count - first);
+        const std::uint8_t* refChunk = refBase + first * refEs;
+        if (rp) { // guarded: a reference truncated by another process meanwhile is an error, not a SIGBUS
+            mapped.resize(static_cast<std::size_t>(n * refEs));
+            status = files.guardedRead(rp->file, [&] { std::memcpy(mapped.data(), refChunk, mapped.size()); });
+            refChunk = mapped.data();
+        }
+        if (status && plan.roundReference) {
+            rounded.resize(static_cast<std::size_t>(n * es));
+            status = convertElements(refChunk, ref.dtype, rounded.data(), dtype, n);
+            refChunk = rounded.data();
+        }
+        if (status)
+            status = compareValues(mergedBytes + first * es, refChunk, dtype, n, first, options, c, da, db);
+        if (rp)
+            plan.refFile->adviseDontNeed(rp->dataOffset + first * refEs, n * refEs);
+    }
+    return status;
+}
+
+/// Compares the two sides once both are readable: the merge assembled at `mergedBytes`, the reference where it lies
+/// or assembled at `refBuffer`; a reference file shorter than its tensor is an error.
+Status compareSides(SourceFiles& files, const ComparisonPlan& plan, const TensorInfo& ref,
+                    const std::uint8_t* mergedBytes, const std::uint8_t* refBuffer, bool fused,
+                    CompareOptions options, TensorComparison& c)
+{
+    const Piece* rp = plan.inPlace;
+    const std::size_t es = dtypeSize(plan.merged.dtype);
+    const std::size_t refEs = dtypeSize(ref.dtype);
+    const std::uint64_t count = plan.merged.bytes / std::max<std::size_t>(es, 1);
+    const std::uint8_t* refBase = rp ? plan.refFile->view().data() + rp->dataOffset : refBuffer;
+    if (rp && (rp->dataOffset > plan.refFile->size() || count * refEs > plan.refFile->size() - rp->dataOffset))
+        return pastEndError(rp->file, ref.name, plan.refFile->size());
+    if (fused && isFloatingPoint(ref.dtype))
+        TESSERA_TRY(widenToleranceForLora(files, ref, refBase, count, options, c));
+    return compareChunks(files, plan, ref, mergedBytes, refBase, count, options, c);
+}
+
+/// The verdict of a comparison that ran to its end (Failed with the error, Different with a summary of the
+/// mismatches), or stays Equal.
+void setVerdict(TensorComparison& c, const Status& status)
+{
     if (!status) {
         c.verdict = TensorComparison::Verdict::Failed;
         c.detail = status.error().message;
@@ -212,6 +229,48 @@ TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, cons
         s << "; " << c.detail;
         c.detail = s.str();
     }
+}
+
+TensorComparison compareOne(SourceFiles& files, const CheckpointInfo& info, const PlannedTensor& planned,
+                            const TensorInfo& ref, const CompareOptions& options, MemoryBudget& budget,
+                            const std::function<bool()>& canceled)
+{
+    TensorComparison c;
+    c.name = planned.name;
+    c.elements = ref.numel();
+    if (ref.shape != planned.shape) {
+        c.verdict = TensorComparison::Verdict::ShapeMismatch;
+        c.detail = "shape " + formatShape(planned.shape) + ", reference " + formatShape(ref.shape);
+        return c;
+    }
+    ComparisonPlan plan;
+    plan.merged = planned;
+    if (!matchDtypes(planned, ref, c, plan))
+        return c;
+    plan.inPlace = plainReferencePiece(ref);
+    if (plan.inPlace) {
+        auto mapped = files.map(plan.inPlace->file);
+        if (!mapped) {
+            c.verdict = TensorComparison::Verdict::Failed;
+            c.detail = mapped.error().message;
+            return c;
+        }
+        plan.refFile = *mapped;
+    }
+    const std::uint64_t refHeld = plan.inPlace ? 0 : ref.nbytes();
+    const std::uint64_t held = budget.acquire(plan.merged.bytes + refHeld);
+    auto buffer = PageBuffer::allocate(plan.merged.bytes);
+    Status status = buffer ? materializeTensor(files, info.tensors[planned.source], plan.merged, buffer->data(), canceled)
+                           : Status(buffer.error());
+    PageBuffer refBuffer;
+    if (status && !plan.inPlace)
+        status = assembleReference(files, ref, refBuffer, canceled);
+    if (status)
+        status = compareSides(files, plan, ref, buffer->data(), refBuffer.data(), planned.delta != nullptr, options, c);
+    buffer = PageBuffer();
+    refBuffer = PageBuffer();
+    budget.release(held);
+    setVerdict(c, status);
     return c;
 }
 

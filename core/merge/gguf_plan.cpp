@@ -218,6 +218,355 @@ Status planTensorWrites(GgufPlan& plan, std::vector<Pending>& pending, const std
     return Status::success();
 }
 
+/// What the config folder says that the later steps of planGgufMerge() need.
+struct GgufModelConfig {
+    std::string configFile;  ///< config.json's path, for messages
+    std::string configText;  ///< its text; the tokenizer step reads it again
+    json config;
+    std::string hfArch;      ///< config.json's architectures[0]; "" when it names none
+    GgufArchitecture arch;
+    GgufHparams hp;
+    HfConfigFacts facts;
+};
+
+/// The architecture config.json names, or an error naming the ones Tessera can write.
+Result<GgufArchitecture> ggufArchitectureOf(const std::string& hfArch, const std::string& configFile)
+{
+    const auto arch = ggufArchitectureFor(hfArch);
+    if (!arch) {
+        std::string known;
+        for (const auto& a : ggufSupportedHfArchitectures())
+            known += (known.empty() ? "" : ", ") + a;
+        return makeError(configFile + ": architecture " + (hfArch.empty() ? std::string("(none given)") : hfArch)
+                         + " cannot be written as GGUF by Tessera (it writes " + known + ")");
+    }
+    return *arch;
+}
+
+/// Phase: the config folder, config.json, the architecture and its hyperparameters; sets the plan's config,
+/// architecture, output type, model name and file name.
+Result<GgufModelConfig> readModelConfig(const CheckpointInfo& info, const GgufOptions& options, GgufPlan& plan)
+{
+    GgufModelConfig model;
+    auto folder = listConfigFolder(options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir);
+    TESSERA_TRY(folder);
+    plan.config = std::move(*folder);
+    if (plan.config.empty())
+        return makeError("no config.json was found next to the checkpoint; GGUF needs the model's config and tokenizer "
+                         "(give their folder with --hf_model_path)");
+    for (const auto& skipped : plan.config.skipped)
+        plan.warnings.push_back(skipped);
+    model.configFile = plan.config.pathOf("config.json");
+    auto configText = plan.config.readText("config.json");
+    TESSERA_TRY(configText);
+    model.configText = std::move(*configText);
+    model.config = json::parse(model.configText, nullptr, false);
+    const json& config = model.config;
+    if (config.is_discarded() || !config.is_object())
+        return makeError(model.configFile + ": not a valid JSON object");
+    if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()
+        && config["architectures"][0].is_string())
+        model.hfArch = config["architectures"][0].get<std::string>();
+    auto arch = ggufArchitectureOf(model.hfArch, model.configFile);
+    TESSERA_TRY(arch);
+    model.arch = std::move(*arch);
+    plan.architecture = model.arch.name;
+    auto hp = readGgufHparams(config, model.arch, model.configFile);
+    TESSERA_TRY(hp);
+    model.hp = std::move(*hp);
+    auto facts = readHfConfig(plan.config);
+    TESSERA_TRY(facts);
+    model.facts = std::move(*facts);
+    plan.outType = options.outType.value_or(kDefaultGgufOutType);
+    plan.modelName = options.name.empty() ? defaultModelName(config, info) : options.name;
+    plan.fileName = safeFileStem(plan.modelName) + "-" + ggufOutTypeName(plan.outType) + ".gguf";
+    return model;
+}
+
+/// The checkpoint's tensors under llama.cpp's names, before layout, and every reason some cannot be written.
+struct MappedTensors {
+    std::vector<Pending> pending;
+    std::map<std::string, std::size_t> stackIndex; ///< stacked GGUF name → index into pending
+    std::map<std::string, std::map<int, std::size_t>> experts; ///< stacked GGUF name → expert → source tensor
+    const TensorInfo* embedding = nullptr;
+    const TensorInfo* tiedHead = nullptr; ///< dropped: the engine checks it equals the embedding (a TieCheck)
+    std::vector<std::string> errors;
+};
+
+/// A tensor that is no expert's, under its GGUF name `name`: q/k rows permuted for llama.cpp's rotary layout where
+/// the architecture wants it, the shared expert's gate squeezed to a vector. Nullopt (and an error) when the rows
+/// cannot be permuted.
+std::optional<Pending> renamedTensor(const TensorInfo& t, const std::string& name, const GgufModelConfig& model,
+                                     std::vector<std::string>& errors)
+{
+    Pending p { name, t, t.shape, { t.name }, "", std::nullopt };
+    p.view.name = name;
+    const bool isQ = endsWith(name, "attn_q.weight") || endsWith(name, "attn_q.bias");
+    const bool isK = endsWith(name, "attn_k.weight") || endsWith(name, "attn_k.bias");
+    if (model.arch.permuteQK && (isQ || isK)) {
+        const std::int64_t heads = isQ ? model.hp.heads : model.hp.kvHeads;
+        auto permuted = permuteRotaryRows(t, heads, name);
+        if (!permuted) {
+            errors.push_back(permuted.error().message);
+            return std::nullopt;
+        }
+        p.view = std::move(*permuted);
+        p.transform = "rotary permutation (" + std::to_string(heads) + " heads)";
+    }
+    if (endsWith(name, "ffn_gate_inp_shexp.weight") && t.shape.size() == 2 && t.shape[0] == 1) {
+        // [1, hidden] → [hidden]: llama.cpp holds the shared expert's gate as a vector.
+        TensorInfo squeezed = t;
+        squeezed.name = name;
+        squeezed.shape = { t.shape[1] };
+        squeezed.pieces.clear();
+        for (Piece q : t.pieces) {
+            if (q.shape.size() != 2)
+                continue;
+            q.offsets.erase(q.offsets.begin());
+            q.shape.erase(q.shape.begin());
+            q.strides.erase(q.strides.begin());
+            squeezed.pieces.push_back(std::move(q));
+        }
+        p.view = std::move(squeezed);
+        p.shape = { t.shape[1] };
+    }
+    return p;
+}
+
+/// Maps the checkpoint's tensor `i` into `out`: skipped, dropped (a tied head, told in `dropped`), refused (an
+/// error), remembered as an expert of a stacked tensor, or renamed.
+void mapTensor(const CheckpointInfo& info, std::size_t i, const GgufModelConfig& model, bool tied,
+               std::vector<std::string>& dropped, MappedTensors& out)
+{
+    const TensorInfo& t = info.tensors[i];
+    const auto mapped = ggufTensorName(t.name);
+    if (!mapped) {
+        out.errors.push_back(printableText(t.name) + ": llama.cpp's " + model.arch.name
+                             + " architecture has no tensor for it");
+        return;
+    }
+    if (mapped->skip)
+        return;
+    if (t.name == "model.embed_tokens.weight")
+        out.embedding = &t;
+    if (t.name == "lm_head.weight" && tied) {
+        dropped.push_back("lm_head.weight (tied to model.embed_tokens.weight; llama.cpp uses token_embd)");
+        out.tiedHead = &t;
+        return;
+    }
+    if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2) {
+        out.errors.push_back(printableText(t.name) + ": a " + std::string(torchName(t.dtype))
+                             + " tensor; GGUF export writes "
+                             "floating-point weights only");
+        return;
+    }
+    if (mapped->expert >= 0) {
+        if (!model.arch.moe) {
+            out.errors.push_back(printableText(t.name) + ": an expert weight, but " + model.hfArch
+                                 + " is not a mixture-of-experts model");
+            return;
+        }
+        if (!out.experts[mapped->name].emplace(mapped->expert, i).second)
+            out.errors.push_back(printableText(t.name) + ": expert " + std::to_string(mapped->expert)
+                                 + " appears twice");
+        if (!out.stackIndex.count(mapped->name)) {
+            out.stackIndex[mapped->name] = out.pending.size();
+            out.pending.push_back(Pending { mapped->name, {}, {}, {}, {}, std::nullopt });
+        }
+        return;
+    }
+    if (auto p = renamedTensor(t, mapped->name, model, out.errors))
+        out.pending.push_back(std::move(*p));
+}
+
+/// One stacked tensor [experts, rows, cols] for the projection `name`: each expert's boxes moved to its slice.
+/// Stops at the first expert missing or unlike expert 0 (an error).
+void stackExperts(const std::string& name, const std::map<int, std::size_t>& byExpert, const CheckpointInfo& info,
+                  const GgufHparams& hp, Pending& p, std::vector<std::string>& errors)
+{
+    const std::int64_t count = static_cast<std::int64_t>(byExpert.size());
+    if (hp.experts > 0 && count != hp.experts) {
+        errors.push_back(name + ": " + std::to_string(count) + " experts found, config.json says "
+                         + std::to_string(hp.experts));
+        return;
+    }
+    const TensorInfo& first = info.tensors[byExpert.begin()->second];
+    p.view.name = name;
+    p.view.dtype = first.dtype;
+    p.view.shape = { count };
+    p.view.shape.insert(p.view.shape.end(), first.shape.begin(), first.shape.end());
+    p.shape = p.view.shape;
+    p.transform = std::to_string(count) + " experts stacked";
+    std::int64_t expected = 0;
+    for (const auto& [e, index] : byExpert) {
+        const TensorInfo& t = info.tensors[index];
+        if (e != expected) {
+            errors.push_back(name + ": expert " + std::to_string(expected) + " is missing");
+            return;
+        }
+        ++expected;
+        if (t.shape != first.shape || t.dtype != first.dtype) {
+            errors.push_back(printableText(t.name) + ": " + shapeToString(t.shape) + " "
+                             + std::string(torchName(t.dtype))
+                             + " differs from expert 0's " + shapeToString(first.shape) + " "
+                             + std::string(torchName(first.dtype)));
+            return;
+        }
+        p.sources.push_back(t.name);
+        for (Piece q : t.pieces) {
+            std::int64_t span = 1;
+            for (auto s : q.shape)
+                span *= s;
+            q.offsets.insert(q.offsets.begin(), e);
+            q.shape.insert(q.shape.begin(), 1);
+            q.strides.insert(q.strides.begin(), span); // a dim of size 1: its stride is never used
+            p.view.pieces.push_back(std::move(q));
+        }
+    }
+}
+
+/// Phase: the tensors under llama.cpp's names, in the checkpoint's order, experts stacked.
+MappedTensors mapTensors(const CheckpointInfo& info, const GgufModelConfig& model, bool tied,
+                         std::vector<std::string>& dropped)
+{
+    MappedTensors out;
+    for (std::size_t i = 0; i < info.tensors.size(); ++i)
+        mapTensor(info, i, model, tied, dropped, out);
+    for (auto& [name, byExpert] : out.experts)
+        stackExperts(name, byExpert, info, model.hp, out.pending[out.stackIndex[name]], out.errors);
+    return out;
+}
+
+/// The architecture's hyperparameters as llama.cpp's metadata keys, in convert_hf_to_gguf's order.
+void addHparamMetadata(GgufPlan& plan, const GgufModelConfig& model, std::uint64_t vocabRows)
+{
+    const std::string a = model.arch.name;
+    const GgufHparams& hp = model.hp;
+    auto& md = plan.metadata;
+    auto u32 = [](std::int64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
+    md.push_back({ "general.architecture", GgufValue::string(a) });
+    md.push_back({ "general.type", GgufValue::string("model") });
+    md.push_back({ "general.name", GgufValue::string(plan.modelName) });
+    md.push_back({ a + ".block_count", u32(hp.layers) });
+    md.push_back({ a + ".context_length", u32(hp.context) });
+    md.push_back({ a + ".embedding_length", u32(hp.hidden) });
+    if (hp.ffn > 0)
+        md.push_back({ a + ".feed_forward_length", u32(hp.ffn) });
+    md.push_back({ a + ".attention.head_count", u32(hp.heads) });
+    md.push_back({ a + ".attention.head_count_kv", u32(hp.kvHeads) });
+    md.push_back({ a + ".rope.freq_base", GgufValue::f32(static_cast<float>(hp.theta)) });
+    md.push_back({ a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(hp.eps)) });
+    if (model.arch.moe) {
+        md.push_back({ a + ".expert_count", u32(hp.experts) });
+        md.push_back({ a + ".expert_used_count", u32(hp.expertsUsed) });
+        if (hp.expertFfn > 0)
+            md.push_back({ a + ".expert_feed_forward_length", u32(hp.expertFfn) });
+        if (hp.sharedFfn > 0)
+            md.push_back({ a + ".expert_shared_feed_forward_length", u32(hp.sharedFfn) });
+    }
+    md.push_back({ "general.file_type", GgufValue::u32(ggufOutType(plan.outType).fileType) });
+    md.push_back({ a + ".vocab_size", u32(static_cast<std::int64_t>(vocabRows)) });
+    md.push_back({ a + ".rope.dimension_count", u32(hp.headDim) });
+    md.push_back({ a + ".attention.key_length", u32(hp.headDim) });
+    md.push_back({ a + ".attention.value_length", u32(hp.headDim) });
+}
+
+/// config.json's rope_scaling: linear and yarn as metadata keys, llama 3's as the generated rope_freqs tensor
+/// (appended to `pending`), any other type refused.
+Status addRopeScaling(GgufPlan& plan, const GgufModelConfig& model, std::vector<Pending>& pending)
+{
+    const json& config = model.config;
+    if (!config.contains("rope_scaling") || !config["rope_scaling"].is_object())
+        return Status::success();
+    const std::string a = model.arch.name;
+    const GgufHparams& hp = model.hp;
+    auto& md = plan.metadata;
+    auto u32 = [](std::int64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
+    const json& rs = config["rope_scaling"];
+    const std::string type = rs.contains("rope_type") && rs["rope_type"].is_string() ? rs["rope_type"].get<std::string>()
+        : rs.contains("type") && rs["type"].is_string()                            ? rs["type"].get<std::string>()
+                                                                                    : "";
+    const double factor = rs.contains("factor") && rs["factor"].is_number() ? rs["factor"].get<double>() : 1.0;
+    if (type == "linear" || type == "yarn") {
+        md.push_back({ a + ".rope.scaling.type", GgufValue::string(type) });
+        md.push_back({ a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(factor)) });
+        if (type == "yarn" && rs.contains("original_max_position_embeddings")
+            && rs["original_max_position_embeddings"].is_number_integer())
+            md.push_back({ a + ".rope.scaling.original_context_length",
+                           u32(rs["original_max_position_embeddings"].get<std::int64_t>()) });
+    } else if (type == "llama3" && a == "llama") {
+        pending.push_back(Pending { "rope_freqs.weight", {}, { hp.headDim / 2 }, {}, "generated (llama 3 rope scaling)",
+                                    llama3RopeFactors(hp.theta, hp.headDim, rs) });
+    } else if (!type.empty() && type != "default") {
+        return makeError(model.configFile + ": rope_scaling type '" + type + "' cannot be written for llama.cpp's " + a
+                         + " architecture (linear, yarn" + (a == "llama" ? ", llama3" : "") + " can)");
+    }
+    return Status::success();
+}
+
+/// The tokenizer's metadata, and the files it read (after config.json) as the plan's embedded files.
+Status addTokenizer(GgufPlan& plan, const GgufModelConfig& model, std::uint64_t vocabRows)
+{
+    auto tokenizer = readGgufTokenizer(plan.config, vocabRows, model.configText);
+    TESSERA_TRY(tokenizer);
+    for (auto& kv : tokenizer->metadata)
+        plan.metadata.push_back(std::move(kv));
+    plan.tokenizerSummary = tokenizer->summary;
+    plan.embeddedFiles = { "config.json" };
+    plan.embeddedFiles.insert(plan.embeddedFiles.end(), tokenizer->filesRead.begin(), tokenizer->filesRead.end());
+    for (const auto& w : tokenizer->warnings)
+        plan.warnings.push_back(w);
+    return Status::success();
+}
+
+/// Phase: metadata — the hyperparameters, rope scaling, the quantization version and the tokenizer.
+Status planMetadata(GgufPlan& plan, const GgufModelConfig& model, std::uint64_t vocabRows,
+                    std::vector<Pending>& pending)
+{
+    addHparamMetadata(plan, model, vocabRows);
+    TESSERA_TRY(addRopeScaling(plan, model, pending));
+    plan.metadata.push_back({ "general.quantization_version", GgufValue::u32(kGgmlQuantizationVersion) });
+    return addTokenizer(plan, model, vocabRows);
+}
+
+/// The engine's budget holds the largest gathered tensor; conversions stage 16 MiB per thread; a quantized
+/// tensor is assembled in its dtype and quantized into its blocks after the rest, alone.
+void estimateMemory(GgufPlan& plan, unsigned threads)
+{
+    MergePlan& merge = plan.merge;
+    std::uint64_t quantBuffer = 0;
+    for (const auto& q : plan.quantized)
+        quantBuffer = std::max(quantBuffer, q.copy.bytes + q.bytes);
+    const std::uint64_t streaming = merge.bufferBytes + std::max(1u, threads) * kMergeChunkBytes + kMergeChunkBytes;
+    merge.memoryBytes = streaming;
+    plan.memoryBytes = std::max(streaming, quantBuffer + kMergeChunkBytes);
+}
+
+/// Phase: layout and the merge engine's plan — the tensors' types and offsets, how each is written, the tied
+/// head's check, the view's files and the memory estimate.
+Status planLayout(GgufPlan& plan, MappedTensors& mapped, const CheckpointInfo& info, const GgufOptions& options,
+                  bool configTies)
+{
+    std::vector<GgufTensorInfo> infos = typedTensorInfos(mapped.pending, ggufOutType(plan.outType), plan.warnings);
+    auto layout = layoutGgufFile(plan.metadata, infos);
+    TESSERA_TRY(layout);
+    TESSERA_TRY(planTensorWrites(plan, mapped.pending, infos, *layout));
+    // A dropped head must equal the embedding, as a merge checks it; both are read only for that comparison.
+    if (mapped.tiedHead && mapped.embedding) {
+        plan.view.tensors.push_back(*mapped.tiedHead);
+        plan.view.tensors.push_back(*mapped.embedding);
+        const std::size_t n = plan.view.tensors.size();
+        plan.merge.tieChecks.push_back({ n - 2, n - 1, options.forceTieWordEmbeddings && !configTies });
+    }
+    plan.view.layout = info.layout;
+    plan.view.root = info.root;
+    plan.view.hfConfigDir = plan.config.path;
+    plan.view.files = info.files;
+    plan.view.parallel = info.parallel;
+    estimateMemory(plan, options.threads);
+    return Status::success();
+}
+
 } // namespace
 
 Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& options)
@@ -229,265 +578,29 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     if (info.tensors.empty())
         return makeError(info.root + ": the checkpoint holds no tensors");
     GgufPlan plan;
-    auto folder = listConfigFolder(options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir);
-    TESSERA_TRY(folder);
-    plan.config = std::move(*folder);
-    if (plan.config.empty())
-        return makeError("no config.json was found next to the checkpoint; GGUF needs the model's config and tokenizer "
-                         "(give their folder with --hf_model_path)");
-    for (const auto& skipped : plan.config.skipped)
-        plan.warnings.push_back(skipped);
-    const std::string configFile = plan.config.pathOf("config.json");
-    auto configText = plan.config.readText("config.json");
-    TESSERA_TRY(configText);
-    const json config = json::parse(*configText, nullptr, false);
-    if (config.is_discarded() || !config.is_object())
-        return makeError(configFile + ": not a valid JSON object");
-    std::string hfArch;
-    if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()
-        && config["architectures"][0].is_string())
-        hfArch = config["architectures"][0].get<std::string>();
-    const auto arch = ggufArchitectureFor(hfArch);
-    if (!arch) {
-        std::string known;
-        for (const auto& a : ggufSupportedHfArchitectures())
-            known += (known.empty() ? "" : ", ") + a;
-        return makeError(configFile + ": architecture " + (hfArch.empty() ? std::string("(none given)") : hfArch)
-                         + " cannot be written as GGUF by Tessera (it writes " + known + ")");
-    }
-    plan.architecture = arch->name;
-    auto hp = readGgufHparams(config, *arch, configFile);
-    TESSERA_TRY(hp);
-    auto facts = readHfConfig(plan.config);
-    TESSERA_TRY(facts);
-    plan.outType = options.outType.value_or(kDefaultGgufOutType);
-    plan.modelName = options.name.empty() ? defaultModelName(config, info) : options.name;
-    plan.fileName = safeFileStem(plan.modelName) + "-" + ggufOutTypeName(plan.outType) + ".gguf";
+    auto model = readModelConfig(info, options, plan);
+    TESSERA_TRY(model);
 
     // --- Tensors under llama.cpp's names --------------------------------------------------------------------
-    const bool tied = options.forceTieWordEmbeddings || facts->tieWordEmbeddings;
+    const bool tied = options.forceTieWordEmbeddings || model->facts.tieWordEmbeddings;
     // Before anything is derived from its numbers (head counts, rope_freqs' length): config.json must describe
     // the tensors as llama.cpp will read them.
-    TESSERA_TRY(checkGgufHparams(*hp, *arch, info, tied, configFile));
-    std::vector<std::string> errors;
-    std::vector<Pending> pending;
-    std::map<std::string, std::size_t> stackIndex; // stacked GGUF name → index into pending
-    std::map<std::string, std::map<int, std::size_t>> experts; // stacked GGUF name → expert → source tensor
-    const TensorInfo* embedding = nullptr;
-    const TensorInfo* tiedHead = nullptr; // dropped: the engine checks it equals the embedding (a TieCheck)
-    for (std::size_t i = 0; i < info.tensors.size(); ++i) {
-        const TensorInfo& t = info.tensors[i];
-        const auto mapped = ggufTensorName(t.name);
-        if (!mapped) {
-            errors.push_back(printableText(t.name) + ": llama.cpp's " + arch->name
-                             + " architecture has no tensor for it");
-            continue;
-        }
-        if (mapped->skip)
-            continue;
-        if (t.name == "model.embed_tokens.weight")
-            embedding = &t;
-        if (t.name == "lm_head.weight" && tied) {
-            plan.dropped.push_back("lm_head.weight (tied to model.embed_tokens.weight; llama.cpp uses token_embd)");
-            tiedHead = &t;
-            continue;
-        }
-        if (!isFloatingPoint(t.dtype) || dtypeSize(t.dtype) < 2) {
-            errors.push_back(printableText(t.name) + ": a " + std::string(torchName(t.dtype))
-                             + " tensor; GGUF export writes "
-                             "floating-point weights only");
-            continue;
-        }
-        if (mapped->expert >= 0) {
-            if (!arch->moe) {
-                errors.push_back(printableText(t.name) + ": an expert weight, but " + hfArch
-                                 + " is not a mixture-of-experts model");
-                continue;
-            }
-            if (!experts[mapped->name].emplace(mapped->expert, i).second)
-                errors.push_back(printableText(t.name) + ": expert " + std::to_string(mapped->expert)
-                                 + " appears twice");
-            if (!stackIndex.count(mapped->name)) {
-                stackIndex[mapped->name] = pending.size();
-                pending.push_back(Pending { mapped->name, {}, {}, {}, {}, std::nullopt });
-            }
-            continue;
-        }
-        Pending p { mapped->name, t, t.shape, { t.name }, "", std::nullopt };
-        p.view.name = mapped->name;
-        const bool isQ = endsWith(mapped->name, "attn_q.weight") || endsWith(mapped->name, "attn_q.bias");
-        const bool isK = endsWith(mapped->name, "attn_k.weight") || endsWith(mapped->name, "attn_k.bias");
-        if (arch->permuteQK && (isQ || isK)) {
-            const std::int64_t heads = isQ ? hp->heads : hp->kvHeads;
-            auto permuted = permuteRotaryRows(t, heads, mapped->name);
-            if (!permuted) {
-                errors.push_back(permuted.error().message);
-                continue;
-            }
-            p.view = std::move(*permuted);
-            p.transform = "rotary permutation (" + std::to_string(heads) + " heads)";
-        }
-        if (endsWith(mapped->name, "ffn_gate_inp_shexp.weight") && t.shape.size() == 2 && t.shape[0] == 1) {
-            // [1, hidden] → [hidden]: llama.cpp holds the shared expert's gate as a vector.
-            TensorInfo squeezed = t;
-            squeezed.name = mapped->name;
-            squeezed.shape = { t.shape[1] };
-            squeezed.pieces.clear();
-            for (Piece q : t.pieces) {
-                if (q.shape.size() != 2)
-                    continue;
-                q.offsets.erase(q.offsets.begin());
-                q.shape.erase(q.shape.begin());
-                q.strides.erase(q.strides.begin());
-                squeezed.pieces.push_back(std::move(q));
-            }
-            p.view = std::move(squeezed);
-            p.shape = { t.shape[1] };
-        }
-        pending.push_back(std::move(p));
-    }
-    // Experts: one stacked tensor [experts, rows, cols] per projection, each expert's boxes moved to its slice.
-    for (auto& [name, byExpert] : experts) {
-        Pending& p = pending[stackIndex[name]];
-        const std::int64_t count = static_cast<std::int64_t>(byExpert.size());
-        if (hp->experts > 0 && count != hp->experts) {
-            errors.push_back(name + ": " + std::to_string(count) + " experts found, config.json says "
-                             + std::to_string(hp->experts));
-            continue;
-        }
-        const TensorInfo& first = info.tensors[byExpert.begin()->second];
-        p.view.name = name;
-        p.view.dtype = first.dtype;
-        p.view.shape = { count };
-        p.view.shape.insert(p.view.shape.end(), first.shape.begin(), first.shape.end());
-        p.shape = p.view.shape;
-        p.transform = std::to_string(count) + " experts stacked";
-        bool ok = true;
-        std::int64_t expected = 0;
-        for (const auto& [e, index] : byExpert) {
-            const TensorInfo& t = info.tensors[index];
-            if (e != expected) {
-                errors.push_back(name + ": expert " + std::to_string(expected) + " is missing");
-                ok = false;
-                break;
-            }
-            ++expected;
-            if (t.shape != first.shape || t.dtype != first.dtype) {
-                errors.push_back(printableText(t.name) + ": " + shapeToString(t.shape) + " "
-                                 + std::string(torchName(t.dtype))
-                                 + " differs from expert 0's " + shapeToString(first.shape) + " "
-                                 + std::string(torchName(first.dtype)));
-                ok = false;
-                break;
-            }
-            p.sources.push_back(t.name);
-            for (Piece q : t.pieces) {
-                std::int64_t span = 1;
-                for (auto s : q.shape)
-                    span *= s;
-                q.offsets.insert(q.offsets.begin(), e);
-                q.shape.insert(q.shape.begin(), 1);
-                q.strides.insert(q.strides.begin(), span); // a dim of size 1: its stride is never used
-                p.view.pieces.push_back(std::move(q));
-            }
-        }
-        if (!ok)
-            continue;
-    }
-    if (!errors.empty())
-        return makeError("cannot write " + hfArch + " as GGUF (" + arch->name + "): " + std::to_string(errors.size())
-                         + " tensor(s) llama.cpp cannot take:" + listedItems(errors, 20));
-    if (!embedding)
+    TESSERA_TRY(checkGgufHparams(model->hp, model->arch, info, tied, model->configFile));
+    MappedTensors mapped = mapTensors(info, *model, tied, plan.dropped);
+    if (!mapped.errors.empty())
+        return makeError("cannot write " + model->hfArch + " as GGUF (" + model->arch.name + "): "
+                         + std::to_string(mapped.errors.size())
+                         + " tensor(s) llama.cpp cannot take:" + listedItems(mapped.errors, 20));
+    if (!mapped.embedding)
         return makeError(info.root + ": model.embed_tokens.weight is missing; llama.cpp needs the token embedding");
-    const std::uint64_t vocabRows = static_cast<std::uint64_t>(embedding->shape.empty() ? 0 : embedding->shape[0]);
+    const TensorInfo& embedding = *mapped.embedding;
+    const std::uint64_t vocabRows = static_cast<std::uint64_t>(embedding.shape.empty() ? 0 : embedding.shape[0]);
 
     // --- Metadata ---------------------------------------------------------------------------------------------
-    const std::string a = arch->name;
-    auto& md = plan.metadata;
-    auto u32 = [](std::int64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
-    md.push_back({ "general.architecture", GgufValue::string(a) });
-    md.push_back({ "general.type", GgufValue::string("model") });
-    md.push_back({ "general.name", GgufValue::string(plan.modelName) });
-    md.push_back({ a + ".block_count", u32(hp->layers) });
-    md.push_back({ a + ".context_length", u32(hp->context) });
-    md.push_back({ a + ".embedding_length", u32(hp->hidden) });
-    if (hp->ffn > 0)
-        md.push_back({ a + ".feed_forward_length", u32(hp->ffn) });
-    md.push_back({ a + ".attention.head_count", u32(hp->heads) });
-    md.push_back({ a + ".attention.head_count_kv", u32(hp->kvHeads) });
-    md.push_back({ a + ".rope.freq_base", GgufValue::f32(static_cast<float>(hp->theta)) });
-    md.push_back({ a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(hp->eps)) });
-    if (arch->moe) {
-        md.push_back({ a + ".expert_count", u32(hp->experts) });
-        md.push_back({ a + ".expert_used_count", u32(hp->expertsUsed) });
-        if (hp->expertFfn > 0)
-            md.push_back({ a + ".expert_feed_forward_length", u32(hp->expertFfn) });
-        if (hp->sharedFfn > 0)
-            md.push_back({ a + ".expert_shared_feed_forward_length", u32(hp->sharedFfn) });
-    }
-    md.push_back({ "general.file_type", GgufValue::u32(ggufOutType(plan.outType).fileType) });
-    md.push_back({ a + ".vocab_size", u32(static_cast<std::int64_t>(vocabRows)) });
-    md.push_back({ a + ".rope.dimension_count", u32(hp->headDim) });
-    md.push_back({ a + ".attention.key_length", u32(hp->headDim) });
-    md.push_back({ a + ".attention.value_length", u32(hp->headDim) });
-    if (config.contains("rope_scaling") && config["rope_scaling"].is_object()) {
-        const json& rs = config["rope_scaling"];
-        const std::string type = rs.contains("rope_type") && rs["rope_type"].is_string() ? rs["rope_type"].get<std::string>()
-            : rs.contains("type") && rs["type"].is_string()                            ? rs["type"].get<std::string>()
-                                                                                        : "";
-        const double factor = rs.contains("factor") && rs["factor"].is_number() ? rs["factor"].get<double>() : 1.0;
-        if (type == "linear" || type == "yarn") {
-            md.push_back({ a + ".rope.scaling.type", GgufValue::string(type) });
-            md.push_back({ a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(factor)) });
-            if (type == "yarn" && rs.contains("original_max_position_embeddings")
-                && rs["original_max_position_embeddings"].is_number_integer())
-                md.push_back({ a + ".rope.scaling.original_context_length",
-                               u32(rs["original_max_position_embeddings"].get<std::int64_t>()) });
-        } else if (type == "llama3" && a == "llama") {
-            pending.push_back(Pending { "rope_freqs.weight", {}, { hp->headDim / 2 }, {}, "generated (llama 3 rope scaling)",
-                                        llama3RopeFactors(hp->theta, hp->headDim, rs) });
-        } else if (!type.empty() && type != "default") {
-            return makeError(configFile + ": rope_scaling type '" + type + "' cannot be written for llama.cpp's " + a
-                             + " architecture (linear, yarn" + (a == "llama" ? ", llama3" : "") + " can)");
-        }
-    }
-    md.push_back({ "general.quantization_version", GgufValue::u32(kGgmlQuantizationVersion) });
-    auto tokenizer = readGgufTokenizer(plan.config, vocabRows, *configText);
-    TESSERA_TRY(tokenizer);
-    for (auto& kv : tokenizer->metadata)
-        md.push_back(std::move(kv));
-    plan.tokenizerSummary = tokenizer->summary;
-    plan.embeddedFiles = { "config.json" };
-    plan.embeddedFiles.insert(plan.embeddedFiles.end(), tokenizer->filesRead.begin(), tokenizer->filesRead.end());
-    for (const auto& w : tokenizer->warnings)
-        plan.warnings.push_back(w);
+    TESSERA_TRY(planMetadata(plan, *model, vocabRows, mapped.pending));
 
     // --- Layout and the merge engine's plan -----------------------------------------------------------------
-    std::vector<GgufTensorInfo> infos = typedTensorInfos(pending, ggufOutType(plan.outType), plan.warnings);
-    auto layout = layoutGgufFile(plan.metadata, infos);
-    TESSERA_TRY(layout);
-    TESSERA_TRY(planTensorWrites(plan, pending, infos, *layout));
-    MergePlan& merge = plan.merge;
-    // A dropped head must equal the embedding, as a merge checks it; both are read only for that comparison.
-    if (tiedHead && embedding) {
-        plan.view.tensors.push_back(*tiedHead);
-        plan.view.tensors.push_back(*embedding);
-        const std::size_t n = plan.view.tensors.size();
-        merge.tieChecks.push_back({ n - 2, n - 1, options.forceTieWordEmbeddings && !facts->tieWordEmbeddings });
-    }
-    plan.view.layout = info.layout;
-    plan.view.root = info.root;
-    plan.view.hfConfigDir = plan.config.path;
-    plan.view.files = info.files;
-    plan.view.parallel = info.parallel;
-    // The engine's budget holds the largest gathered tensor; conversions stage 16 MiB per thread; a quantized
-    // tensor is assembled in its dtype and quantized into its blocks after the rest, alone.
-    std::uint64_t quantBuffer = 0;
-    for (const auto& q : plan.quantized)
-        quantBuffer = std::max(quantBuffer, q.copy.bytes + q.bytes);
-    const std::uint64_t streaming = merge.bufferBytes + std::max(1u, options.threads) * kMergeChunkBytes + kMergeChunkBytes;
-    merge.memoryBytes = streaming;
-    plan.memoryBytes = std::max(streaming, quantBuffer + kMergeChunkBytes);
+    TESSERA_TRY(planLayout(plan, mapped, info, options, model->facts.tieWordEmbeddings));
     return plan;
 }
 

@@ -20,12 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
-#include <set>
+#include <mutex>
 
 namespace fs = std::filesystem;
 
@@ -495,25 +497,15 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedT
     return Status::success();
 }
 
-Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePlan& plan, const std::string& dir,
-                                      const MergeRunOptions& options)
+namespace {
+
+/// Phase: output files. Creates and sizes each file the run writes into (`fileUsed`); the others get an entry
+/// with no descriptor, so the list stays indexed like MergePlan::files.
+Result<std::vector<std::unique_ptr<OutputFile>>> openOutputFiles(const MergePlan& plan, const std::string& dir,
+                                                                 const MergeRunOptions& options,
+                                                                 const std::vector<bool>& fileUsed)
 {
-    const auto start = std::chrono::steady_clock::now();
-    MergeOutcome outcome;
-    outcome.outputDir = dir;
-    outcome.files = plan.outputFileNames();
-    auto canceled = [&] { return isCanceled(options); };
-
-    // A part of a split merge writes only its tensors, into the files they lie in; see MergeRunOptions.
     const bool partial = options.onlyTensors != nullptr;
-    auto selected = [&](std::size_t tensor) { return !partial || (*options.onlyTensors)[tensor]; };
-    if (partial && options.onlyTensors->size() != plan.tensors.size())
-        return makeError("internal: the tensor selection does not match the plan");
-    std::vector<bool> fileUsed(plan.files.size(), options.writeFinish);
-    for (std::size_t i = 0; i < plan.tensors.size(); ++i)
-        if (selected(i) && plan.tensors[i].file < fileUsed.size())
-            fileUsed[plan.tensors[i].file] = true;
-
     std::vector<std::unique_ptr<OutputFile>> outputs;
     for (std::size_t fileIndex = 0; fileIndex < plan.files.size(); ++fileIndex) {
         const auto& f = plan.files[fileIndex];
@@ -529,119 +521,143 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         out->fd = ::open(out->path.c_str(), O_WRONLY | O_CREAT | (partial ? 0 : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (out->fd < 0)
             return makeError(out->path + ": cannot be created: " + std::strerror(errno));
-        // The header is written last (below): a file cut short by a crash or a kill has none, so it can never
-        // pass for a complete model.
+        // The header is written last (finishOutputFiles): a file cut short by a crash or a kill has none, so it can
+        // never pass for a complete model.
         if (::ftruncate(out->fd, static_cast<off_t>(f.size)) != 0)
             return makeError(out->path + ": cannot be sized to " + std::to_string(f.size) + " bytes: "
                              + std::strerror(errno));
         outputs.push_back(std::move(out));
     }
+    return outputs;
+}
 
-    // Work items: every piece of a Direct tensor on its own (large tensors spread over threads), one item per
-    // Gather/Sum tensor, one per replica check. Positions in the files are fixed by the plan, so the bytes
-    // written do not depend on the order items finish in.
-    struct Item {
-        std::size_t tensor;
-        std::size_t piece;   ///< index into TensorInfo::pieces; SIZE_MAX = whole tensor
-        std::size_t replica; ///< index into PlannedTensor::replicas; SIZE_MAX = not a replica check
-    };
-    constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-    std::vector<Item> items;
-    std::unique_ptr<std::atomic<std::size_t>[]> remaining(new std::atomic<std::size_t>[plan.tensors.size()]);
-    std::size_t emptyTensors = 0;
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+/// One unit of the parallel copy.
+struct WorkItem {
+    std::size_t tensor;
+    std::size_t piece;   ///< index into TensorInfo::pieces; kNone = whole tensor
+    std::size_t replica; ///< index into PlannedTensor::replicas; kNone = not a replica check
+};
+
+/// The run's work items, and per tensor how many are left before it is done.
+struct WorkItems {
+    std::vector<WorkItem> items;
+    std::unique_ptr<std::atomic<std::size_t>[]> remaining; ///< per plan tensor
+    std::size_t emptyTensors = 0;                          ///< selected tensors with no item (nothing to copy)
     std::uint64_t selectedBytes = 0;
     std::size_t selectedTensors = 0;
+};
+
+/// Phase: work items. Every piece of a Direct tensor on its own (large tensors spread over threads), one item per
+/// Gather/Sum tensor, one per replica check. Positions in the files are fixed by the plan, so the bytes written do
+/// not depend on the order items finish in.
+WorkItems listWorkItems(const MergePlan& plan, const MergeRunOptions& options, const std::vector<bool>& selected)
+{
+    WorkItems work;
+    work.remaining.reset(new std::atomic<std::size_t>[plan.tensors.size()]);
     for (std::size_t i = 0; i < plan.tensors.size(); ++i) {
         const auto& t = plan.tensors[i];
         std::size_t n = 0;
-        if (!selected(i)) {
-            remaining[i].store(0);
+        if (!selected[i]) {
+            work.remaining[i].store(0);
             continue;
         }
-        selectedBytes += t.bytes;
-        ++selectedTensors;
+        work.selectedBytes += t.bytes;
+        ++work.selectedTensors;
         if (t.mode == CopyMode::Direct && !t.delta) {
             for (auto p : t.pieces)
-                items.push_back({ i, p, kNone }), ++n;
+                work.items.push_back({ i, p, kNone }), ++n;
         } else if (!t.pieces.empty()) {
-            items.push_back({ i, kNone, kNone }), ++n;
+            work.items.push_back({ i, kNone, kNone }), ++n;
         }
         if (options.verifyReplicas)
             for (std::size_t r = 0; r < t.replicas.size(); ++r)
-                items.push_back({ i, kNone, r }), ++n;
-        remaining[i].store(n);
+                work.items.push_back({ i, kNone, r }), ++n;
+        work.remaining[i].store(n);
         if (n == 0)
-            ++emptyTensors;
+            ++work.emptyTensors;
+    }
+    return work;
+}
+
+/// The run's progress, told to MergeRunOptions' progress and onProgress as items finish on any thread.
+class ProgressReporter {
+public:
+    ProgressReporter(const MergePlan& plan, const MergeRunOptions& options, const WorkItems& work)
+        : m_plan(plan), m_options(options)
+    {
+        m_state.bytesTotal = work.selectedBytes;
+        m_state.tensorsTotal = work.selectedTensors;
+        m_state.tensorsDone = work.emptyTensors;
     }
 
-    std::mutex reportMutex;
-    MergeProgress state;
-    state.bytesTotal = selectedBytes;
-    state.tensorsTotal = selectedTensors;
-    state.tensorsDone = emptyTensors;
-    auto report = [&](std::uint64_t bytes, std::size_t tensor, bool finished) {
-        std::lock_guard<std::mutex> lock(reportMutex);
-        state.bytesDone += bytes;
-        state.tensorsDone += finished ? 1 : 0;
-        state.currentTensor = plan.tensors[tensor].name;
-        if (options.progress)
-            options.progress->report(state.bytesDone, state.bytesTotal,
-                                     std::to_string(state.tensorsDone) + "/" + std::to_string(state.tensorsTotal)
-                                         + " tensors  " + state.currentTensor);
-        if (options.onProgress)
-            options.onProgress(state);
-    };
+    void report(std::uint64_t bytes, std::size_t tensor, bool finished)
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_state.bytesDone += bytes;
+        m_state.tensorsDone += finished ? 1 : 0;
+        m_state.currentTensor = m_plan.tensors[tensor].name;
+        if (m_options.progress)
+            m_options.progress->report(m_state.bytesDone, m_state.bytesTotal,
+                                       std::to_string(m_state.tensorsDone) + "/" + std::to_string(m_state.tensorsTotal)
+                                           + " tensors  " + m_state.currentTensor);
+        if (m_options.onProgress)
+            m_options.onProgress(m_state);
+    }
 
-    SourceFiles sources;
-    MemoryBudget budget(plan.bufferBytes);
-    std::mutex errorMutex;
-    std::optional<Error> firstError;
-    std::atomic<bool> failed { false };
-    auto stop = [&] { return failed.load() || canceled(); };
+private:
+    const MergePlan& m_plan;
+    const MergeRunOptions& m_options;
+    std::mutex m_mutex;
+    MergeProgress m_state;
+};
 
-    parallelFor(items.size(), resolveThreads(static_cast<int>(options.threads)), [&](std::size_t k) {
-        if (stop())
-            return;
-        const Item& item = items[k];
-        const PlannedTensor& planned = plan.tensors[item.tensor];
-        const TensorInfo& tensor = info.tensors[planned.source];
-        const OutputFile& out = *outputs[planned.file];
-        Status status;
-        if (item.replica != kNone) {
-            const auto& [rep, prim] = planned.replicas[item.replica];
-            status = verifyReplica(sources, tensor, tensor.pieces[rep], tensor.pieces[prim], stop);
-        } else if (item.piece != kNone) {
-            status = writeDirectPiece(sources, tensor, planned, tensor.pieces[item.piece], out,
-                                      [&](std::uint64_t n) { report(n, item.tensor, false); }, stop);
-        } else {
-            const std::uint64_t held = budget.acquire(planned.bufferBytes);
-            auto buffer = PageBuffer::allocate(planned.bytes);
-            if (!buffer)
-                status = buffer.error().withContext(tensor.name);
-            else if ((status = materializeTensor(sources, tensor, planned, buffer->data(), stop)))
-                status = writeTensorBytes(out, buffer->data(), planned.bytes, planned.fileOffset, out.path + ": " + tensor.name);
-            buffer = PageBuffer();
-            budget.release(held);
-            if (status)
-                report(planned.bytes, item.tensor, false);
-        }
-        if (!status) {
-            std::lock_guard<std::mutex> lock(errorMutex);
-            if (!firstError && !status.error().isCanceled())
-                firstError = status.error();
-            failed = true;
-            return;
-        }
-        if (--remaining[item.tensor] == 0)
-            report(0, item.tensor, true);
-    });
-    if (firstError)
-        return *firstError;
-    if (canceled() || failed)
-        return canceledError();
+/// What every work item of a run shares.
+struct ItemContext {
+    const CheckpointInfo& info;
+    const MergePlan& plan;
+    const std::vector<std::unique_ptr<OutputFile>>& outputs;
+    SourceFiles& sources;
+    MemoryBudget& budget;
+    ProgressReporter& progress;
+    const std::function<bool()>& stop;
+};
 
-    for (const auto& tie : options.writeFinish ? plan.tieChecks : std::vector<TieCheck>())
-        TESSERA_TRY(checkTiedHead(sources, info, plan, tie, budget, stop));
+/// Runs one work item: a replica check, a Direct piece streamed into place, or a whole tensor assembled in a buffer
+/// held against the budget and written.
+Status runWorkItem(const WorkItem& item, ItemContext& run)
+{
+    const PlannedTensor& planned = run.plan.tensors[item.tensor];
+    const TensorInfo& tensor = run.info.tensors[planned.source];
+    const OutputFile& out = *run.outputs[planned.file];
+    Status status;
+    if (item.replica != kNone) {
+        const auto& [rep, prim] = planned.replicas[item.replica];
+        status = verifyReplica(run.sources, tensor, tensor.pieces[rep], tensor.pieces[prim], run.stop);
+    } else if (item.piece != kNone) {
+        status = writeDirectPiece(run.sources, tensor, planned, tensor.pieces[item.piece], out,
+                                  [&](std::uint64_t n) { run.progress.report(n, item.tensor, false); }, run.stop);
+    } else {
+        const std::uint64_t held = run.budget.acquire(planned.bufferBytes);
+        auto buffer = PageBuffer::allocate(planned.bytes);
+        if (!buffer)
+            status = buffer.error().withContext(tensor.name);
+        else if ((status = materializeTensor(run.sources, tensor, planned, buffer->data(), run.stop)))
+            status = writeTensorBytes(out, buffer->data(), planned.bytes, planned.fileOffset, out.path + ": " + tensor.name);
+        buffer = PageBuffer();
+        run.budget.release(held);
+        if (status)
+            run.progress.report(planned.bytes, item.tensor, false);
+    }
+    return status;
+}
+
+/// Phase: finish. Each file the run opened gets its header (last: see openOutputFiles) when the run finishes the
+/// output, is flushed when asked to and closed, each failure an error naming the file.
+Status finishOutputFiles(std::vector<std::unique_ptr<OutputFile>>& outputs, const MergePlan& plan,
+                         const MergeRunOptions& options)
+{
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         auto& out = outputs[i];
         if (out->fd < 0)
@@ -657,105 +673,85 @@ Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePla
         if (::close(fd) != 0)
             return makeError(out->path + ": cannot be closed: " + std::strerror(errno));
     }
+    return Status::success();
+}
+
+/// The files beside the weights a finishing run writes: the shard index, the config folder's side files (edited as
+/// the plan says) and the generated files.
+Status writeSideFiles(const MergePlan& plan, const std::string& dir, const MergeRunOptions& options)
+{
     if (options.writeFinish && !plan.indexJson.empty())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / "model.safetensors.index.json").string(), plan.indexJson));
     if (options.writeFinish)
         TESSERA_TRY(copyHfSideFiles(plan.config, dir, plan.configEdits()));
     for (const auto& [name, content] : options.writeFinish ? plan.generatedFiles : decltype(plan.generatedFiles)())
         TESSERA_TRY(writeFileSynced((fs::path(dir) / name).string(), content));
-    if (canceled())
-        return canceledError();
-    outcome.bytesWritten = selectedBytes;
-    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return outcome;
-}
-
-Status checkMergeTarget(const MergePlan& plan, const std::string& targetDir)
-{
-    TESSERA_TRY(checkTarget(targetDir, plan.outputFileNames()));
-    const auto conflicts = conflictingWeightFiles(targetDir, plan.outputFileNames());
-    if (!conflicts.empty()) {
-        std::string names;
-        for (const auto& c : conflicts)
-            names += (names.empty() ? "" : ", ") + c;
-        return makeError(targetDir + " already holds weight files this merge would not replace (" + names
-                         + "); a loader could mix them with the merged model. Remove them or choose another --target_dir");
-    }
-    if (const auto others = conflictingSideFiles(targetDir, plan.outputFileNames()); !others.empty()) {
-        std::string names;
-        for (const auto& c : others)
-            names += (names.empty() ? "" : ", ") + c;
-        return makeError(targetDir + " already holds config or tokenizer files this merge would not replace (" + names
-                         + "); the folder would pair the merged weights with another model's. Remove them or choose "
-                           "another --target_dir");
-    }
-    // The temporary folder is inside the target when it exists, else beside it: the same disk either way.
-    if (auto free = freeDiskBytes(targetDir); free && *free < plan.diskBytes)
-        return makeError("the merge writes " + std::to_string(plan.diskBytes) + " bytes but only "
-                         + std::to_string(*free) + " are free on the disk holding "
-                         + absoluteNormal(targetDir).string());
-    return Status::success();
-}
-
-namespace {
-
-/// Refuses a sub-folder of the target that holds anything the new output would not replace.
-Status checkSubfolder(const std::string& targetDir, const MergeOutput& output)
-{
-    const fs::path dir = fs::path(targetDir) / output.subfolder;
-    std::error_code ec;
-    if (!fs::exists(fs::symlink_status(dir, ec)))
-        return Status::success();
-    if (!fs::is_directory(fs::symlink_status(dir, ec)))
-        return makeError(dir.string() + " exists and is not a folder; move it away or choose another target folder");
-    const auto names = output.plan->outputFileNames();
-    for (const auto& entry : folderEntries(dir, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (std::find(names.begin(), names.end(), name) == names.end())
-            return makeError(dir.string() + " holds " + printableText(name)
-                             + ", which this merge would not write; the folder is "
-                             "replaced as a whole, so move it away or choose another target folder");
-    }
     return Status::success();
 }
 
 } // namespace
 
-std::vector<std::string> mergeSourceFolders(const std::vector<MergeOutput>& outputs)
+Result<MergeOutcome> writeMergedFiles(const CheckpointInfo& info, const MergePlan& plan, const std::string& dir,
+                                      const MergeRunOptions& options)
 {
-    std::set<std::string> folders;
-    for (const auto& o : outputs) {
-        folders.insert(o.info->root);
-        folders.insert(o.plan->config.path);
-        auto addPieces = [&](const TensorInfo& t) {
-            for (const auto& p : t.pieces)
-                folders.insert(fs::path(p.file).parent_path().string());
-        };
-        for (const auto& planned : o.plan->tensors) {
-            if (planned.source < o.info->tensors.size())
-                addPieces(o.info->tensors[planned.source]);
-            if (planned.delta) {
-                addPieces(planned.delta->a);
-                addPieces(planned.delta->b);
-            }
-        }
-    }
-    folders.erase("");
-    return { folders.begin(), folders.end() };
-}
+    const auto start = std::chrono::steady_clock::now();
+    MergeOutcome outcome;
+    outcome.outputDir = dir;
+    outcome.files = plan.outputFileNames();
+    auto canceled = [&] { return isCanceled(options); };
 
-Status checkMergeTargets(const std::vector<MergeOutput>& outputs, const std::string& targetDir)
-{
-    TESSERA_TRY(checkTargetApart(targetDir, mergeSourceFolders(outputs)));
-    std::uint64_t diskBytes = 0;
-    for (const auto& o : outputs) {
-        TESSERA_TRY(o.subfolder.empty() ? checkMergeTarget(*o.plan, targetDir) : checkSubfolder(targetDir, o));
-        diskBytes += o.plan->diskBytes;
-    }
-    if (auto free = freeDiskBytes(targetDir); free && *free < diskBytes)
-        return makeError("the merge writes " + std::to_string(diskBytes) + " bytes but only " + std::to_string(*free)
-                         + " are free on the disk holding " + absoluteNormal(targetDir).string());
-    return Status::success();
+    // A part of a split merge writes only its tensors, into the files they lie in; see MergeRunOptions.
+    const bool partial = options.onlyTensors != nullptr;
+    if (partial && options.onlyTensors->size() != plan.tensors.size())
+        return makeError("internal: the tensor selection does not match the plan");
+    std::vector<bool> selected(plan.tensors.size(), true);
+    if (partial)
+        selected = *options.onlyTensors;
+    std::vector<bool> fileUsed(plan.files.size(), options.writeFinish);
+    for (std::size_t i = 0; i < plan.tensors.size(); ++i)
+        if (selected[i] && plan.tensors[i].file < fileUsed.size())
+            fileUsed[plan.tensors[i].file] = true;
+    auto outputs = openOutputFiles(plan, dir, options, fileUsed);
+    TESSERA_TRY(outputs);
+
+    const WorkItems work = listWorkItems(plan, options, selected);
+    ProgressReporter progress(plan, options, work);
+    SourceFiles sources;
+    MemoryBudget budget(plan.bufferBytes);
+    std::mutex errorMutex;
+    std::optional<Error> firstError;
+    std::atomic<bool> failed { false };
+    const std::function<bool()> stop = [&] { return failed.load() || canceled(); };
+    ItemContext run { info, plan, *outputs, sources, budget, progress, stop };
+    parallelFor(work.items.size(), resolveThreads(static_cast<int>(options.threads)), [&](std::size_t k) {
+        if (stop())
+            return;
+        const WorkItem& item = work.items[k];
+        Status status = runWorkItem(item, run);
+        if (!status) {
+            std::lock_guard<std::mutex> lock(errorMutex);
+            if (!firstError && !status.error().isCanceled())
+                firstError = status.error();
+            failed = true;
+            return;
+        }
+        if (--work.remaining[item.tensor] == 0)
+            progress.report(0, item.tensor, true);
+    });
+    if (firstError)
+        return *firstError;
+    if (canceled() || failed)
+        return canceledError();
+
+    for (const auto& tie : options.writeFinish ? plan.tieChecks : std::vector<TieCheck>())
+        TESSERA_TRY(checkTiedHead(sources, info, plan, tie, budget, stop));
+    TESSERA_TRY(finishOutputFiles(*outputs, plan, options));
+    TESSERA_TRY(writeSideFiles(plan, dir, options));
+    if (canceled())
+        return canceledError();
+    outcome.bytesWritten = work.selectedBytes;
+    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return outcome;
 }
 
 Result<MergeOutcome> mergeCheckpoints(const std::vector<MergeOutput>& outputs, const std::string& targetDir,

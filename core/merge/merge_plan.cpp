@@ -179,38 +179,45 @@ std::vector<std::string> MergePlan::outputFileNames() const
     return names;
 }
 
-Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& options)
+namespace {
+
+/// Which of the checkpoint's tensors a merge reads how: LoRA factors consumed by a delta are read, not written.
+struct LoraSelection {
+    std::map<std::string, std::size_t> byName;          ///< tensor name → index in info.tensors
+    std::vector<bool> skip;                             ///< per tensor: not written
+    std::map<std::size_t, const LoraDelta*> deltaFor;   ///< weight's index → the LoRA update fused into it
+};
+
+/// Phase: the LoRA updates matched to the tensors they name; refused, with every reason, when one names a tensor
+/// the checkpoint does not have or a weight has two.
+Result<LoraSelection> matchLoraDeltas(const CheckpointInfo& info)
 {
-    TESSERA_TRY(refuseCheckpointProblems(info, "merged"));
-    if (isMegatronLayout(info.layout))
-        return makeError(info.root + ": a Megatron checkpoint (" + info.layout
-                         + ") needs its names and fused weights mapped to Hugging Face's; merging it is not supported "
-                           "by this engine yet");
-    // LoRA factors consumed by a delta are read, not written; any other PEFT name would put the adapter-wrapped
-    // model under the wrong names.
-    std::map<std::string, std::size_t> byName;
+    LoraSelection s;
     for (std::size_t i = 0; i < info.tensors.size(); ++i)
-        byName.emplace(info.tensors[i].name, i);
-    std::vector<bool> skip(info.tensors.size(), false);
-    std::map<std::size_t, const LoraDelta*> deltaFor;
-    {
-        std::vector<std::string> errors;
-        for (const auto& d : info.loraDeltas) {
-            const auto w = byName.find(d.weight), a = byName.find(d.a), b = byName.find(d.b);
-            if (w == byName.end() || a == byName.end() || b == byName.end()) {
-                errors.push_back(printableText(d.weight)
-                                 + ": its LoRA update names a tensor the checkpoint does not have ("
-                                 + printableText(w == byName.end() ? d.weight : a == byName.end() ? d.a : d.b) + ")");
-                continue;
-            }
-            if (!deltaFor.emplace(w->second, &d).second)
-                errors.push_back(printableText(d.weight) + ": more than one LoRA update");
-            skip[a->second] = skip[b->second] = true;
+        s.byName.emplace(info.tensors[i].name, i);
+    s.skip.assign(info.tensors.size(), false);
+    std::vector<std::string> errors;
+    for (const auto& d : info.loraDeltas) {
+        const auto w = s.byName.find(d.weight), a = s.byName.find(d.a), b = s.byName.find(d.b);
+        if (w == s.byName.end() || a == s.byName.end() || b == s.byName.end()) {
+            errors.push_back(printableText(d.weight)
+                             + ": its LoRA update names a tensor the checkpoint does not have ("
+                             + printableText(w == s.byName.end() ? d.weight : a == s.byName.end() ? d.a : d.b) + ")");
+            continue;
         }
-        if (!errors.empty()) {
-            return makeError("cannot fuse the LoRA adapter:" + listedItems(errors, 20));
-        }
+        if (!s.deltaFor.emplace(w->second, &d).second)
+            errors.push_back(printableText(d.weight) + ": more than one LoRA update");
+        s.skip[a->second] = s.skip[b->second] = true;
     }
+    if (!errors.empty()) {
+        return makeError("cannot fuse the LoRA adapter:" + listedItems(errors, 20));
+    }
+    return s;
+}
+
+/// Refuses PEFT names left after the LoRA factors: they would put the adapter-wrapped model under the wrong names.
+Status refusePeftNames(const CheckpointInfo& info, const std::vector<bool>& skip, const MergeOptions& options)
+{
     std::vector<std::string> peft;
     if (!options.keepPeftNames)
         for (std::size_t i = 0; i < info.tensors.size(); ++i)
@@ -221,12 +228,12 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
                          + " tensors like '" + printableText(peft.front())
                          + "'). Merging it as is would write the adapter-wrapped base model under the wrong names, "
                            "so it is refused; merge it with its LoRA adapter read (tessera merge does so by default)");
-    if (info.tensors.empty())
-        return makeError(info.root + ": the checkpoint holds no tensors");
+    return Status::success();
+}
 
-    MergePlan plan;
-    plan.checkpoint = info.root;
-    plan.layout = info.layout;
+/// Phase: the config folder (its files copied, its skipped ones warned about) and what its config.json says.
+Result<HfConfigFacts> readMergeConfig(const CheckpointInfo& info, const MergeOptions& options, MergePlan& plan)
+{
     const std::string configDir = options.hfConfigDir.empty() ? info.hfConfigDir : options.hfConfigDir;
     if (!configDir.empty()) {
         // A config.json that is a FIFO or a device must fail here, not count as "no config.json".
@@ -245,100 +252,133 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
     TESSERA_TRY(config);
     if (options.expectConfig && (plan.config.path.empty() || !config->found))
         plan.warnings.push_back("no config.json found (pass --hf_model_path): the output holds only the weights");
+    return config;
+}
 
-    plan.generatedFiles = options.generatedFiles;
-
-    // Ties: transformers re-ties lm_head to the embedding on load, and v5 refuses both on disk.
-    const bool tied = options.forceTieWordEmbeddings || config->tieWordEmbeddings;
-    if (tied) {
-        const auto embed = findEmbedding(info);
-        for (std::size_t i = 0; i < info.tensors.size(); ++i) {
-            if (info.tensors[i].name != "lm_head.weight")
-                continue;
-            if (!embed) {
-                plan.warnings.push_back("word embeddings are tied but no input embedding was found; lm_head.weight "
-                                        "is written");
-                break;
-            }
-            skip[i] = true;
-            // Forced against an untied config.json: the config must say so too, or transformers would give the
-            // model a fresh random lm_head when it loads it.
-            const bool forced = !config->tieWordEmbeddings;
-            plan.tieChecks.push_back({ i, *embed, forced });
-            plan.configTied = plan.configTied || (forced && config->found);
-            plan.dropped.push_back("lm_head.weight (tied to " + info.tensors[*embed].name + ")");
+/// Phase: ties. transformers re-ties lm_head to the embedding on load, and v5 refuses both on disk: a tied
+/// lm_head.weight is skipped and checked against the embedding instead.
+void dropTiedHead(const CheckpointInfo& info, const MergeOptions& options, const HfConfigFacts& config,
+                  MergePlan& plan, std::vector<bool>& skip)
+{
+    const bool tied = options.forceTieWordEmbeddings || config.tieWordEmbeddings;
+    if (!tied)
+        return;
+    const auto embed = findEmbedding(info);
+    for (std::size_t i = 0; i < info.tensors.size(); ++i) {
+        if (info.tensors[i].name != "lm_head.weight")
+            continue;
+        if (!embed) {
+            plan.warnings.push_back("word embeddings are tied but no input embedding was found; lm_head.weight "
+                                    "is written");
+            break;
         }
-        // Forced on a checkpoint without any lm_head: the config must say tied too, or transformers would give the
-        // model a fresh random head.
-        if (options.forceTieWordEmbeddings && !config->tieWordEmbeddings && config->found && !info.find("lm_head.weight"))
-            plan.configTied = true;
+        skip[i] = true;
+        // Forced against an untied config.json: the config must say so too, or transformers would give the
+        // model a fresh random lm_head when it loads it.
+        const bool forced = !config.tieWordEmbeddings;
+        plan.tieChecks.push_back({ i, *embed, forced });
+        plan.configTied = plan.configTied || (forced && config.found);
+        plan.dropped.push_back("lm_head.weight (tied to " + info.tensors[*embed].name + ")");
     }
+    // Forced on a checkpoint without any lm_head: the config must say tied too, or transformers would give the
+    // model a fresh random head.
+    if (options.forceTieWordEmbeddings && !config.tieWordEmbeddings && config.found && !info.find("lm_head.weight"))
+        plan.configTied = true;
+}
 
+/// Plans the copy of tensor `i` (its LoRA update fused in, if it has one); an error message when it cannot be
+/// written.
+Result<PlannedTensor> planOneTensor(const CheckpointInfo& info, std::size_t i, const MergeOptions& options,
+                                    const LoraSelection& lora)
+{
+    // Refused here, by the file the name was read from: the safetensors header would refuse it later, by the
+    // name of the output file, which the user cannot fix.
+    if (const Status name = checkSafetensorsTensorName(info.tensors[i].name); !name)
+        return makeError(nameSourceFile(info, info.tensors[i]) + ": " + name.error().message);
+    auto planned = planTensorCopy(info.tensors[i], i, options.dtype);
+    if (!planned)
+        return planned.error();
+    if (auto d = lora.deltaFor.find(i); d != lora.deltaFor.end()) {
+        const std::size_t a = lora.byName.at(d->second->a), b = lora.byName.at(d->second->b);
+        auto delta = planLoraDelta(*planned, info.tensors[i], info.tensors[a], a, info.tensors[b], b,
+                                   d->second->scale, d->second->transposed);
+        if (!delta)
+            return delta.error();
+        planned->delta = std::make_shared<const PlannedDelta>(std::move(*delta));
+        planned->bufferBytes = loraFuseBufferBytes(*planned);
+    }
+    return planned;
+}
+
+/// Phase: every written tensor's copy, in the checkpoint's order; refused with every tensor that cannot be.
+Status planTensors(const CheckpointInfo& info, const MergeOptions& options, const LoraSelection& lora,
+                   MergePlan& plan)
+{
     std::vector<std::string> errors;
     for (std::size_t i = 0; i < info.tensors.size(); ++i) {
-        if (skip[i])
+        if (lora.skip[i])
             continue;
-        // Refused here, by the file the name was read from: the safetensors header would refuse it later, by the
-        // name of the output file, which the user cannot fix.
-        if (const Status name = checkSafetensorsTensorName(info.tensors[i].name); !name) {
-            errors.push_back(nameSourceFile(info, info.tensors[i]) + ": " + name.error().message);
-            continue;
-        }
-        auto planned = planTensorCopy(info.tensors[i], i, options.dtype);
+        auto planned = planOneTensor(info, i, options, lora);
         if (!planned) {
             errors.push_back(planned.error().message);
             continue;
         }
-        if (auto d = deltaFor.find(i); d != deltaFor.end()) {
-            const std::size_t a = byName[d->second->a], b = byName[d->second->b];
-            auto delta = planLoraDelta(*planned, info.tensors[i], info.tensors[a], a, info.tensors[b], b,
-                                       d->second->scale, d->second->transposed);
-            if (!delta) {
-                errors.push_back(delta.error().message);
-                continue;
-            }
-            planned->delta = std::make_shared<const PlannedDelta>(std::move(*delta));
-            planned->bufferBytes = loraFuseBufferBytes(*planned);
+        if (planned->delta)
             ++plan.fusedTensors;
-        }
         plan.tensors.push_back(std::move(*planned));
     }
     if (!errors.empty()) {
         return makeError("cannot merge " + std::to_string(errors.size()) + " tensor(s):" + listedItems(errors, 20));
     }
-    // Tessera writes no quantized tensor of its own: a model whose MXFP4 experts it decodes, or one trained from a
-    // quantized base (a config.json from the Hub's MXFP4 or FP8 release, --hf_model_path), comes out unquantized,
-    // and config.json must stop saying otherwise or transformers would look for the quantized tensors. A Hugging
-    // Face folder's other tensors are copied as they are, quantized ones included, so its config stays.
-    if (!config->quantization.empty()) {
-        bool decoded = false;
-        for (const auto& t : plan.tensors)
-            for (const auto& piece : info.tensors[t.source].pieces)
-                decoded = decoded || piece.encoding == PieceEncoding::MXFP4;
-        plan.configDequantized = decoded || !isHuggingFaceLayout(info.layout);
-        // Quantized codes copied as they are would then be read as weights of their own.
-        std::vector<std::string> raw;
-        for (const auto& t : plan.tensors)
-            if (plan.configDequantized && t.dtype == DType::UInt8
-                && (endsWith(t.name, "_blocks") || endsWith(t.name, "_scales")))
-                raw.push_back(t.name);
-        if (!raw.empty())
-            return makeError("config.json's quantization_config (" + config->quantization + ") is dropped, since the "
-                             "weights are written unquantized, but these are quantized codes that would be written as "
-                             "they are:" + listedItems(raw, 10));
-    }
-    if (options.dtype) {
-        plan.configDtype = options.dtype;
-        for (const auto& t : plan.tensors)
-            if (t.dtype != *options.dtype) {
-                plan.warnings.push_back(printableText(t.name) + " keeps its dtype " + std::string(torchName(t.dtype))
-                                        + " (only floating-point tensors are converted)");
-                if (plan.warnings.size() > 10)
-                    break;
-            }
-    }
+    return Status::success();
+}
 
-    // Files: Hugging Face's shard split over the state dict order, then each file laid out as safetensors does.
+/// Phase: quantization. Tessera writes no quantized tensor of its own: a model whose MXFP4 experts it decodes, or
+/// one trained from a quantized base (a config.json from the Hub's MXFP4 or FP8 release, --hf_model_path), comes
+/// out unquantized, and config.json must stop saying otherwise or transformers would look for the quantized
+/// tensors. A Hugging Face folder's other tensors are copied as they are, quantized ones included, so its config
+/// stays.
+Status planDequantizedConfig(const CheckpointInfo& info, const HfConfigFacts& config, MergePlan& plan)
+{
+    if (config.quantization.empty())
+        return Status::success();
+    bool decoded = false;
+    for (const auto& t : plan.tensors)
+        for (const auto& piece : info.tensors[t.source].pieces)
+            decoded = decoded || piece.encoding == PieceEncoding::MXFP4;
+    plan.configDequantized = decoded || !isHuggingFaceLayout(info.layout);
+    // Quantized codes copied as they are would then be read as weights of their own.
+    std::vector<std::string> raw;
+    for (const auto& t : plan.tensors)
+        if (plan.configDequantized && t.dtype == DType::UInt8
+            && (endsWith(t.name, "_blocks") || endsWith(t.name, "_scales")))
+            raw.push_back(t.name);
+    if (!raw.empty())
+        return makeError("config.json's quantization_config (" + config.quantization + ") is dropped, since the "
+                         "weights are written unquantized, but these are quantized codes that would be written as "
+                         "they are:" + listedItems(raw, 10));
+    return Status::success();
+}
+
+/// With --dtype: config.json's torch_dtype, and a warning for (up to about ten) tensors that keep their own.
+void noteKeptDtypes(const MergeOptions& options, MergePlan& plan)
+{
+    if (!options.dtype)
+        return;
+    plan.configDtype = options.dtype;
+    for (const auto& t : plan.tensors)
+        if (t.dtype != *options.dtype) {
+            plan.warnings.push_back(printableText(t.name) + " keeps its dtype " + std::string(torchName(t.dtype))
+                                    + " (only floating-point tensors are converted)");
+            if (plan.warnings.size() > 10)
+                break;
+        }
+}
+
+/// The tensors' indices per output file: Hugging Face's shard split over the state dict order, or all in the one
+/// file --single-file names. Also sums the plan's tensor bytes and buffers.
+std::vector<std::vector<std::size_t>> shardGroups(MergePlan& plan, const MergeOptions& options)
+{
     std::vector<std::uint64_t> sizes;
     for (const auto& t : plan.tensors) {
         sizes.push_back(t.bytes);
@@ -346,14 +386,20 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         plan.largestTensorBytes = std::max(plan.largestTensorBytes, t.bytes);
         plan.bufferBytes = std::max(plan.bufferBytes, t.bufferBytes);
     }
-    const auto groups = options.singleFileName.empty()
-        ? splitIntoShards(sizes, options.maxShardSize)
-        : std::vector<std::vector<std::size_t>> { [&] {
-              std::vector<std::size_t> all(plan.tensors.size());
-              for (std::size_t i = 0; i < all.size(); ++i)
-                  all[i] = i;
-              return all;
-          }() };
+    if (!options.singleFileName.empty()) {
+        std::vector<std::size_t> all(plan.tensors.size());
+        for (std::size_t i = 0; i < all.size(); ++i)
+            all[i] = i;
+        return { all };
+    }
+    return splitIntoShards(sizes, options.maxShardSize);
+}
+
+/// Phase: files. Hugging Face's shard split over the state dict order, then each file laid out as safetensors
+/// does; the index when there are several.
+Status planFiles(MergePlan& plan, const MergeOptions& options)
+{
+    const auto groups = shardGroups(plan, options);
     std::vector<std::pair<std::string, std::string>> weightMap;
     for (std::size_t g = 0; g < groups.size(); ++g) {
         PlannedFile file;
@@ -385,6 +431,12 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
         plan.indexJson = makeShardIndexJson(plan.totalBytes, weightMap);
         plan.diskBytes += plan.indexJson.size();
     }
+    return Status::success();
+}
+
+/// The disk the copied and generated side files take, and the memory estimate.
+void countSideFilesAndMemory(MergePlan& plan, const MergeOptions& options)
+{
     for (const auto& name : plan.config.files) {
         std::error_code ec;
         plan.diskBytes += fs::file_size(plan.config.pathOf(name), ec);
@@ -394,6 +446,37 @@ Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& opti
     const bool converting = options.dtype.has_value();
     plan.memoryBytes = plan.bufferBytes + std::max(1u, options.threads) * (converting ? kMergeChunkBytes : 0)
         + kMergeChunkBytes;
+}
+
+} // namespace
+
+Result<MergePlan> planMerge(const CheckpointInfo& info, const MergeOptions& options)
+{
+    TESSERA_TRY(refuseCheckpointProblems(info, "merged"));
+    if (isMegatronLayout(info.layout))
+        return makeError(info.root + ": a Megatron checkpoint (" + info.layout
+                         + ") needs its names and fused weights mapped to Hugging Face's; merging it is not supported "
+                           "by this engine yet");
+    // LoRA factors consumed by a delta are read, not written; any other PEFT name would put the adapter-wrapped
+    // model under the wrong names.
+    auto lora = matchLoraDeltas(info);
+    TESSERA_TRY(lora);
+    TESSERA_TRY(refusePeftNames(info, lora->skip, options));
+    if (info.tensors.empty())
+        return makeError(info.root + ": the checkpoint holds no tensors");
+
+    MergePlan plan;
+    plan.checkpoint = info.root;
+    plan.layout = info.layout;
+    auto config = readMergeConfig(info, options, plan);
+    TESSERA_TRY(config);
+    plan.generatedFiles = options.generatedFiles;
+    dropTiedHead(info, options, *config, plan, lora->skip);
+    TESSERA_TRY(planTensors(info, options, *lora, plan));
+    TESSERA_TRY(planDequantizedConfig(info, *config, plan));
+    noteKeptDtypes(options, plan);
+    TESSERA_TRY(planFiles(plan, options));
+    countSideFilesAndMemory(plan, options);
     return plan;
 }
 

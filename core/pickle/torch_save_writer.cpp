@@ -2,8 +2,8 @@
 #include "pickle/torch_save_writer.h"
 #include "io/printable.h"
 
-#include "io/crc32.h"
 #include "pickle/pickle_writer.h"
+#include "pickle/torch_zip_writer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -126,176 +126,6 @@ std::uint64_t TorchSaveTensor::storageBytes() const
     return std::max<std::uint64_t>(storageElements, numelOf(shape)) * dtypeSize(dtype);
 }
 
-namespace {
-
-struct Record {
-    std::string name;
-    std::uint64_t offset = 0; ///< local header offset
-    std::uint64_t size = 0;
-    std::uint32_t crc = 0;
-};
-
-class ZipWriter {
-public:
-    ZipWriter(std::FILE* f, std::string prefix) : m_file(f), m_prefix(std::move(prefix)) { }
-    std::uint64_t cursor() const { return m_cursor; }
-    std::uint64_t recordBytes() const { return m_records.empty() ? 0 : m_written; }
-    /// The records written so far, named with their CRC-32: what the archive holds, wherever it is written.
-    std::string contentKey() const
-    {
-        std::string key;
-        for (const Record& r : m_records)
-            key += r.name + ":" + std::to_string(r.crc) + ";";
-        return key;
-    }
-
-    bool begin(const std::string& record, std::uint64_t size)
-    {
-        Record r;
-        r.name = m_prefix + "/" + record;
-        r.offset = m_cursor;
-        r.size = size;
-        // FB padding so the payload starts on a 64-byte boundary, as PyTorchStreamWriter does.
-        const std::uint64_t start = m_cursor + 30 + r.name.size() + 4;
-        const std::uint64_t padding = (64 - start % 64) % 64;
-        std::string h;
-        u(h, 0x04034b50, 4);
-        entryFields(h);
-        u(h, 0, 4);
-        u(h, 0, 4);
-        u(h, 0, 4);
-        u(h, r.name.size(), 2);
-        u(h, 4 + padding, 2);
-        h += r.name;
-        h += "FB";
-        u(h, padding, 2);
-        h.append(padding, 'Z');
-        m_records.push_back(r);
-        m_crc = 0;
-        m_written = 0;
-        return write(h.data(), h.size());
-    }
-    bool data(const void* bytes, std::uint64_t n)
-    {
-        m_crc = crc32Update(m_crc, static_cast<const std::uint8_t*>(bytes), static_cast<std::size_t>(n));
-        m_written += n;
-        return write(bytes, n);
-    }
-    bool end()
-    {
-        Record& r = m_records.back();
-        r.crc = m_crc;
-        std::string d;
-        u(d, 0x08074b50, 4);
-        u(d, r.crc, 4);
-        if (r.size >= 0xFFFFFFFFu) {
-            u(d, r.size, 8);
-            u(d, r.size, 8);
-        } else {
-            u(d, r.size, 4);
-            u(d, r.size, 4);
-        }
-        return write(d.data(), d.size());
-    }
-    bool finish()
-    {
-        const std::uint64_t cdStart = m_cursor;
-        std::string cd;
-        bool zip64 = m_records.size() >= 0xFFFF;
-        for (const Record& r : m_records) {
-            const bool bigSize = r.size >= 0xFFFFFFFFu, bigOffset = r.offset >= 0xFFFFFFFFu;
-            std::string extra;
-            if (bigSize || bigOffset) {
-                zip64 = true;
-                u(extra, 0x0001, 2);
-                u(extra, (bigSize ? 16 : 0) + (bigOffset ? 8 : 0), 2);
-                if (bigSize) {
-                    u(extra, r.size, 8);
-                    u(extra, r.size, 8);
-                }
-                if (bigOffset)
-                    u(extra, r.offset, 8);
-            }
-            u(cd, 0x02014b50, 4);
-            u(cd, 45, 2); // version made by
-            entryFields(cd);
-            u(cd, r.crc, 4);
-            u(cd, bigSize ? 0xFFFFFFFFu : r.size, 4);
-            u(cd, bigSize ? 0xFFFFFFFFu : r.size, 4);
-            u(cd, r.name.size(), 2);
-            u(cd, extra.size(), 2);
-            u(cd, 0, 2);
-            u(cd, 0, 2);
-            u(cd, 0, 2);
-            u(cd, 0, 4);
-            u(cd, bigOffset ? 0xFFFFFFFFu : r.offset, 4);
-            cd += r.name;
-            cd += extra;
-        }
-        if (!write(cd.data(), cd.size()))
-            return false;
-        const std::uint64_t cdSize = cd.size();
-        zip64 = zip64 || cdStart >= 0xFFFFFFFFu;
-        std::string tail;
-        if (zip64) {
-            const std::uint64_t eocd64 = m_cursor;
-            u(tail, 0x06064b50, 4);
-            u(tail, 44, 8);
-            u(tail, 45, 2);
-            u(tail, 45, 2);
-            u(tail, 0, 4);
-            u(tail, 0, 4);
-            u(tail, m_records.size(), 8);
-            u(tail, m_records.size(), 8);
-            u(tail, cdSize, 8);
-            u(tail, cdStart, 8);
-            u(tail, 0x07064b50, 4);
-            u(tail, 0, 4);
-            u(tail, eocd64, 8);
-            u(tail, 1, 4);
-        }
-        u(tail, 0x06054b50, 4);
-        u(tail, 0, 2);
-        u(tail, 0, 2);
-        u(tail, zip64 ? 0xFFFF : m_records.size(), 2);
-        u(tail, zip64 ? 0xFFFF : m_records.size(), 2);
-        u(tail, zip64 ? 0xFFFFFFFFu : cdSize, 4);
-        u(tail, zip64 ? 0xFFFFFFFFu : cdStart, 4);
-        u(tail, 0, 2);
-        return write(tail.data(), tail.size());
-    }
-
-private:
-    static void u(std::string& s, std::uint64_t v, int bytes)
-    {
-        for (int i = 0; i < bytes; ++i)
-            s += static_cast<char>((v >> (8 * i)) & 0xFF);
-    }
-    /// The fields on which a local header and its central directory entry must agree: version needed 4.5
-    /// (ZIP64), flags (sizes in the data descriptor; UTF-8 names), stored, time 00:00 and date 1980-01-01.
-    static void entryFields(std::string& s)
-    {
-        u(s, 45, 2);
-        u(s, 0x0808, 2);
-        u(s, 0, 2);
-        u(s, 0, 2);
-        u(s, 33, 2);
-    }
-    bool write(const void* p, std::uint64_t n)
-    {
-        m_cursor += n;
-        return std::fwrite(p, 1, n, m_file) == n;
-    }
-    std::FILE* m_file;
-    std::string m_prefix;
-    std::uint64_t m_cursor = 0;
-    std::uint32_t m_crc = 0;
-    std::uint64_t m_written = 0;
-    std::vector<Record> m_records;
-};
-
-} // namespace
-
 struct TorchSaveWriter::State {
     std::FILE* file = nullptr;
     std::string path;
@@ -327,188 +157,258 @@ struct TorchSaveWriter::State {
 
 namespace {
 
+/// The pickle of a saved value, written as torch.save writes it: storage keys assigned in the order torch does
+/// (first use while pickling), each DeviceMesh pickled once and memoized. One object per pickle.
+class PayloadPickler {
+public:
+    PayloadPickler(TorchSaveWriter::Value value, const std::vector<std::size_t>& listChunks,
+                   const std::vector<std::string>& chunkKeys, std::vector<std::string>& keys,
+                   std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages)
+        : m_named(value == TorchSaveWriter::Value::StateDictsInDict)
+        , m_list(value == TorchSaveWriter::Value::StateDictList || m_named)
+        , m_bare(value == TorchSaveWriter::Value::BareTensor)
+        , m_listChunks(listChunks)
+        , m_chunkKeys(chunkKeys)
+        , m_keys(keys)
+        , m_meshStorages(meshStorages)
+    {
+    }
+
+    std::string pickle(const std::vector<TorchSaveTensor>& tensors, const std::string& rootItems)
+    {
+        m_pickler.op('\x80');
+        m_pickler.op('\x02');
+        if (m_bare) {
+            localTensor(tensors.front());
+            m_pickler.op('.');
+            return m_pickler.out;
+        }
+        openContainer(rootItems);
+        for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+            const auto& t = tensors[ti];
+            startDictsAt(ti);
+            m_pickler.str(t.name);
+            if (t.dtensor)
+                dtensor(t);
+            else
+                localTensor(t);
+        }
+        closeContainer();
+        m_pickler.op('.');
+        return m_pickler.out;
+    }
+
+private:
+    /// Several plain dicts, in a list (as verl saves Megatron's model chunks) or under keys of a dict (Megatron-LM),
+    /// or one OrderedDict (module.state_dict()): opened, with the first dict's items begun.
+    void openContainer(const std::string& rootItems)
+    {
+        if (m_list) {
+            std::size_t end = 0;
+            for (auto n : m_listChunks)
+                m_dictEnds.push_back(end += n);
+            if (m_named) {
+                m_pickler.op('}');
+                m_pickler.op('(');
+                m_pickler.out += rootItems;
+            } else {
+                m_pickler.op(']');
+                m_pickler.op('(');
+            }
+            openDict();
+        } else {
+            m_pickler.global("collections", "OrderedDict");
+            m_pickler.op(')');
+            m_pickler.op('R');
+        }
+        m_pickler.op('(');
+    }
+
+    /// One dict of a list or of the named dicts: its key when named, then the empty dict.
+    void openDict()
+    {
+        if (m_named)
+            m_pickler.str(m_chunkKeys[m_nextDict]);
+        ++m_nextDict;
+        m_pickler.op('}');
+    }
+
+    /// Before tensor `ti`: the dicts that end there are completed (possibly empty) and the next ones started.
+    void startDictsAt(std::size_t ti)
+    {
+        while (m_list && !m_dictEnds.empty() && m_dictEnds.front() == ti) {
+            // The previous dict is complete (possibly empty): the next one starts.
+            m_pickler.op('u');
+            openDict();
+            m_pickler.op('(');
+            m_dictEnds.erase(m_dictEnds.begin());
+        }
+    }
+
+    /// The last dict's items set, the trailing empty dicts, and the container closed.
+    void closeContainer()
+    {
+        m_pickler.op('u');
+        if (m_list) {
+            for (std::size_t i = 1; i < m_dictEnds.size(); ++i) {
+                openDict(); // trailing empty dicts
+                m_pickler.op('(');
+                m_pickler.op('u');
+            }
+            m_pickler.op(m_named ? 'u' : 'e');
+        }
+    }
+
+    void localTensor(const TorchSaveTensor& t)
+    {
+        const std::string key = std::to_string(m_nextKey++);
+        m_keys.push_back(key);
+        m_pickler.tensor(t.dtype, t.shape, key, std::max<std::uint64_t>(t.storageElements, numelOf(t.shape)));
+    }
+
+    /// A DTensor: _rebuild_from_type_v2 of the wrapper subclass's shell, with state (None, {slots}).
+    void dtensor(const TorchSaveTensor& t)
+    {
+        const Shape globalStride = contiguousStrides(t.globalShape);
+        m_pickler.global("torch._tensor", "_rebuild_from_type_v2");
+        m_pickler.op('(');
+        m_pickler.global("torch._utils", "_rebuild_wrapper_subclass");
+        m_pickler.global("torch.distributed.tensor", "DTensor");
+        m_pickler.op('(');
+        m_pickler.global("torch.distributed.tensor", "DTensor");
+        m_pickler.dtype(t.dtype);
+        m_pickler.intTuple(t.globalShape);
+        m_pickler.intTuple(globalStride);
+        m_pickler.integer(0);
+        m_pickler.global("torch.serialization", "_get_layout");
+        m_pickler.str("torch.strided");
+        m_pickler.op('\x85');
+        m_pickler.op('R');
+        m_pickler.global("torch", "device");
+        m_pickler.str("cpu");
+        m_pickler.op('\x85');
+        m_pickler.op('R');
+        m_pickler.op('\x89');
+        m_pickler.op('t');
+        // state = (None, {slots}): DTensor keeps _local_tensor and _spec in __slots__.
+        m_pickler.op('N');
+        m_pickler.op('}');
+        m_pickler.op('(');
+        m_pickler.str("_local_tensor");
+        localTensor(t);
+        m_pickler.str("_spec");
+        dtensorSpec(t, globalStride);
+        m_pickler.op('u');
+        m_pickler.op('\x86');
+        m_pickler.op('t');
+        m_pickler.op('R');
+    }
+
+    /// The DTensorSpec: mesh, placements, tensor_meta and its cached hash.
+    void dtensorSpec(const TorchSaveTensor& t, const Shape& globalStride)
+    {
+        m_pickler.global("torch.distributed.tensor._dtensor_spec", "DTensorSpec");
+        m_pickler.op(')');
+        m_pickler.op('\x81');
+        m_pickler.op('}');
+        m_pickler.op('(');
+        m_pickler.str("mesh");
+        const std::string mesh = meshText(t.mesh);
+        deviceMesh(t, mesh);
+        m_pickler.str("placements");
+        m_pickler.op('(');
+        std::string placementText;
+        for (const auto& pl : t.placements) {
+            placement(m_pickler, pl);
+            placementText += pl.text();
+        }
+        m_pickler.op('t');
+        m_pickler.str("tensor_meta");
+        m_pickler.global("torch.distributed.tensor._dtensor_spec", "TensorMeta");
+        m_pickler.global("torch", "Size");
+        m_pickler.intTuple(t.globalShape);
+        m_pickler.op('\x85');
+        m_pickler.op('R');
+        m_pickler.intTuple(globalStride);
+        m_pickler.dtype(t.dtype);
+        m_pickler.op('\x87');
+        m_pickler.op('\x81');
+        m_pickler.str("_hash");
+        m_pickler.long8(stableHash(mesh + placementText + shapeToString(t.globalShape) + std::string(torchName(t.dtype))));
+        m_pickler.op('u');
+        m_pickler.op('b');
+    }
+
+    /// The tensor's DeviceMesh (`mesh` is its text): a memo reference when an earlier tensor had the same mesh,
+    /// else the object (its ranks a storage of their own), memoized.
+    void deviceMesh(const TorchSaveTensor& t, const std::string& mesh)
+    {
+        if (auto it = m_meshSlots.find(mesh); it != m_meshSlots.end()) {
+            m_pickler.get(it->second);
+            return;
+        }
+        m_pickler.global("torch.distributed.device_mesh", "DeviceMesh");
+        m_pickler.op(')');
+        m_pickler.op('\x81');
+        m_pickler.op('}');
+        m_pickler.op('(');
+        m_pickler.str("device_type");
+        m_pickler.str("cpu");
+        m_pickler.str("mesh");
+        const std::string meshKey = std::to_string(m_nextKey++);
+        m_meshStorages.emplace_back(meshKey, t.mesh.ranks);
+        m_pickler.tensor(DType::Int32, t.mesh.shape, meshKey, t.mesh.ranks.size());
+        m_pickler.str("mesh_dim_names");
+        if (t.mesh.dimNames.empty()) {
+            m_pickler.op('N');
+        } else {
+            m_pickler.op('(');
+            for (const auto& n : t.mesh.dimNames)
+                m_pickler.str(n);
+            m_pickler.op('t');
+        }
+        m_pickler.str("_flatten_mesh_list");
+        m_pickler.intTuple(t.mesh.ranks);
+        m_pickler.str("_thread_id");
+        m_pickler.op('N');
+        m_pickler.str("_dim_group_infos");
+        m_pickler.op(']');
+        m_pickler.op('(');
+        for (std::size_t d = 0; d < t.mesh.shape.size(); ++d)
+            dimGroupInfo(m_pickler, t.mesh, d, t.coordinate);
+        m_pickler.op('e');
+        m_pickler.str("_coordinate_on_dim");
+        m_pickler.intList(t.coordinate);
+        m_pickler.str("_hash");
+        m_pickler.long8(stableHash(mesh));
+        m_pickler.op('u');
+        m_pickler.op('b');
+        m_pickler.put(m_nextSlot);
+        m_meshSlots.emplace(mesh, m_nextSlot++);
+    }
+
+    Pickler m_pickler;
+    const bool m_named;  ///< StateDictsInDict: the dicts under keys of a dict
+    const bool m_list;   ///< StateDictList or StateDictsInDict
+    const bool m_bare;   ///< BareTensor
+    const std::vector<std::size_t>& m_listChunks;
+    const std::vector<std::string>& m_chunkKeys;
+    std::vector<std::string>& m_keys;
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>>& m_meshStorages;
+    std::vector<std::size_t> m_dictEnds; ///< the index of the tensor each dict ends before, the current one's first
+    std::size_t m_nextDict = 0;
+    std::size_t m_nextKey = 0;
+    std::map<std::string, std::uint32_t> m_meshSlots; ///< mesh text → memo slot of its DeviceMesh
+    std::uint32_t m_nextSlot = 0;
+};
+
 /// The pickle of the saved value, assigning storage keys in the order torch does (first use while pickling).
 std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSaveWriter::Value value,
                           const std::vector<std::size_t>& listChunks, const std::vector<std::string>& chunkKeys,
                           const std::string& rootItems, std::vector<std::string>& keys,
                           std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages)
 {
-    Pickler p;
-    p.op('\x80');
-    p.op('\x02');
-    std::size_t nextKey = 0;
-    std::map<std::string, std::uint32_t> meshSlots; // mesh text → memo slot of its DeviceMesh
-    std::uint32_t nextSlot = 0;
-    auto localTensor = [&](const TorchSaveTensor& t) {
-        const std::string key = std::to_string(nextKey++);
-        keys.push_back(key);
-        p.tensor(t.dtype, t.shape, key, std::max<std::uint64_t>(t.storageElements, numelOf(t.shape)));
-    };
-    if (value == TorchSaveWriter::Value::BareTensor) {
-        localTensor(tensors.front());
-        p.op('.');
-        return p.out;
-    }
-    // Several plain dicts, in a list (as verl saves Megatron's model chunks) or under keys of a dict (Megatron-LM),
-    // or one OrderedDict (module.state_dict()).
-    const bool named = value == TorchSaveWriter::Value::StateDictsInDict;
-    const bool list = value == TorchSaveWriter::Value::StateDictList || named;
-    std::vector<std::size_t> dictEnds;
-    std::size_t nextDict = 0;
-    auto openDict = [&] {
-        if (named)
-            p.str(chunkKeys[nextDict]);
-        ++nextDict;
-        p.op('}');
-    };
-    if (list) {
-        std::size_t end = 0;
-        for (auto n : listChunks)
-            dictEnds.push_back(end += n);
-        if (named) {
-            p.op('}');
-            p.op('(');
-            p.out += rootItems;
-        } else {
-            p.op(']');
-            p.op('(');
-        }
-        openDict();
-    } else {
-        p.global("collections", "OrderedDict");
-        p.op(')');
-        p.op('R');
-    }
-    p.op('(');
-    for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
-        const auto& t = tensors[ti];
-        while (list && !dictEnds.empty() && dictEnds.front() == ti) {
-            // The previous dict is complete (possibly empty): the next one starts.
-            p.op('u');
-            openDict();
-            p.op('(');
-            dictEnds.erase(dictEnds.begin());
-        }
-        p.str(t.name);
-        if (!t.dtensor) {
-            localTensor(t);
-            continue;
-        }
-        const Shape globalStride = contiguousStrides(t.globalShape);
-        p.global("torch._tensor", "_rebuild_from_type_v2");
-        p.op('(');
-        p.global("torch._utils", "_rebuild_wrapper_subclass");
-        p.global("torch.distributed.tensor", "DTensor");
-        p.op('(');
-        p.global("torch.distributed.tensor", "DTensor");
-        p.dtype(t.dtype);
-        p.intTuple(t.globalShape);
-        p.intTuple(globalStride);
-        p.integer(0);
-        p.global("torch.serialization", "_get_layout");
-        p.str("torch.strided");
-        p.op('\x85');
-        p.op('R');
-        p.global("torch", "device");
-        p.str("cpu");
-        p.op('\x85');
-        p.op('R');
-        p.op('\x89');
-        p.op('t');
-        // state = (None, {slots}): DTensor keeps _local_tensor and _spec in __slots__.
-        p.op('N');
-        p.op('}');
-        p.op('(');
-        p.str("_local_tensor");
-        localTensor(t);
-        p.str("_spec");
-        p.global("torch.distributed.tensor._dtensor_spec", "DTensorSpec");
-        p.op(')');
-        p.op('\x81');
-        p.op('}');
-        p.op('(');
-        p.str("mesh");
-        const std::string mesh = meshText(t.mesh);
-        if (auto it = meshSlots.find(mesh); it != meshSlots.end()) {
-            p.get(it->second);
-        } else {
-            p.global("torch.distributed.device_mesh", "DeviceMesh");
-            p.op(')');
-            p.op('\x81');
-            p.op('}');
-            p.op('(');
-            p.str("device_type");
-            p.str("cpu");
-            p.str("mesh");
-            const std::string meshKey = std::to_string(nextKey++);
-            meshStorages.emplace_back(meshKey, t.mesh.ranks);
-            p.tensor(DType::Int32, t.mesh.shape, meshKey, t.mesh.ranks.size());
-            p.str("mesh_dim_names");
-            if (t.mesh.dimNames.empty()) {
-                p.op('N');
-            } else {
-                p.op('(');
-                for (const auto& n : t.mesh.dimNames)
-                    p.str(n);
-                p.op('t');
-            }
-            p.str("_flatten_mesh_list");
-            p.intTuple(t.mesh.ranks);
-            p.str("_thread_id");
-            p.op('N');
-            p.str("_dim_group_infos");
-            p.op(']');
-            p.op('(');
-            for (std::size_t d = 0; d < t.mesh.shape.size(); ++d)
-                dimGroupInfo(p, t.mesh, d, t.coordinate);
-            p.op('e');
-            p.str("_coordinate_on_dim");
-            p.intList(t.coordinate);
-            p.str("_hash");
-            p.long8(stableHash(mesh));
-            p.op('u');
-            p.op('b');
-            p.put(nextSlot);
-            meshSlots.emplace(mesh, nextSlot++);
-        }
-        p.str("placements");
-        p.op('(');
-        std::string placementText;
-        for (const auto& pl : t.placements) {
-            placement(p, pl);
-            placementText += pl.text();
-        }
-        p.op('t');
-        p.str("tensor_meta");
-        p.global("torch.distributed.tensor._dtensor_spec", "TensorMeta");
-        p.global("torch", "Size");
-        p.intTuple(t.globalShape);
-        p.op('\x85');
-        p.op('R');
-        p.intTuple(globalStride);
-        p.dtype(t.dtype);
-        p.op('\x87');
-        p.op('\x81');
-        p.str("_hash");
-        p.long8(stableHash(mesh + placementText + shapeToString(t.globalShape) + std::string(torchName(t.dtype))));
-        p.op('u');
-        p.op('b');
-        p.op('u');
-        p.op('\x86');
-        p.op('t');
-        p.op('R');
-    }
-    p.op('u');
-    if (list) {
-        for (std::size_t i = 1; i < dictEnds.size(); ++i) {
-            openDict(); // trailing empty dicts
-            p.op('(');
-            p.op('u');
-        }
-        p.op(named ? 'u' : 'e');
-    }
-    p.op('.');
-    return p.out;
+    return PayloadPickler(value, listChunks, chunkKeys, keys, meshStorages).pickle(tensors, rootItems);
 }
 
 /// torch 2.6 records a random 40-digit serialization id; a stable one derived from the content (the records and

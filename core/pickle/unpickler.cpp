@@ -303,6 +303,23 @@ private:
     // --- globals and calls ---------------------------------------------------------------------------------
     Result<PyRef> global(std::string module, std::string name);
     Result<PyRef> reduce(const PyRef& callable, const PyRef& args);
+    // reduce()'s families of callables; the std::optional ones give nullopt for a name they do not know, which
+    // reduce() then looks up further.
+    /// torch._utils' tensor and parameter rebuilders.
+    std::optional<Result<PyRef>> reduceTorchUtils(const PyRef& callable, const PyRef& argsValue);
+    /// torch._tensor._rebuild_from_type_v2: the inner rebuild, then the subclass it names.
+    Result<PyRef> rebuildFromTypeV2(const std::vector<PyRef>& args);
+    /// torch.Size, torch.device and torch.serialization._get_layout as plain values.
+    std::optional<Result<PyRef>> reduceTorchValue(const std::string& m, const std::string& n,
+                                                  const std::vector<PyRef>& args);
+    /// OrderedDict, Counter, defaultdict (empty) and dict from their (key, value) pairs.
+    Result<PyRef> makeDict(const std::string& n, const std::vector<PyRef>& args);
+    /// builtins' containers, bytes, getattr for nested class names, and inert scalars.
+    std::optional<Result<PyRef>> reduceBuiltin(const PyRef& callable, const PyRef& argsValue);
+    /// builtins.bytes and bytearray from nothing, a string or a list of byte values.
+    Result<PyRef> builtinBytes(const std::string& n, const std::vector<PyRef>& args);
+    /// _codecs.encode(text, 'latin1'): protocol 2's bytes, the text's UTF-8 decoded back to latin-1.
+    Result<PyRef> codecsEncode(const std::vector<PyRef>& args);
     Result<PyRef> newObject(const PyRef& cls, const PyRef& args);
     Status build(const PyRef& target, const PyRef& state);
     Result<PyRef> persistentLoad(const PyRef& pid);
@@ -449,81 +466,81 @@ Result<PyRef> Machine::inertObject(const PyRef& cls, const PyRef& args)
     return v;
 }
 
-Result<PyRef> Machine::reduce(const PyRef& callable, const PyRef& argsValue)
+std::optional<Result<PyRef>> Machine::reduceTorchUtils(const PyRef& callable, const PyRef& argsValue)
 {
-    if (!callable || callable->kind != K::Global)
-        return malformed("REDUCE of a value that is not a global: " + (callable ? callable->repr() : "None"));
-    if (!argsValue || argsValue->kind != K::Tuple)
-        return malformed("REDUCE arguments are not a tuple");
     const auto& args = argsValue->items;
-    const std::string& m = callable->module;
     const std::string& n = callable->name;
+    if (n == "_rebuild_tensor_v2" || n == "_rebuild_tensor")
+        return rebuildTensor(args, false);
+    if (n == "_rebuild_tensor_v3")
+        return rebuildTensor(args, true);
+    if (n == "_rebuild_parameter" || n == "_rebuild_parameter_with_state") {
+        if (args.empty())
+            return malformed(n + " without arguments");
+        return args[0];
+    }
+    if (n == "_rebuild_meta_tensor_no_storage") {
+        auto tensor = std::make_shared<TensorRef>();
+        if (args.size() < 3 || !args[0] || args[0]->kind != K::Dtype || !toIntList(args[1], tensor->shape)
+            || !toIntList(args[2], tensor->strides))
+            return malformed("bad _rebuild_meta_tensor_no_storage arguments");
+        tensor->dtype = args[0]->dtype;
+        auto v = makeValue(K::Tensor);
+        v->tensor = std::move(tensor);
+        return v;
+    }
+    if (n == "_rebuild_wrapper_subclass") {
+        // (cls, dtype, size, stride, storage_offset, layout, device, requires_grad): a DTensor or
+        // ShardedTensor shell; _rebuild_from_type_v2 then attaches its state.
+        if (args.empty() || !args[0] || args[0]->kind != K::Global)
+            return malformed("_rebuild_wrapper_subclass without a class");
+        return inertObject(args[0], argsValue);
+    }
+    if (n == "_rebuild_qtensor" || n == "_rebuild_sparse_tensor" || n == "_rebuild_nested_tensor"
+        || n == "_rebuild_device_tensor_from_numpy" || n == "_rebuild_device_tensor_from_cpu_tensor"
+        || n == "_rebuild_sparse_csr_tensor")
+        return inertObject(callable, argsValue); // recorded; readers report these kinds as unsupported
+    return std::nullopt;
+}
 
-    if (m == "torch._utils") {
-        if (n == "_rebuild_tensor_v2" || n == "_rebuild_tensor")
-            return rebuildTensor(args, false);
-        if (n == "_rebuild_tensor_v3")
-            return rebuildTensor(args, true);
-        if (n == "_rebuild_parameter" || n == "_rebuild_parameter_with_state") {
-            if (args.empty())
-                return malformed(n + " without arguments");
-            return args[0];
-        }
-        if (n == "_rebuild_meta_tensor_no_storage") {
-            auto tensor = std::make_shared<TensorRef>();
-            if (args.size() < 3 || !args[0] || args[0]->kind != K::Dtype || !toIntList(args[1], tensor->shape)
-                || !toIntList(args[2], tensor->strides))
-                return malformed("bad _rebuild_meta_tensor_no_storage arguments");
-            tensor->dtype = args[0]->dtype;
-            auto v = makeValue(K::Tensor);
-            v->tensor = std::move(tensor);
-            return v;
-        }
-        if (n == "_rebuild_wrapper_subclass") {
-            // (cls, dtype, size, stride, storage_offset, layout, device, requires_grad): a DTensor or
-            // ShardedTensor shell; _rebuild_from_type_v2 then attaches its state.
-            if (args.empty() || !args[0] || args[0]->kind != K::Global)
-                return malformed("_rebuild_wrapper_subclass without a class");
-            return inertObject(args[0], argsValue);
-        }
-        if (n == "_rebuild_qtensor" || n == "_rebuild_sparse_tensor" || n == "_rebuild_nested_tensor"
-            || n == "_rebuild_device_tensor_from_numpy" || n == "_rebuild_device_tensor_from_cpu_tensor"
-            || n == "_rebuild_sparse_csr_tensor")
-            return inertObject(callable, argsValue); // recorded; readers report these kinds as unsupported
+Result<PyRef> Machine::rebuildFromTypeV2(const std::vector<PyRef>& args)
+{
+    // (func, new_type, args, state)
+    if (args.size() < 4 || !args[0] || args[0]->kind != K::Global || !args[2] || args[2]->kind != K::Tuple)
+        return malformed("bad _rebuild_from_type_v2 arguments");
+    auto inner = reduce(args[0], args[2]);
+    TESSERA_TRY(inner);
+    PyRef result = *inner;
+    const auto& newType = args[1];
+    const bool plainTensor = newType && newType->kind == K::Global
+        && ((newType->module == "torch" && newType->name == "Tensor")
+            || (newType->module == "torch.nn.parameter" && newType->name == "Parameter"));
+    if (plainTensor || !newType || newType->kind != K::Global)
+        return result; // Python attributes of a plain tensor do not matter for its data
+    if (result->kind == K::Tensor) {
+        // A tensor subclass around plain data: keep the data, remember the class.
+        auto wrapped = makeValue(K::Object);
+        wrapped->module = newType->module;
+        wrapped->name = newType->name;
+        wrapped->args = makeValue(K::Tuple);
+        wrapped->args->items.push_back(result);
+        wrapped->state = args[3];
+        TESSERA_TRY(checkDepth(wrapped, result));
+        TESSERA_TRY(checkDepth(wrapped, args[3]));
+        return wrapped;
     }
-    if (m == "torch._tensor" && n == "_rebuild_from_type_v2") {
-        // (func, new_type, args, state)
-        if (args.size() < 4 || !args[0] || args[0]->kind != K::Global || !args[2] || args[2]->kind != K::Tuple)
-            return malformed("bad _rebuild_from_type_v2 arguments");
-        auto inner = reduce(args[0], args[2]);
-        TESSERA_TRY(inner);
-        PyRef result = *inner;
-        const auto& newType = args[1];
-        const bool plainTensor = newType && newType->kind == K::Global
-            && ((newType->module == "torch" && newType->name == "Tensor")
-                || (newType->module == "torch.nn.parameter" && newType->name == "Parameter"));
-        if (plainTensor || !newType || newType->kind != K::Global)
-            return result; // Python attributes of a plain tensor do not matter for its data
-        if (result->kind == K::Tensor) {
-            // A tensor subclass around plain data: keep the data, remember the class.
-            auto wrapped = makeValue(K::Object);
-            wrapped->module = newType->module;
-            wrapped->name = newType->name;
-            wrapped->args = makeValue(K::Tuple);
-            wrapped->args->items.push_back(result);
-            wrapped->state = args[3];
-            TESSERA_TRY(checkDepth(wrapped, result));
-            TESSERA_TRY(checkDepth(wrapped, args[3]));
-            return wrapped;
-        }
-        if (result->kind == K::Object) {
-            result->module = newType->module;
-            result->name = newType->name;
-            result->state = args[3];
-            TESSERA_TRY(checkDepth(result, args[3]));
-        }
-        return result;
+    if (result->kind == K::Object) {
+        result->module = newType->module;
+        result->name = newType->name;
+        result->state = args[3];
+        TESSERA_TRY(checkDepth(result, args[3]));
     }
+    return result;
+}
+
+std::optional<Result<PyRef>> Machine::reduceTorchValue(const std::string& m, const std::string& n,
+                                                       const std::vector<PyRef>& args)
+{
     if (m == "torch" && n == "Size") {
         if (args.size() != 1 || !args[0] || !args[0]->isSequence())
             return malformed("torch.Size without a tuple");
@@ -544,78 +561,118 @@ Result<PyRef> Machine::reduce(const PyRef& callable, const PyRef& argsValue)
             return malformed("_get_layout without a name");
         return makeStr(layout);
     }
+    return std::nullopt;
+}
+
+Result<PyRef> Machine::makeDict(const std::string& n, const std::vector<PyRef>& args)
+{
+    auto dict = makeValue(K::Dict);
+    if (!args.empty() && args[0] && args[0]->isSequence() && n != "defaultdict")
+        for (const auto& pair : args[0]->items)
+            if (pair && pair->isSequence() && pair->items.size() == 2) {
+                dict->entries.emplace_back(pair->items[0], pair->items[1]);
+                TESSERA_TRY(checkDepth(dict, pair));
+            }
+    return dict;
+}
+
+Result<PyRef> Machine::builtinBytes(const std::string& n, const std::vector<PyRef>& args)
+{
+    if (args.empty())
+        return makeStr({}, K::Bytes);
+    if (args[0] && (args[0]->kind == K::Bytes || args[0]->kind == K::Str))
+        return makeStr(args[0]->text, K::Bytes);
+    if (args[0] && args[0]->kind == K::List) {
+        std::string bytes;
+        for (const auto& item : args[0]->items) {
+            std::int64_t b = 0;
+            if (!toInt(item, b) || b < 0 || b > 255)
+                return malformed("bytearray of non-bytes");
+            bytes.push_back(static_cast<char>(b));
+        }
+        return makeStr(std::move(bytes), K::Bytes);
+    }
+    return malformed(n + " with unsupported arguments");
+}
+
+std::optional<Result<PyRef>> Machine::reduceBuiltin(const PyRef& callable, const PyRef& argsValue)
+{
+    const auto& args = argsValue->items;
+    const std::string& n = callable->name;
+    if (n == "set" || n == "frozenset")
+        return makeSequence(K::Set, !args.empty() && args[0] && (args[0]->isSequence() || args[0]->kind == K::Set)
+                                ? args[0]->items
+                                : std::vector<PyRef> {});
+    if (n == "list" || n == "tuple")
+        return makeSequence(n == "list" ? K::List : K::Tuple,
+                            !args.empty() && args[0] && args[0]->isSequence() ? args[0]->items
+                                                                               : std::vector<PyRef> {});
+    if (n == "bytes" || n == "bytearray")
+        return builtinBytes(n, args);
+    if (n == "getattr") {
+        // Protocol < 4 writes nested classes (e.g. ShardedTensor.ProcessGroupState) as getattr(cls, name).
+        std::string attrName;
+        if (args.size() != 2 || !args[0] || args[0]->kind != K::Global || !toString(args[1], attrName))
+            return makeError(m_name + ": refusing getattr on " + argsValue->repr()
+                             + ": only nested class names are allowed");
+        auto v = makeValue(K::Global);
+        v->module = args[0]->module;
+        v->name = args[0]->name + "." + attrName;
+        return v;
+    }
+    if (n == "complex" || n == "slice" || n == "range" || n == "object" || n == "int" || n == "float"
+        || n == "str" || n == "bool")
+        return inertObject(callable, argsValue);
+    return std::nullopt;
+}
+
+Result<PyRef> Machine::codecsEncode(const std::vector<PyRef>& args)
+{
+    // bytes under protocol 2: encode(str decoded as latin-1, 'latin1')
+    std::string text;
+    if (args.empty() || !toString(args[0], text))
+        return malformed("_codecs.encode without a string");
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c < 0x80) {
+            out.push_back(static_cast<char>(c));
+        } else if ((c == 0xC2 || c == 0xC3) && i + 1 < text.size()) {
+            out.push_back(static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3F)));
+            ++i;
+        } else {
+            return malformed("_codecs.encode of text outside latin-1");
+        }
+    }
+    return makeStr(std::move(out), K::Bytes);
+}
+
+Result<PyRef> Machine::reduce(const PyRef& callable, const PyRef& argsValue)
+{
+    if (!callable || callable->kind != K::Global)
+        return malformed("REDUCE of a value that is not a global: " + (callable ? callable->repr() : "None"));
+    if (!argsValue || argsValue->kind != K::Tuple)
+        return malformed("REDUCE arguments are not a tuple");
+    const auto& args = argsValue->items;
+    const std::string& m = callable->module;
+    const std::string& n = callable->name;
+
+    if (m == "torch._utils")
+        if (auto reduced = reduceTorchUtils(callable, argsValue))
+            return std::move(*reduced);
+    if (m == "torch._tensor" && n == "_rebuild_from_type_v2")
+        return rebuildFromTypeV2(args);
+    if (auto reduced = reduceTorchValue(m, n, args))
+        return std::move(*reduced);
     if ((m == "collections" && (n == "OrderedDict" || n == "Counter" || n == "defaultdict"))
-        || (m == "builtins" && n == "dict")) {
-        auto dict = makeValue(K::Dict);
-        if (!args.empty() && args[0] && args[0]->isSequence() && n != "defaultdict")
-            for (const auto& pair : args[0]->items)
-                if (pair && pair->isSequence() && pair->items.size() == 2) {
-                    dict->entries.emplace_back(pair->items[0], pair->items[1]);
-                    TESSERA_TRY(checkDepth(dict, pair));
-                }
-        return dict;
-    }
-    if (m == "builtins") {
-        if (n == "set" || n == "frozenset")
-            return makeSequence(K::Set, !args.empty() && args[0] && (args[0]->isSequence() || args[0]->kind == K::Set)
-                                    ? args[0]->items
-                                    : std::vector<PyRef> {});
-        if (n == "list" || n == "tuple")
-            return makeSequence(n == "list" ? K::List : K::Tuple,
-                                !args.empty() && args[0] && args[0]->isSequence() ? args[0]->items
-                                                                                   : std::vector<PyRef> {});
-        if (n == "bytes" || n == "bytearray") {
-            if (args.empty())
-                return makeStr({}, K::Bytes);
-            if (args[0] && (args[0]->kind == K::Bytes || args[0]->kind == K::Str))
-                return makeStr(args[0]->text, K::Bytes);
-            if (args[0] && args[0]->kind == K::List) {
-                std::string bytes;
-                for (const auto& item : args[0]->items) {
-                    std::int64_t b = 0;
-                    if (!toInt(item, b) || b < 0 || b > 255)
-                        return malformed("bytearray of non-bytes");
-                    bytes.push_back(static_cast<char>(b));
-                }
-                return makeStr(std::move(bytes), K::Bytes);
-            }
-            return malformed(n + " with unsupported arguments");
-        }
-        if (n == "getattr") {
-            // Protocol < 4 writes nested classes (e.g. ShardedTensor.ProcessGroupState) as getattr(cls, name).
-            std::string attrName;
-            if (args.size() != 2 || !args[0] || args[0]->kind != K::Global || !toString(args[1], attrName))
-                return makeError(m_name + ": refusing getattr on " + argsValue->repr()
-                                 + ": only nested class names are allowed");
-            auto v = makeValue(K::Global);
-            v->module = args[0]->module;
-            v->name = args[0]->name + "." + attrName;
-            return v;
-        }
-        if (n == "complex" || n == "slice" || n == "range" || n == "object" || n == "int" || n == "float"
-            || n == "str" || n == "bool")
-            return inertObject(callable, argsValue);
-    }
-    if (m == "_codecs" && n == "encode") {
-        // bytes under protocol 2: encode(str decoded as latin-1, 'latin1')
-        std::string text;
-        if (args.empty() || !toString(args[0], text))
-            return malformed("_codecs.encode without a string");
-        std::string out;
-        out.reserve(text.size());
-        for (std::size_t i = 0; i < text.size(); ++i) {
-            const auto c = static_cast<unsigned char>(text[i]);
-            if (c < 0x80) {
-                out.push_back(static_cast<char>(c));
-            } else if ((c == 0xC2 || c == 0xC3) && i + 1 < text.size()) {
-                out.push_back(static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3F)));
-                ++i;
-            } else {
-                return malformed("_codecs.encode of text outside latin-1");
-            }
-        }
-        return makeStr(std::move(out), K::Bytes);
-    }
+        || (m == "builtins" && n == "dict"))
+        return makeDict(n, args);
+    if (m == "builtins")
+        if (auto reduced = reduceBuiltin(callable, argsValue))
+            return std::move(*reduced);
+    if (m == "_codecs" && n == "encode")
+        return codecsEncode(args);
     if (m == "copyreg" && n == "_reconstructor") {
         if (args.empty() || !args[0] || args[0]->kind != K::Global)
             return malformed("copyreg._reconstructor without a class");
