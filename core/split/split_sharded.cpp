@@ -54,6 +54,17 @@ std::uint64_t fsdpPaddedElements(const Shape& global, std::int64_t shards)
                                                          : numel(Shape(global.begin() + 1, global.end())));
 }
 
+/// Every reason the requested layout cannot hold the model, as one error; success when there is none.
+Status layoutRefusal(const std::vector<std::string>& errors)
+{
+    if (errors.empty())
+        return Status::success();
+    std::string message = "cannot lay the model out this way:";
+    for (const auto& e : errors)
+        message += "\n  " + e;
+    return makeError(message);
+}
+
 Status checkSizes(const SplitOptions& o, Shape& mesh, std::vector<std::string>& names, int& world)
 {
     std::vector<std::string> errors;
@@ -99,12 +110,7 @@ Status checkSizes(const SplitOptions& o, Shape& mesh, std::vector<std::string>& 
     }
     if (o.format == SplitFormat::Dcp && mesh.size() != 1)
         errors.push_back("--format dcp shards every tensor over one mesh dim; give --world_size only");
-    if (errors.empty())
-        return Status::success();
-    std::string message = "cannot lay the model out this way:";
-    for (const auto& e : errors)
-        message += "\n  " + e;
-    return makeError(message);
+    return layoutRefusal(errors);
 }
 
 /// A 0-dim tensor has no dim 0 to shard; also notes the largest tensor (the engine's buffer size).
@@ -116,12 +122,7 @@ Status checkShardable(const MergePlan& model, SplitPlan& plan)
         if (t.shape.empty())
             errors.push_back(printableText(t.name) + ": a 0-dim tensor cannot be sharded along dim 0");
     }
-    if (errors.empty())
-        return Status::success();
-    std::string message = "cannot lay the model out this way:";
-    for (const auto& e : errors)
-        message += "\n  " + e;
-    return makeError(message);
+    return layoutRefusal(errors);
 }
 
 /// The order of the tensors in each rank file: the model's, or its modules' registration order.
