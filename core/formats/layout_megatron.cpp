@@ -99,7 +99,7 @@ struct PerRankScan {
     MegatronConfig config;
     MegatronGridShape grid;
     std::vector<MegatronRankFolder*> cells; ///< one slot per grid cell, see cell()
-    bool complete = true;           ///< every cell has a readable file holding every model chunk
+    bool complete = true;                   ///< every cell has a readable file holding every model chunk
     int vpp = 1;
     std::vector<std::vector<std::optional<std::int64_t>>> layerOffsets; ///< [pp][vp] → first global layer
     std::int64_t localExperts = 0;
@@ -556,6 +556,8 @@ void PerRankScan::placeTensors()
     reportShapeMismatches(shapeMismatches);
 }
 
+/// One gathered tensor placed: its global shape from how TP splits it, its pieces, their coverage, and its shape
+/// against the config.
 void PerRankScan::placeTensor(const Gathered& g, ShapeMismatches& shapeMismatches)
 {
     TensorInfo tensor;
