@@ -145,6 +145,111 @@ Result<std::map<StorageKey, StorageInfo>> readStorageData(const PyRef& metadata,
     return out;
 }
 
+/// What every tensor of a scan is read from: the folder, its .metadata, the storage entries and the data files.
+struct DcpSources {
+    const std::string& root;
+    const std::string& metaPath;
+    const std::map<StorageKey, StorageInfo>& storage;
+    FileCache& files;
+};
+
+/// One chunk of `entry` as a piece of `tensor`: its storage entry, the torch.save item at that entry's byte range,
+/// checked against what .metadata says of the chunk. What is wrong goes to `problems`, and no piece is added.
+void addChunkPiece(TensorInfo& tensor, const DcpTensor& entry, const ChunkRef& chunk, DcpSources& sources,
+                   std::vector<Problem>& problems)
+{
+    auto fail = [&](const std::string& file, const std::string& message) {
+        problems.push_back({ file, entry.name, message });
+    };
+    auto it = sources.storage.find({ entry.name, chunk.offsets });
+    if (it == sources.storage.end()) {
+        fail(sources.metaPath, "a chunk at offsets " + std::to_string(chunk.offsets.size()) + "-d has no storage entry");
+        return;
+    }
+    const StorageInfo& where = it->second;
+    const std::string path = (fs::path(sources.root) / where.relativePath).string();
+    if (where.transformed) {
+        fail(path, "the chunk is stored with a stream transform (e.g. zstd), which Tessera does not read yet");
+        return;
+    }
+    auto file = sources.files.get(where.relativePath);
+    if (!file) {
+        fail(path, file.error().message);
+        return;
+    }
+    const std::string itemName = path + " @" + std::to_string(where.offset);
+    auto archive = TorchSaveFile::open(*file, where.offset, where.length, itemName);
+    if (!archive) {
+        fail(path, archive.error().message + " (the byte range " + sources.metaPath + " gives for this chunk)");
+        return;
+    }
+    const auto& root = archive->root();
+    if (!root || root->kind != K::Tensor) {
+        fail(path, "the chunk item is not a tensor");
+        return;
+    }
+    const TensorRef& local = *root->tensor;
+    if (local.shape != chunk.sizes) {
+        fail(path, "the stored chunk's shape does not match the sizes in .metadata");
+        return;
+    }
+    if (local.dtype != entry.dtype) {
+        fail(path, "the stored chunk is " + std::string(torchName(local.dtype)) + " but .metadata says "
+                       + std::string(torchName(entry.dtype)));
+        return;
+    }
+    auto piece = archive->piece(local, chunk.offsets);
+    if (!piece) {
+        fail(path, piece.error().message);
+        return;
+    }
+    // DCP file names are __{rank}_{i}.distcp; the rank is informative only.
+    const std::string base = fs::path(where.relativePath).filename().string();
+    if (base.size() > 2 && base.compare(0, 2, "__") == 0)
+        piece->rank = std::atoi(base.c_str() + 2);
+    tensor.pieces.push_back(std::move(*piece));
+}
+
+/// One tensor of .metadata with a piece per chunk, and the gaps or overlaps of its chunks.
+void readDcpTensor(TensorInfo& tensor, const DcpTensor& entry, DcpSources& sources, std::vector<Problem>& problems)
+{
+    tensor.name = entry.name;
+    tensor.dtype = entry.dtype;
+    tensor.shape = entry.shape;
+    if (entry.chunks.size() > 1)
+        tensor.placement = std::to_string(entry.chunks.size()) + " chunks";
+    for (const auto& chunk : entry.chunks)
+        addChunkPiece(tensor, entry, chunk, sources, problems);
+    // The global shape and the chunks both come from .metadata, so a gap or overlap is its description's.
+    for (const auto& message : checkCoverage(tensor))
+        problems.push_back({ sources.metaPath, entry.name, message });
+}
+
+/// Reads every tensor on the worker threads, then adds them and their problems to `info` in .metadata's order.
+Status readDcpTensors(const std::vector<DcpTensor>& entries, DcpSources& sources, int threads, Progress& progress,
+                      CheckpointInfo& info)
+{
+    std::vector<TensorInfo> tensors(entries.size());
+    std::vector<std::vector<Problem>> problems(entries.size());
+    std::atomic<std::size_t> done { 0 };
+    std::mutex progressMutex;
+    parallelFor(entries.size(), resolveThreads(threads), [&](std::size_t i) {
+        if (progress.isCanceled())
+            return;
+        readDcpTensor(tensors[i], entries[i], sources, problems[i]);
+        std::lock_guard<std::mutex> lock(progressMutex);
+        progress.report(++done, entries.size(), entries[i].name);
+    });
+    if (progress.isCanceled())
+        return canceledError();
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        info.tensors.push_back(std::move(tensors[i]));
+        for (auto& p : problems[i])
+            info.problems.push_back(std::move(p));
+    }
+    return Status::success();
+}
+
 } // namespace
 
 Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& progress)
@@ -168,85 +273,8 @@ Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& pr
         info.notes["non_tensor_entries"] = std::to_string(bytesEntries.size());
 
     FileCache files(info.root);
-    std::vector<TensorInfo> tensors(entries->size());
-    std::vector<std::vector<Problem>> problems(entries->size());
-    std::atomic<std::size_t> done { 0 };
-    std::mutex progressMutex;
-    parallelFor(entries->size(), resolveThreads(threads), [&](std::size_t i) {
-        if (progress.isCanceled())
-            return;
-        const DcpTensor& entry = (*entries)[i];
-        TensorInfo& tensor = tensors[i];
-        tensor.name = entry.name;
-        tensor.dtype = entry.dtype;
-        tensor.shape = entry.shape;
-        if (entry.chunks.size() > 1)
-            tensor.placement = std::to_string(entry.chunks.size()) + " chunks";
-        for (const auto& chunk : entry.chunks) {
-            auto fail = [&](const std::string& file, const std::string& message) {
-                problems[i].push_back({ file, entry.name, message });
-            };
-            auto it = storage->find({ entry.name, chunk.offsets });
-            if (it == storage->end()) {
-                fail(metaPath, "a chunk at offsets " + std::to_string(chunk.offsets.size()) + "-d has no storage entry");
-                continue;
-            }
-            const StorageInfo& where = it->second;
-            const std::string path = (fs::path(info.root) / where.relativePath).string();
-            if (where.transformed) {
-                fail(path, "the chunk is stored with a stream transform (e.g. zstd), which Tessera does not read yet");
-                continue;
-            }
-            auto file = files.get(where.relativePath);
-            if (!file) {
-                fail(path, file.error().message);
-                continue;
-            }
-            const std::string itemName = path + " @" + std::to_string(where.offset);
-            auto archive = TorchSaveFile::open(*file, where.offset, where.length, itemName);
-            if (!archive) {
-                fail(path, archive.error().message + " (the byte range " + metaPath + " gives for this chunk)");
-                continue;
-            }
-            const auto& root = archive->root();
-            if (!root || root->kind != K::Tensor) {
-                fail(path, "the chunk item is not a tensor");
-                continue;
-            }
-            const TensorRef& local = *root->tensor;
-            if (local.shape != chunk.sizes) {
-                fail(path, "the stored chunk's shape does not match the sizes in .metadata");
-                continue;
-            }
-            if (local.dtype != entry.dtype) {
-                fail(path, "the stored chunk is " + std::string(torchName(local.dtype)) + " but .metadata says "
-                               + std::string(torchName(entry.dtype)));
-                continue;
-            }
-            auto piece = archive->piece(local, chunk.offsets);
-            if (!piece) {
-                fail(path, piece.error().message);
-                continue;
-            }
-            // DCP file names are __{rank}_{i}.distcp; the rank is informative only.
-            const std::string base = fs::path(where.relativePath).filename().string();
-            if (base.size() > 2 && base.compare(0, 2, "__") == 0)
-                piece->rank = std::atoi(base.c_str() + 2);
-            tensor.pieces.push_back(std::move(*piece));
-        }
-        // The global shape and the chunks both come from .metadata, so a gap or overlap is its description's.
-        for (const auto& message : checkCoverage(tensor))
-            problems[i].push_back({ metaPath, entry.name, message });
-        std::lock_guard<std::mutex> lock(progressMutex);
-        progress.report(++done, entries->size(), entry.name);
-    });
-    if (progress.isCanceled())
-        return canceledError();
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-        info.tensors.push_back(std::move(tensors[i]));
-        for (auto& p : problems[i])
-            info.problems.push_back(std::move(p));
-    }
+    DcpSources sources { info.root, metaPath, *storage, files };
+    TESSERA_TRY(readDcpTensors(*entries, sources, threads, progress, info));
     info.files.push_back(metaPath);
     for (auto& path : files.paths())
         info.files.push_back(path);

@@ -165,17 +165,14 @@ std::optional<std::int64_t> parseRankNumber(const std::string& digits)
     return n <= kMaxWorldSize ? std::optional<std::int64_t>(n) : std::nullopt;
 }
 
-} // namespace
+/// The rank files present: file path by world size, then rank.
+using RankFilesByWorld = std::map<std::int64_t, std::map<std::int64_t, std::string>>;
 
-Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progress& progress)
+/// The model_world_size_W_rank_R.pt files in `dir`; a name whose numbers are out of range is reported and left out.
+Result<RankFilesByWorld> listRankFiles(const std::string& dir, CheckpointInfo& info)
 {
-    CheckpointInfo info;
-    info.layout = layout_names::kVerlFsdp;
-    info.root = absoluteNormal(dir).string();
-
-    // Which world size: fsdp_config.json when present (verl ≥ mid-2025), else the file names.
     static const Regex pattern = Regex::fixed(R"(model_world_size_(\d+)_rank_(\d+)\.pt)");
-    std::map<std::int64_t, std::map<std::int64_t, std::string>> byWorld;
+    RankFilesByWorld byWorld;
     std::error_code ec;
     for (const auto& entry : folderEntries(dir, ec)) {
         std::vector<std::string> m;
@@ -193,32 +190,48 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
     }
     if (byWorld.empty())
         return makeError(dir + ": no model_world_size_W_rank_R.pt files");
+    return byWorld;
+}
+
+/// fsdp_config.json, when present (verl ≥ mid-2025): its world_size replaces `world`, its FSDP_version becomes a
+/// note. A file that cannot be read leaves `world` as the file names give it; a world size out of range is an error.
+Status readFsdpConfig(const fs::path& configPath, std::int64_t& world, CheckpointInfo& info)
+{
+    std::error_code ec;
+    if (!fs::exists(configPath, ec))
+        return Status::success();
+    const auto text = readTextFile(configPath.string());
+    const auto config = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    if (!text) {
+        info.problems.push_back({ configPath.string(), "", text.error().message
+                                                               + "; the world size is taken from the file names" });
+    } else if (config.is_discarded() || !config.is_object()) {
+        info.problems.push_back({ configPath.string(), "", "not valid JSON; the world size is taken from the file names" });
+    } else {
+        if (auto it = config.find("world_size"); it != config.end() && it->is_number_integer()) {
+            // Read as the JSON number it is: get<int> would turn 4294967300 into 4.
+            const bool inRange = it->is_number_unsigned()
+                ? it->get<std::uint64_t>() >= 1 && it->get<std::uint64_t>() <= kMaxWorldSize
+                : it->get<std::int64_t>() >= 1 && it->get<std::int64_t>() <= kMaxWorldSize;
+            if (!inRange)
+                return makeError(configPath.string() + ": world_size is " + it->dump()
+                                 + ", which is not a world size (1 to " + std::to_string(kMaxWorldSize) + ")");
+            world = it->get<std::int64_t>();
+        }
+        if (auto it = config.find("FSDP_version"); it != config.end() && it->is_primitive())
+            // Never a nested value (dump() recurses per level); bytes that are not UTF-8 are replaced, not thrown on.
+            info.notes["fsdp_version"] = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    return Status::success();
+}
+
+/// Which world size: fsdp_config.json when present, else the largest in the file names; an error when no files
+/// are of that size, or far too few of them to be a run.
+Result<std::int64_t> chooseWorldSize(const std::string& dir, const RankFilesByWorld& byWorld, CheckpointInfo& info)
+{
     std::int64_t world = byWorld.rbegin()->first;
     const fs::path configPath = fs::path(dir) / "fsdp_config.json";
-    if (fs::exists(configPath, ec)) {
-        const auto text = readTextFile(configPath.string());
-        const auto config = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-        if (!text) {
-            info.problems.push_back({ configPath.string(), "", text.error().message
-                                                                   + "; the world size is taken from the file names" });
-        } else if (config.is_discarded() || !config.is_object()) {
-            info.problems.push_back({ configPath.string(), "", "not valid JSON; the world size is taken from the file names" });
-        } else {
-            if (auto it = config.find("world_size"); it != config.end() && it->is_number_integer()) {
-                // Read as the JSON number it is: get<int> would turn 4294967300 into 4.
-                const bool inRange = it->is_number_unsigned()
-                    ? it->get<std::uint64_t>() >= 1 && it->get<std::uint64_t>() <= kMaxWorldSize
-                    : it->get<std::int64_t>() >= 1 && it->get<std::int64_t>() <= kMaxWorldSize;
-                if (!inRange)
-                    return makeError(configPath.string() + ": world_size is " + it->dump()
-                                     + ", which is not a world size (1 to " + std::to_string(kMaxWorldSize) + ")");
-                world = it->get<std::int64_t>();
-            }
-            if (auto it = config.find("FSDP_version"); it != config.end() && it->is_primitive())
-                // Never a nested value (dump() recurses per level); bytes that are not UTF-8 are replaced, not thrown on.
-                info.notes["fsdp_version"] = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        }
-    }
+    TESSERA_TRY(readFsdpConfig(configPath, world, info));
     if (byWorld.size() > 1)
         info.problems.push_back({ info.root, "", "files of several world sizes are present; reading world size "
                                                     + std::to_string(world) });
@@ -227,11 +240,16 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
                          + " but there are no model_world_size_" + std::to_string(world) + "_rank_*.pt files");
     // Every rank gets a slot below; a world size far beyond the files present is a damaged name, not a run whose
     // ranks are nearly all missing, and must not size that allocation.
-    if (static_cast<std::uint64_t>(world) > 16 * static_cast<std::uint64_t>(byWorld[world].size()) + 64)
+    if (static_cast<std::uint64_t>(world) > 16 * static_cast<std::uint64_t>(byWorld.at(world).size()) + 64)
         return makeError(dir + ": the file names claim world size " + std::to_string(world) + " but only "
-                         + std::to_string(byWorld[world].size()) + " of its rank files are present");
-    const auto& files = byWorld[world];
+                         + std::to_string(byWorld.at(world).size()) + " of its rank files are present");
+    return world;
+}
 
+/// One slot per rank of the world, with its file's path; each rank without a file is reported missing.
+std::vector<RankFile> rankSlots(const std::string& dir, const std::map<std::int64_t, std::string>& files,
+                                std::int64_t world, CheckpointInfo& info)
+{
     std::vector<RankFile> ranks(static_cast<std::size_t>(world));
     for (int r = 0; r < static_cast<int>(world); ++r) {
         ranks[static_cast<std::size_t>(r)].rank = r;
@@ -246,7 +264,12 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
             info.files.push_back(ranks[static_cast<std::size_t>(r)].path);
         }
     }
+    return ranks;
+}
 
+/// Reads every rank's file on the pickle readers, then lists their problems in rank order.
+Status readRankFiles(std::vector<RankFile>& ranks, int threads, Progress& progress, CheckpointInfo& info)
+{
     std::atomic<std::uint64_t> done { 0 };
     std::mutex progressMutex;
     parallelFor(ranks.size(), resolvePickleReaders(threads), [&](std::size_t i) {
@@ -261,22 +284,95 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
     for (auto& rank : ranks)
         for (auto& p : rank.problems)
             info.problems.push_back(std::move(p));
+    return Status::success();
+}
 
-    // Tensor order: rank 0's key order, then keys only other ranks have.
+/// The ranks holding one tensor, each with its saved tensor, in rank order.
+using TensorHolders = std::vector<std::pair<int, const SavedTensor*>>;
+
+/// Every tensor's name and holders. Tensor order: rank 0's key order, then keys only other ranks have.
+struct GatheredTensors {
     std::vector<std::string> order;
+    std::vector<TensorHolders> holders;
+};
+
+GatheredTensors gatherTensors(const std::vector<RankFile>& ranks)
+{
+    GatheredTensors gathered;
     std::unordered_map<std::string, std::size_t> index;
-    std::vector<std::vector<std::pair<int, const SavedTensor*>>> holders;
     for (const auto& rank : ranks)
         for (const auto& [name, saved] : rank.tensors) {
-            auto [it, inserted] = index.emplace(name, order.size());
+            auto [it, inserted] = index.emplace(name, gathered.order.size());
             if (inserted) {
-                order.push_back(name);
-                holders.emplace_back();
+                gathered.order.push_back(name);
+                gathered.holders.emplace_back();
             }
-            holders[it->second].emplace_back(rank.rank, &saved);
+            gathered.holders[it->second].emplace_back(rank.rank, &saved);
         }
+    return gathered;
+}
 
-    std::set<std::string> meshesSeen;
+/// The tensor's dtype, global shape and placement as its first holder saved it; a DTensor's mesh joins the
+/// checkpoint's list of meshes.
+TensorInfo describeTensor(const std::string& name, const SavedTensor& first, CheckpointInfo& info)
+{
+    TensorInfo tensor;
+    tensor.name = name;
+    tensor.dtype = first.dtype;
+    tensor.shape = first.globalShape;
+    tensor.placement = describeSavedPlacement(first);
+    if (first.kind == SavedTensor::Kind::DTensor) {
+        auto it = std::find(info.parallel.meshes.begin(), info.parallel.meshes.end(), first.mesh);
+        tensor.meshIndex = static_cast<int>(it - info.parallel.meshes.begin());
+        if (it == info.parallel.meshes.end())
+            info.parallel.meshes.push_back(first.mesh);
+    }
+    return tensor;
+}
+
+/// "1, 3": the readable ranks that do not hold the tensor.
+std::string ranksWithout(const std::vector<RankFile>& ranks, const TensorHolders& holders)
+{
+    std::string missingOn;
+    for (const auto& rank : ranks) {
+        if (!rank.readable)
+            continue;
+        bool has = false;
+        for (const auto& h : holders)
+            has |= h.first == rank.rank;
+        if (!has)
+            missingOn += (missingOn.empty() ? "" : ", ") + std::to_string(rank.rank);
+    }
+    return missingOn;
+}
+
+/// The pieces of every holder that agrees with the first on dtype, global shape and kind.
+void addHolderPieces(TensorInfo& tensor, const TensorHolders& holders, const std::vector<RankFile>& ranks,
+                     CheckpointInfo& info)
+{
+    const auto& [firstRank, first] = holders.front();
+    bool firstHolder = true;
+    std::map<std::pair<Shape, Shape>, std::vector<std::int64_t>> primaryMeshes;
+    for (const auto& [r, saved] : holders) {
+        const auto& rank = ranks[static_cast<std::size_t>(r)];
+        if (saved->dtype != tensor.dtype || saved->globalShape != tensor.shape || saved->kind != first->kind) {
+            info.problems.push_back({ rank.path, tensor.name,
+                "rank " + std::to_string(r) + " has " + std::string(torchName(saved->dtype)) + " "
+                    + shapeToString(saved->globalShape) + " but rank " + std::to_string(firstRank) + " has "
+                    + std::string(torchName(tensor.dtype)) + " " + shapeToString(tensor.shape) });
+            continue;
+        }
+        const std::size_t before = tensor.pieces.size();
+        addPieces(tensor, *saved, rank, firstHolder, info.problems);
+        markReplicasAcrossSubmeshes(tensor, before, *saved, primaryMeshes);
+        firstHolder = false;
+    }
+}
+
+/// Every tensor the ranks hold, placed, with what is missing or does not fit reported per tensor.
+void placeTensors(const std::vector<RankFile>& ranks, std::int64_t world, CheckpointInfo& info)
+{
+    const GatheredTensors gathered = gatherTensors(ranks);
     int readableRanks = 0;
     for (const auto& rank : ranks)
         readableRanks += rank.readable ? 1 : 0;
@@ -285,48 +381,12 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
         if (!rank.readable)
             unreadable += (unreadable.empty() ? "" : ", ") + std::to_string(rank.rank);
     unreadable = "the file of rank " + unreadable + " could not be read";
-    for (std::size_t i = 0; i < order.size(); ++i) {
-        TensorInfo tensor;
-        tensor.name = order[i];
-        const auto& [firstRank, first] = holders[i].front();
-        tensor.dtype = first->dtype;
-        tensor.shape = first->globalShape;
-        tensor.placement = describeSavedPlacement(*first);
-        if (first->kind == SavedTensor::Kind::DTensor) {
-            auto it = std::find(info.parallel.meshes.begin(), info.parallel.meshes.end(), first->mesh);
-            tensor.meshIndex = static_cast<int>(it - info.parallel.meshes.begin());
-            if (it == info.parallel.meshes.end())
-                info.parallel.meshes.push_back(first->mesh);
-        }
-        if (static_cast<int>(holders[i].size()) < readableRanks) {
-            std::string missingOn;
-            for (const auto& rank : ranks) {
-                if (!rank.readable)
-                    continue;
-                bool has = false;
-                for (const auto& h : holders[i])
-                    has |= h.first == rank.rank;
-                if (!has)
-                    missingOn += (missingOn.empty() ? "" : ", ") + std::to_string(rank.rank);
-            }
-            info.problems.push_back({ info.root, tensor.name, "missing on rank(s) " + missingOn });
-        }
-        bool firstHolder = true;
-        std::map<std::pair<Shape, Shape>, std::vector<std::int64_t>> primaryMeshes;
-        for (const auto& [r, saved] : holders[i]) {
-            const auto& rank = ranks[static_cast<std::size_t>(r)];
-            if (saved->dtype != tensor.dtype || saved->globalShape != tensor.shape || saved->kind != first->kind) {
-                info.problems.push_back({ rank.path, tensor.name,
-                    "rank " + std::to_string(r) + " has " + std::string(torchName(saved->dtype)) + " "
-                        + shapeToString(saved->globalShape) + " but rank " + std::to_string(firstRank) + " has "
-                        + std::string(torchName(tensor.dtype)) + " " + shapeToString(tensor.shape) });
-                continue;
-            }
-            const std::size_t before = tensor.pieces.size();
-            addPieces(tensor, *saved, rank, firstHolder, info.problems);
-            markReplicasAcrossSubmeshes(tensor, before, *saved, primaryMeshes);
-            firstHolder = false;
-        }
+    for (std::size_t i = 0; i < gathered.order.size(); ++i) {
+        const TensorHolders& holders = gathered.holders[i];
+        TensorInfo tensor = describeTensor(gathered.order[i], *holders.front().second, info);
+        if (static_cast<int>(holders.size()) < readableRanks)
+            info.problems.push_back({ info.root, tensor.name, "missing on rank(s) " + ranksWithout(ranks, holders) });
+        addHolderPieces(tensor, holders, ranks, info);
         if (readableRanks == static_cast<int>(world)) {
             for (const auto& message : checkCoverage(tensor))
                 info.problems.push_back({ info.root, tensor.name, message });
@@ -337,7 +397,11 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
         }
         info.tensors.push_back(std::move(tensor));
     }
-    info.parallel.worldSize = static_cast<int>(world);
+}
+
+/// The TP size, when every DTensor lives on one mesh that has a "tp" dim.
+void setTensorParallelFromMesh(CheckpointInfo& info)
+{
     if (info.parallel.meshes.size() == 1) {
         const auto& mesh = info.parallel.meshes.front();
         for (std::size_t d = 0; d < mesh.shape.size(); ++d) {
@@ -346,6 +410,24 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
                 info.parallel.tensorParallel = static_cast<int>(mesh.shape[d]);
         }
     }
+}
+
+} // namespace
+
+Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progress& progress)
+{
+    CheckpointInfo info;
+    info.layout = layout_names::kVerlFsdp;
+    info.root = absoluteNormal(dir).string();
+    auto byWorld = listRankFiles(dir, info);
+    TESSERA_TRY(byWorld);
+    auto world = chooseWorldSize(dir, *byWorld, info);
+    TESSERA_TRY(world);
+    std::vector<RankFile> ranks = rankSlots(dir, byWorld->at(*world), *world, info);
+    TESSERA_TRY(readRankFiles(ranks, threads, progress, info));
+    placeTensors(ranks, *world, info);
+    info.parallel.worldSize = static_cast<int>(*world);
+    setTensorParallelFromMesh(info);
     return info;
 }
 

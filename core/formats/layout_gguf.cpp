@@ -96,6 +96,124 @@ void addTypeNotes(CheckpointInfo& info, const std::map<std::string, std::size_t>
     }
 }
 
+/// The file's metadata as notes: every key but the tokenizer's long lists, and a one-line tokenizer summary.
+void addMetadataNotes(CheckpointInfo& info, const GgufHeader& header)
+{
+    for (const auto& kv : header.metadata)
+        if (kv.key.rfind("tokenizer.ggml.", 0) != 0 || kv.key == "tokenizer.ggml.model" || kv.key == "tokenizer.ggml.pre"
+            || kv.key.find("token_id") != std::string::npos)
+            info.notes["gguf." + kv.key] = kv.value.summary(120);
+    if (const GgufValue* tokens = header.find("tokenizer.ggml.tokens")) {
+        const auto* list = std::get_if<std::vector<std::string>>(&tokens->data);
+        const GgufValue* model = header.find("tokenizer.ggml.model");
+        const GgufValue* merges = header.find("tokenizer.ggml.merges");
+        const auto* mergeList = merges ? std::get_if<std::vector<std::string>>(&merges->data) : nullptr;
+        info.notes["tokenizer"] = (model && model->asString() ? *model->asString() + ", " : std::string())
+            + std::to_string(list ? list->size() : 0) + " tokens"
+            + (mergeList ? ", " + std::to_string(mergeList->size()) + " merges" : std::string())
+            + (header.find("tokenizer.chat_template") ? ", chat template" : "");
+    }
+    info.notes["gguf.version"] = std::to_string(header.version);
+}
+
+/// What the architecture's metadata says that changes how tensors are named and laid out.
+struct GgufArch {
+    std::int64_t heads = 0;
+    std::int64_t kvHeads = 0;
+    std::int64_t experts = 0;  ///< expert_count, 0 when absent
+    bool llama = false;        ///< llama.cpp permutes the rows of llama's q and k
+    bool mixtral = false;      ///< a llama with experts: Mixtral's names
+};
+
+GgufArch ggufArchOf(const GgufHeader& header)
+{
+    std::string arch;
+    if (const GgufValue* a = header.find("general.architecture"); a && a->asString())
+        arch = *a->asString();
+    auto archInt = [&](const char* key) -> std::int64_t {
+        const GgufValue* v = header.find(arch + key);
+        return v && v->asInt() ? *v->asInt() : 0;
+    };
+    GgufArch facts;
+    facts.heads = archInt(".attention.head_count");
+    facts.kvHeads = archInt(".attention.head_count_kv") > 0 ? archInt(".attention.head_count_kv") : facts.heads;
+    facts.experts = archInt(".expert_count");
+    facts.llama = arch == "llama";
+    facts.mixtral = facts.llama && facts.experts > 0;
+    return facts;
+}
+
+/// The tensor as the file stores it, under its GGUF name: one piece over all its bytes, dims in row-major order.
+TensorInfo storedTensor(const GgufTensorInfo& t, const StoredType& stored, const std::string& file,
+                        std::uint64_t dataStart)
+{
+    TensorInfo tensor;
+    tensor.name = t.name;
+    tensor.dtype = stored.dtype;
+    for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it)
+        tensor.shape.push_back(static_cast<std::int64_t>(*it));
+    Piece p;
+    p.file = file;
+    p.offsets.assign(tensor.shape.size(), 0);
+    p.shape = tensor.shape;
+    p.strides.assign(tensor.shape.size(), 1);
+    for (std::size_t d = tensor.shape.size(); d-- > 1;)
+        p.strides[d - 1] = p.strides[d] * tensor.shape[d];
+    p.storedDtype = stored.dtype;
+    p.encoding = stored.encoding;
+    p.blocks = stored.blocks;
+    p.dataOffset = dataStart + t.offset;
+    p.storageBegin = p.dataOffset;
+    p.storageBytes = t.bytes;
+    tensor.pieces.push_back(std::move(p));
+    return tensor;
+}
+
+/// A stacked expert tensor ([experts, …]) as one Hugging Face tensor per expert.
+Status addStackedExperts(CheckpointInfo& info, const TensorInfo& tensor, const GgufTensorInfo& t,
+                         const GgufArch& arch, const std::string& quantNote)
+{
+    if (auto counted = checkExpertCount(t, tensor.shape[0], arch.experts); !counted)
+        return counted.error().withContext(info.root);
+    for (std::int64_t e = 0; e < tensor.shape[0]; ++e) {
+        const std::string hf = hfTensorName(t.name, static_cast<int>(e), arch.mixtral);
+        TensorInfo one = selectLeading(tensor, e, hf.empty() ? t.name + "." + std::to_string(e) : hf);
+        one.placement = "expert " + std::to_string(e) + " of " + t.name + quantNote;
+        info.tensors.push_back(std::move(one));
+    }
+    return Status::success();
+}
+
+/// A tensor under its Hugging Face name and in its layout: llama's q and k rows back in rotary order, the shared
+/// expert's gate as a row.
+void toHuggingFaceLayout(TensorInfo& tensor, const GgufTensorInfo& t, const GgufArch& arch,
+                         const std::string& quantNote)
+{
+    const std::string hf = hfTensorName(t.name, -1, arch.mixtral);
+    if (!hf.empty())
+        tensor.name = hf;
+    const bool isQ = endsWith(t.name, "attn_q.weight") || endsWith(t.name, "attn_q.bias");
+    const bool isK = endsWith(t.name, "attn_k.weight") || endsWith(t.name, "attn_k.bias");
+    const std::int64_t h = isQ ? arch.heads : arch.kvHeads;
+    // Two boxes per head: only for a tensor with data whose rows split into heads of an even size, so the
+    // boxes never outnumber its rows, whatever head count the metadata claims.
+    if (arch.llama && (isQ || isK) && h > 0 && t.bytes > 0 && !tensor.shape.empty() && tensor.shape[0] % h == 0
+        && (tensor.shape[0] / h) % 2 == 0) {
+        tensor.pieces = unpermuteRows(tensor.pieces.front(), tensor.shape[0], h);
+        tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)" + quantNote;
+    }
+    if (endsWith(t.name, "ffn_gate_inp_shexp.weight") && tensor.shape.size() == 1) {
+        // Hugging Face holds the shared expert's gate as [1, hidden].
+        tensor.shape.insert(tensor.shape.begin(), 1);
+        Piece& q = tensor.pieces.front();
+        q.offsets.insert(q.offsets.begin(), 0);
+        q.shape.insert(q.shape.begin(), 1);
+        q.strides.insert(q.strides.begin(), tensor.shape[1]);
+    }
+    if (tensor.placement.empty() && !quantNote.empty())
+        tensor.placement = t.name + quantNote;
+}
+
 } // namespace
 
 Result<CheckpointInfo> scanGgufFile(const std::string& path)
@@ -114,32 +232,8 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
     const fs::path folder = fs::path(absolute).parent_path();
     if (fs::exists(folder / "config.json", ec))
         info.hfConfigDir = folder.string();
-    std::string arch;
-    if (const GgufValue* a = header->find("general.architecture"); a && a->asString())
-        arch = *a->asString();
-    for (const auto& kv : header->metadata)
-        if (kv.key.rfind("tokenizer.ggml.", 0) != 0 || kv.key == "tokenizer.ggml.model" || kv.key == "tokenizer.ggml.pre"
-            || kv.key.find("token_id") != std::string::npos)
-            info.notes["gguf." + kv.key] = kv.value.summary(120);
-    if (const GgufValue* tokens = header->find("tokenizer.ggml.tokens")) {
-        const auto* list = std::get_if<std::vector<std::string>>(&tokens->data);
-        const GgufValue* model = header->find("tokenizer.ggml.model");
-        const GgufValue* merges = header->find("tokenizer.ggml.merges");
-        const auto* mergeList = merges ? std::get_if<std::vector<std::string>>(&merges->data) : nullptr;
-        info.notes["tokenizer"] = (model && model->asString() ? *model->asString() + ", " : std::string())
-            + std::to_string(list ? list->size() : 0) + " tokens"
-            + (mergeList ? ", " + std::to_string(mergeList->size()) + " merges" : std::string())
-            + (header->find("tokenizer.chat_template") ? ", chat template" : "");
-    }
-    info.notes["gguf.version"] = std::to_string(header->version);
-    auto archInt = [&](const char* key) -> std::int64_t {
-        const GgufValue* v = header->find(arch + key);
-        return v && v->asInt() ? *v->asInt() : 0;
-    };
-    const std::int64_t heads = archInt(".attention.head_count");
-    const std::int64_t kvHeads = archInt(".attention.head_count_kv") > 0 ? archInt(".attention.head_count_kv") : heads;
-    const bool llama = arch == "llama";
-    const bool mixtral = llama && archInt(".expert_count") > 0;
+    addMetadataNotes(info, *header);
+    const GgufArch arch = ggufArchOf(*header);
     std::vector<std::string> unread;
     std::map<std::string, std::size_t> dequantized; // type name → tensors
     for (const auto& t : header->tensors) {
@@ -154,61 +248,12 @@ Result<CheckpointInfo> scanGgufFile(const std::string& path)
             ++dequantized[stored->blocks.name];
         const std::string quantNote
             = stored->encoding != PieceEncoding::Plain ? ", " + std::string(stored->blocks.name) + " dequantized" : "";
-        TensorInfo tensor;
-        tensor.name = t.name;
-        tensor.dtype = stored->dtype;
-        for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it)
-            tensor.shape.push_back(static_cast<std::int64_t>(*it));
-        Piece p;
-        p.file = absolute;
-        p.offsets.assign(tensor.shape.size(), 0);
-        p.shape = tensor.shape;
-        p.strides.assign(tensor.shape.size(), 1);
-        for (std::size_t d = tensor.shape.size(); d-- > 1;)
-            p.strides[d - 1] = p.strides[d] * tensor.shape[d];
-        p.storedDtype = stored->dtype;
-        p.encoding = stored->encoding;
-        p.blocks = stored->blocks;
-        p.dataOffset = header->dataStart + t.offset;
-        p.storageBegin = p.dataOffset;
-        p.storageBytes = t.bytes;
-        tensor.pieces.push_back(std::move(p));
-
-        const bool stacked = endsWith(t.name, "_exps.weight") && tensor.shape.size() == 3;
-        if (stacked) {
-            if (auto counted = checkExpertCount(t, tensor.shape[0], archInt(".expert_count")); !counted)
-                return counted.error().withContext(absolute);
-            for (std::int64_t e = 0; e < tensor.shape[0]; ++e) {
-                const std::string hf = hfTensorName(t.name, static_cast<int>(e), mixtral);
-                TensorInfo one = selectLeading(tensor, e, hf.empty() ? t.name + "." + std::to_string(e) : hf);
-                one.placement = "expert " + std::to_string(e) + " of " + t.name + quantNote;
-                info.tensors.push_back(std::move(one));
-            }
+        TensorInfo tensor = storedTensor(t, *stored, absolute, header->dataStart);
+        if (endsWith(t.name, "_exps.weight") && tensor.shape.size() == 3) {
+            TESSERA_TRY(addStackedExperts(info, tensor, t, arch, quantNote));
             continue;
         }
-        const std::string hf = hfTensorName(t.name, -1, mixtral);
-        if (!hf.empty())
-            tensor.name = hf;
-        const bool isQ = endsWith(t.name, "attn_q.weight") || endsWith(t.name, "attn_q.bias");
-        const bool isK = endsWith(t.name, "attn_k.weight") || endsWith(t.name, "attn_k.bias");
-        const std::int64_t h = isQ ? heads : kvHeads;
-        // Two boxes per head: only for a tensor with data whose rows split into heads of an even size, so the
-        // boxes never outnumber its rows, whatever head count the metadata claims.
-        if (llama && (isQ || isK) && h > 0 && t.bytes > 0 && !tensor.shape.empty() && tensor.shape[0] % h == 0
-            && (tensor.shape[0] / h) % 2 == 0) {
-            tensor.pieces = unpermuteRows(tensor.pieces.front(), tensor.shape[0], h);
-            tensor.placement = t.name + ", rotary row order undone (" + std::to_string(h) + " heads)" + quantNote;
-        }
-        if (endsWith(t.name, "ffn_gate_inp_shexp.weight") && tensor.shape.size() == 1) {
-            // Hugging Face holds the shared expert's gate as [1, hidden].
-            tensor.shape.insert(tensor.shape.begin(), 1);
-            Piece& q = tensor.pieces.front();
-            q.offsets.insert(q.offsets.begin(), 0);
-            q.shape.insert(q.shape.begin(), 1);
-            q.strides.insert(q.strides.begin(), tensor.shape[1]);
-        }
-        if (tensor.placement.empty() && !quantNote.empty())
-            tensor.placement = t.name + quantNote;
+        toHuggingFaceLayout(tensor, t, arch, quantNote);
         info.tensors.push_back(std::move(tensor));
     }
     addTypeNotes(info, dequantized, unread);

@@ -48,58 +48,54 @@ std::string pyText(const PyRef& value)
     return value ? value->repr(2) : std::string();
 }
 
-} // namespace
-
-Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Progress& progress)
+/// metadata.json names the backend; only torch_dist is a DCP folder.
+void readBackend(CheckpointInfo& info)
 {
-    auto scanned = scanDcp(dir, threads, progress);
-    TESSERA_TRY(scanned);
-    CheckpointInfo info = std::move(*scanned);
-    info.layout = layout_names::kMegatronDist;
-
-    // metadata.json names the backend; only torch_dist is a DCP folder.
     const fs::path metaJson = fs::path(info.root) / "metadata.json";
-    {
-        const auto text = readTextFile(metaJson.string());
-        const auto json = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-        if (!text) {
-            info.problems.push_back({ metaJson.string(), "", text.error().message });
-        } else if (json.is_discarded() || !json.is_object()) {
-            info.problems.push_back({ metaJson.string(), "", "not a JSON object (dist_checkpointing writes it last, "
-                                                             "so the save may not have finished)" });
-        } else if (auto it = json.find("sharded_backend"); it != json.end() && it->is_string()) {
-            const std::string backend = it->get<std::string>();
-            info.notes["sharded_backend"] = backend;
-            if (backend != "torch_dist")
-                info.problems.push_back({ metaJson.string(), "", "sharded_backend is '" + backend
-                                                                     + "'; Tessera reads torch_dist checkpoints only" });
-        }
+    const auto text = readTextFile(metaJson.string());
+    const auto json = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    if (!text) {
+        info.problems.push_back({ metaJson.string(), "", text.error().message });
+    } else if (json.is_discarded() || !json.is_object()) {
+        info.problems.push_back({ metaJson.string(), "", "not a JSON object (dist_checkpointing writes it last, "
+                                                         "so the save may not have finished)" });
+    } else if (auto it = json.find("sharded_backend"); it != json.end() && it->is_string()) {
+        const std::string backend = it->get<std::string>();
+        info.notes["sharded_backend"] = backend;
+        if (backend != "torch_dist")
+            info.problems.push_back({ metaJson.string(), "", "sharded_backend is '" + backend
+                                                                 + "'; Tessera reads torch_dist checkpoints only" });
     }
+}
 
-    MegatronConfig config = loadTransformerConfig(info);
-
-    // common.pt: rank 0's non-sharded state (args, iteration, content_metadata); absent from core v0.19 on.
+/// common.pt: rank 0's non-sharded state (args, iteration, content_metadata); absent from core v0.19 on. Its args
+/// fill in what `config` lacks.
+void readCommonState(CheckpointInfo& info, MegatronConfig& config)
+{
     const fs::path commonPath = fs::path(info.root) / "common.pt";
     std::error_code ec;
-    if (fs::is_regular_file(commonPath, ec)) {
-        auto common = TorchSaveFile::open(commonPath.string());
-        if (!common) {
-            info.problems.push_back({ commonPath.string(), "", common.error().message });
-        } else {
-            info.files.push_back(common->path());
-            const PyRef& root = common->root();
-            if (root && root->kind == PyValue::Kind::Dict) {
-                if (auto args = root->get("args"))
-                    for (auto& conflict : config.mergeFrom(megatronConfigFromArgs(args, "args in common.pt")))
-                        info.problems.push_back({ commonPath.string(), "", conflict });
-                for (const char* key : { "iteration", "checkpoint_version", "content_metadata" })
-                    if (auto value = root->get(key))
-                        info.notes[key] = pyText(value);
-            }
-        }
+    if (!fs::is_regular_file(commonPath, ec))
+        return;
+    auto common = TorchSaveFile::open(commonPath.string());
+    if (!common) {
+        info.problems.push_back({ commonPath.string(), "", common.error().message });
+        return;
     }
+    info.files.push_back(common->path());
+    const PyRef& root = common->root();
+    if (root && root->kind == PyValue::Kind::Dict) {
+        if (auto args = root->get("args"))
+            for (auto& conflict : config.mergeFrom(megatronConfigFromArgs(args, "args in common.pt")))
+                info.problems.push_back({ commonPath.string(), "", conflict });
+        for (const char* key : { "iteration", "checkpoint_version", "content_metadata" })
+            if (auto value = root->get(key))
+                info.notes[key] = pyText(value);
+    }
+}
 
-    // Keep model weights only; what is dropped is counted, and its problems do not concern a weights merge.
+/// Keeps model weights only; what is dropped is counted, and its problems do not concern a weights merge.
+void keepModelWeights(CheckpointInfo& info)
+{
     std::set<std::string> dropped;
     std::vector<TensorInfo> kept;
     for (auto& t : info.tensors) {
@@ -120,8 +116,11 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
         info.problems.push_back({ info.root, "", "the checkpoint holds no model weights (only optimizer or RNG state); "
                                                  "when verl saves through mbridge, the weights are Hugging Face "
                                                  "safetensors in the huggingface/ folder beside it" });
+}
 
-    // PP and VPP are invisible on disk (every stage writes its layers at their global offsets); TP is in the chunks.
+/// PP and VPP are invisible on disk (every stage writes its layers at their global offsets); TP is in the chunks.
+void setParallelSizes(CheckpointInfo& info, const MegatronConfig& config)
+{
     auto put = [](int& out, const MegatronSetting& s) {
         if (s && *s > 0)
             out = static_cast<int>(*s);
@@ -130,7 +129,11 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
     put(info.parallel.pipelineParallel, config.pipelineParallel);
     put(info.parallel.virtualPipeline, config.virtualPipeline);
     put(info.parallel.expertParallel, config.expertParallel);
+}
 
+/// Each weight's name and global shape against the config; a stacked layer key's leading axis is the layer count.
+void checkAgainstConfig(CheckpointInfo& info, const MegatronConfig& config, const std::string& dir)
+{
     const std::string configFile = config.sources.empty() ? info.root : config.sources.front();
     for (const auto& t : info.tensors) {
         if (const std::string why = megatronIndexProblem(t.name); !why.empty()) {
@@ -155,6 +158,22 @@ Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Pro
             info.problems.push_back({ configFile, t.name,
                                       "global shape " + shapeToString(t.shape) + ": " + m->message });
     }
+}
+
+} // namespace
+
+Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Progress& progress)
+{
+    auto scanned = scanDcp(dir, threads, progress);
+    TESSERA_TRY(scanned);
+    CheckpointInfo info = std::move(*scanned);
+    info.layout = layout_names::kMegatronDist;
+    readBackend(info);
+    MegatronConfig config = loadTransformerConfig(info);
+    readCommonState(info, config);
+    keepModelWeights(info);
+    setParallelSizes(info, config);
+    checkAgainstConfig(info, config, dir);
     if (config.numLayers)
         info.notes["num_layers"] = std::to_string(*config.numLayers);
     return info;
