@@ -46,7 +46,8 @@ void readRankFile(RankFile& rank)
     rank.archive = std::make_shared<TorchSaveFile>(std::move(*archive));
     const auto& root = rank.archive->root();
     if (!root || root->kind != PyValue::Kind::Dict) {
-        rank.problems.push_back({ rank.path, "", "the file does not hold a state dict (found " + root->repr(1) + ")" });
+        rank.problems.push_back({ rank.path, "", "the file does not hold a state dict (found "
+                                                 + (root ? root->repr(1) : std::string("nothing")) + ")" });
         return;
     }
     for (auto& [name, value] : stateDictItems(root)) {

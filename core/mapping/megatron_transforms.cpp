@@ -3,6 +3,7 @@
 
 #include "io/printable.h"
 #include "mapping/expert_stacks.h"
+#include "mapping/peft_names.h"
 #include "model/tensor_reindex.h"
 
 #include <array>
@@ -126,7 +127,7 @@ std::string peftFactorName(const std::string& weight, bool isA)
     const std::string module = weight.size() > 7 && weight.compare(weight.size() - 7, 7, ".weight") == 0
         ? weight.substr(0, weight.size() - 7)
         : weight;
-    return "base_model.model." + module + (isA ? ".lora_A.weight" : ".lora_B.weight");
+    return std::string(kPeftPrefix) + module + (isA ? ".lora_A.weight" : ".lora_B.weight");
 }
 
 } // namespace
