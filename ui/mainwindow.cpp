@@ -9,6 +9,7 @@
 #include "jobs/comparejob.h"
 #include "jobs/mergejob.h"
 #include "jobs/scanjob.h"
+#include "models/mergeverdict.h"
 #include "pages/diffpage.h"
 #include "pages/mappingpage.h"
 #include "pages/mergepage.h"
@@ -22,6 +23,7 @@
 #include "widgets/statisticswindow.h"
 #include "theme.h"
 
+#include <QAbstractItemView>
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
@@ -38,6 +40,7 @@
 #include <QProgressBar>
 #include <QSettings>
 #include <QScreen>
+#include <QSet>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -130,6 +133,9 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_placement, &PlacementPage::statisticsRequested, this, &MainWindow::showStatistics);
     // One mapping for both views: the merge plan writes exactly the table the Mapping view shows.
     m_merge->setMappingJob(m_mapping->job());
+    // One answer to "would a merge refuse it?": the Merge page's plan, said by the Summary, the tree and the status bar.
+    m_summary->followMergePlan(m_merge);
+    connect(m_merge, &MergePage::planChanged, this, &MainWindow::showMergeVerdict);
     connect(m_merge, &MergePage::openInDiffRequested, this, [this](const QString& reference, double atol, double rtol) {
         m_diff->setReferenceDir(reference);
         m_diff->setTolerances(atol, rtol);
@@ -314,14 +320,38 @@ void MainWindow::onScanFinished(const CheckpointPtr& checkpoint)
     const QFileInfo info(m_loadedPath);
     setWindowTitle(tr("%1 — Tessera").arg(info.dir().dirName() + QLatin1Char('/') + info.fileName()));
     setWindowFilePath(m_loadedPath);
-    m_statusText->setText(tr("%1 · %2 · %3 tensors · %4 · %5")
-                              .arg(QDir::toNativeSeparators(m_loadedPath), qs(checkpoint->layout))
-                              .arg(checkpoint->tensors.size())
-                              .arg(bytesText(checkpoint->totalBytes()),
-                                   countText(static_cast<long long>(checkpoint->problems.size()), tr("problem"), tr("problems"))));
+    m_mergeNote.clear();
+    showLoadedStatus();
     if (currentView() == View::Placement)
         selectInterestingTensor();
     Q_EMIT checkpointLoaded(checkpoint);
+}
+
+void MainWindow::showLoadedStatus()
+{
+    if (!m_checkpoint)
+        return;
+    QString text = tr("%1 · %2 · %3 tensors · %4 · %5")
+                       .arg(QDir::toNativeSeparators(m_loadedPath), qs(m_checkpoint->layout))
+                       .arg(m_checkpoint->tensors.size())
+                       .arg(bytesText(m_checkpoint->totalBytes()),
+                            countText(static_cast<long long>(m_checkpoint->problems.size()), tr("problem"), tr("problems")));
+    if (!m_mergeNote.isEmpty())
+        text += QStringLiteral(" · ") + m_mergeNote;
+    m_statusText->setText(text);
+}
+
+void MainWindow::showMergeVerdict()
+{
+    const MergeVerdict verdict = mergeVerdict(m_merge->prepared().get(), m_checkpoint);
+    if (!verdict.known)
+        return;
+    const bool changed = verdict.shortText() != m_mergeNote;
+    m_mergeNote = verdict.shortText();
+    m_tree->setMergeNote(m_mergeNote);
+    // The status line speaks of the loaded checkpoint unless a scan (or its outcome) holds it.
+    if (changed && !m_scan->isRunning())
+        showLoadedStatus();
 }
 
 void MainWindow::onScanFailed(const QString& message)
@@ -499,6 +529,18 @@ QString MainWindow::shortcutsHtml() const
     for (QAction* top : menuBar()->actions())
         if (top->menu())
             walk(top->menu(), top->text().remove(QLatin1Char('&')) + QStringLiteral(" → "));
+    // The views' own shortcuts (Ctrl+C → Copy Name in the tree and the tables), listed once each.
+    QSet<QString> listed;
+    for (const QAbstractItemView* view : findChildren<QAbstractItemView*>())
+        for (QAction* action : view->actions()) {
+            const QString keys = action->shortcut().toString(QKeySequence::NativeText);
+            const QString name = tr("In the tree and tables → %1").arg(action->text().remove(QLatin1Char('&')));
+            if (keys.isEmpty() || listed.contains(keys + name))
+                continue;
+            listed.insert(keys + name);
+            rows += QStringLiteral("<tr><td style='padding-right:16px'><b>%1</b></td><td>%2</td></tr>")
+                        .arg(keys.toHtmlEscaped(), name.toHtmlEscaped());
+        }
     return tr("<h3>Keyboard shortcuts</h3>") + QStringLiteral("<table>") + rows + QStringLiteral("</table>");
 }
 

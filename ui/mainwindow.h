@@ -97,6 +97,10 @@ private:
     void onScanFinished(const CheckpointPtr& checkpoint);
     void onScanFailed(const QString& message);
     void onScanCanceled();
+    /// The status line of the loaded checkpoint: folder, layout, size, problems, and what a merge would refuse.
+    void showLoadedStatus();
+    /// The Merge page has a new plan: the tree and the status line say what a merge would refuse.
+    void showMergeVerdict();
     void setScanning(bool scanning);
     void onCurrentTensorChanged(int tensorIndex, int pieceIndex);
     void selectInterestingTensor();
@@ -111,6 +115,7 @@ private:
     ScanJob* m_scan;
     CheckpointPtr m_checkpoint;
     QString m_loadedPath;
+    QString m_mergeNote; ///< "a merge would refuse it …" of the loaded checkpoint's merge plan, or empty
     QStackedWidget* m_pages;
     WelcomePage* m_welcome;
     QSplitter* m_splitter;

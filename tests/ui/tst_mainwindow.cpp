@@ -2,7 +2,13 @@
 #include "mainwindow.h"
 #include "models/shardtreemodel.h"
 #include "models/shardtreeproxy.h"
+#include "jobs/mappingjob.h"
+#include "ops/prepare_merge.h"
+#include "pages/mappingpage.h"
+#include "pages/mergepage.h"
 #include "pages/placementpage.h"
+#include "pages/summarypage.h"
+#include "widgets/ruleseditor.h"
 #include "pages/treepage.h"
 #include "synthetic.h"
 #include "testutil.h"
@@ -31,6 +37,8 @@
 #include <QSet>
 #include <QTabWidget>
 #include <QKeySequence>
+#include <QLabel>
+#include <QStatusBar>
 
 using namespace tessera::ui;
 
@@ -88,6 +96,58 @@ private Q_SLOTS:
         for (const char* expected : { "File → Open Folder…", "View → Merge", "Help → Quick Guide", "View → Filter Tensors" })
             QVERIFY2(shortcuts.contains(QString::fromUtf8(expected)), expected);
         QVERIFY(shortcuts.contains(QKeySequence(QKeySequence::Open).toString(QKeySequence::NativeText)));
+        // The views' own shortcuts too: Ctrl+C copies names whole.
+        QVERIFY2(shortcuts.contains(QStringLiteral("Copy Name")), qPrintable(shortcuts));
+        QVERIFY(shortcuts.contains(QKeySequence(QKeySequence::Copy).toString(QKeySequence::NativeText)));
+    }
+
+    void mergeRefusalIsOnEveryPage()
+    {
+        // A rule that sends o_proj to q_proj: the merge refuses (missing and duplicate names), and the Summary,
+        // the tree and the status bar say so, from the Merge page's own plan.
+        MainWindow window;
+        window.resize(1280, 720);
+        window.show();
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        window.openPath(QString::fromStdString(tessera::test::fixture(tessera::test::kLegacy)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        auto* summary = window.findChild<SummaryPage*>();
+        auto* merge = window.findChild<MergePage*>();
+        auto* mapping = window.findChild<MappingPage*>();
+        QVERIFY(summary && merge && mapping);
+        QTRY_VERIFY_WITH_TIMEOUT(merge->prepared() && !merge->isPlanning() && !mapping->job()->isBusy(), 60000);
+        auto refusalShown = [&] {
+            QStringList shown { summary->html() };
+            for (const QWidget* where : { static_cast<QWidget*>(window.treePage()), static_cast<QWidget*>(window.statusBar()) }) {
+                QString text;
+                for (const auto* label : where->findChildren<QLabel*>())
+                    text += label->text();
+                shown << text;
+            }
+            return shown;
+        };
+        for (const QString& text : refusalShown())
+            QVERIFY2(!text.contains(QStringLiteral("merge would refuse"), Qt::CaseInsensitive), qPrintable(text));
+
+        mapping->rulesEditor()->setPlainText(QStringLiteral(
+            R"({ "rules": [ { "id": "o_proj", "megatron": "decoder.layers.{layer}.self_attention.linear_proj.weight",
+                             "hf": "model.layers.{layer}.self_attn.q_proj.weight" } ] })"));
+        mapping->flushRules();
+        QTRY_VERIFY_WITH_TIMEOUT(!mapping->job()->isBusy() && !merge->isPlanning() && merge->prepared()
+                                     && merge->prepared()->model.refusal,
+                                 60000);
+        QVERIFY(mapping->summaryText().contains(QStringLiteral("refuses")));
+        for (const QString& text : refusalShown())
+            QVERIFY2(text.contains(QStringLiteral("merge would refuse"), Qt::CaseInsensitive), qPrintable(text));
+
+        // The rule removed, every page says it again: nothing to refuse.
+        mapping->rulesEditor()->clear();
+        mapping->flushRules();
+        QTRY_VERIFY_WITH_TIMEOUT(!mapping->job()->isBusy() && !merge->isPlanning() && merge->prepared()
+                                     && !merge->prepared()->model.refusal,
+                                 60000);
+        for (const QString& text : refusalShown())
+            QVERIFY2(!text.contains(QStringLiteral("merge would refuse"), Qt::CaseInsensitive), qPrintable(text));
     }
 
     void treeSelectionDrivesPlacement()
@@ -299,6 +359,21 @@ private Q_SLOTS:
         QCOMPARE(mesh.meshText(), QStringLiteral("TP=2 × PP=2 × VPP=2"));
         mesh.setTensor(tessera::test::scanFixture("fsdp2_llama_w4/global_step_10/actor"), 0);
         QCOMPARE(mesh.cellLabel(0), QString());
+    }
+
+    void torchDistMeshIsTheModelParallelGridToo()
+    {
+        // torch_dist writes one file per global rank: the same TP × PP grid as the per-rank layout, in Megatron's
+        // rank order (TP fastest), each cell with its coordinates.
+        const auto dist = tessera::test::scanFixture(tessera::test::kDist);
+        MeshView mesh;
+        mesh.setTensor(dist, 0);
+        QCOMPARE(mesh.meshText(), QStringLiteral("TP=2 × PP=2"));
+        QCOMPARE(mesh.cellLabel(1), QStringLiteral("rank 1\nTP 1 · PP 0"));
+        QCOMPARE(mesh.cellLabel(2), QStringLiteral("rank 2\nTP 0 · PP 1"));
+        PlacementView view;
+        view.setTensor(dist, 0);
+        QVERIFY2(view.describePiece(0).contains(QStringLiteral(" (TP ")), qPrintable(view.describePiece(0)));
     }
 
     void screenshotCommand()

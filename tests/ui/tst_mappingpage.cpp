@@ -11,7 +11,13 @@
 #include "widgets/ruleseditor.h"
 
 #include <QAbstractItemModelTester>
+#include <QAction>
+#include <QClipboard>
 #include <QComboBox>
+#include <QGuiApplication>
+#include <QLineEdit>
+#include <QScrollBar>
+#include <QTableView>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -19,6 +25,7 @@ using namespace tessera::ui;
 using tessera::MappingStatus;
 
 using tessera::test::countStatus;
+using tessera::test::kDist;
 using tessera::test::kLegacy;
 using tessera::test::scanFixture;
 
@@ -115,6 +122,61 @@ private Q_SLOTS:
         QTRY_VERIFY(!other.job()->isBusy());
         QCOMPARE(countStatus(*other.model(), MappingStatus::Unmapped), unmapped);
         QVERIFY(!other.loadRulesFile(path + QStringLiteral(".nope")).isEmpty());
+    }
+
+    void copyTakesTheNameOfTheCellItIsPressedOn()
+    {
+        MappingPage page;
+        page.setCheckpoint(scanFixture(kLegacy));
+        QTRY_VERIFY(!page.job()->isBusy());
+        auto* view = page.findChild<QTableView*>();
+        QAction* copy = nullptr;
+        for (QAction* action : view->actions())
+            if (action->shortcut() == QKeySequence(QKeySequence::Copy))
+                copy = action;
+        QVERIFY(copy);
+        int row = -1;
+        for (int r = 0; r < page.proxy()->rowCount() && row < 0; ++r)
+            if (page.proxy()->index(r, MappingModel::TargetColumn).data().toString().startsWith(QStringLiteral("model.layers.")))
+                row = r;
+        QVERIFY(row >= 0);
+        const QString megatron = page.proxy()->index(row, MappingModel::SourceColumn).data().toString();
+        const QString hf = page.proxy()->index(row, MappingModel::TargetColumn).data().toString();
+        QVERIFY(megatron != hf);
+        // A Hugging Face cell gives the Hugging Face name; a Megatron cell, the Megatron name.
+        view->setCurrentIndex(page.proxy()->index(row, MappingModel::TargetColumn));
+        copy->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->text(), hf);
+        view->setCurrentIndex(page.proxy()->index(row, MappingModel::SourceColumn));
+        copy->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->text(), megatron);
+        // Another column copies the row's Megatron name.
+        view->setCurrentIndex(page.proxy()->index(row, MappingModel::RuleColumn));
+        copy->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->text(), megatron);
+    }
+
+    void anotherCheckpointStartsWithoutTheFilterAndAtTheTop()
+    {
+        MappingPage page;
+        page.resize(900, 420);
+        page.show();
+        page.setCheckpoint(scanFixture(kLegacy));
+        QTRY_VERIFY(!page.job()->isBusy());
+        page.filterBar()->setText(QStringLiteral("layers"));
+        page.filterBar()->flush();
+        page.statusCombo()->setCurrentIndex(page.statusCombo()->findData(int(MappingStatus::Ok)));
+        auto* view = page.findChild<QTableView*>();
+        QTRY_VERIFY(view->verticalScrollBar()->maximum() > 0);
+        view->verticalScrollBar()->setValue(view->verticalScrollBar()->maximum());
+
+        page.setCheckpoint(scanFixture(kDist));
+        QTRY_VERIFY(!page.job()->isBusy());
+        QCOMPARE(page.filterBar()->lineEdit()->text(), QString());
+        QCOMPARE(page.statusCombo()->currentData().toInt(), int(MappingFilterProxy::AllStatuses));
+        QCOMPARE(page.proxy()->rowCount(), page.model()->rowCount());
+        QTRY_VERIFY(view->verticalScrollBar()->maximum() > 0);
+        QCOMPARE(view->verticalScrollBar()->value(), 0);
     }
 
     void nonMegatronLayoutsHideTheEditor()

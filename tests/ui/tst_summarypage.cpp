@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The Summary says what a merge would refuse, so that it never disagrees with the Merge page.
+// The Summary says what a merge would refuse, from the Merge page's own plan, so that it never disagrees with it.
 
 #include "formats/scan.h"
 #include "jobs/scanjob.h"
 #include "mappingfixtures.h"
+#include "pages/mergepage.h"
 #include "pages/summarypage.h"
 #include "testutil.h"
 
@@ -15,16 +16,29 @@
 using namespace tessera::ui;
 namespace fs = std::filesystem;
 
+namespace {
+/// The Summary as the workbench has it: saying what the Merge page's plan of the same checkpoint found.
+struct Followed {
+    explicit Followed(const CheckpointPtr& checkpoint)
+    {
+        summary.followMergePlan(&merge);
+        summary.setCheckpoint(checkpoint);
+        merge.setCheckpoint(checkpoint);
+    }
+    MergePage merge;
+    SummaryPage summary;
+};
+} // namespace
+
 class TestSummaryPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void mergeableCheckpointHasNoRefusal()
     {
-        SummaryPage page;
-        page.setCheckpoint(tessera::test::scanFixture("lora_llama_w2_fp32/global_step_10/actor"));
-        QTRY_VERIFY_WITH_TIMEOUT(!page.isCheckingMerge(), 60000); // prepareMerge() runs on a worker
-        QVERIFY(!page.html().contains(QStringLiteral("A merge would refuse it")));
-        QVERIFY(page.html().contains(QStringLiteral("LoRA")));
+        Followed page(tessera::test::scanFixture("lora_llama_w2_fp32/global_step_10/actor"));
+        QTRY_VERIFY_WITH_TIMEOUT(!page.summary.isCheckingMerge(), 60000); // prepareMerge() runs on a worker
+        QVERIFY(!page.summary.html().contains(QStringLiteral("A merge would refuse it")));
+        QVERIFY(page.summary.html().contains(QStringLiteral("LoRA")));
     }
 
     void refusalIsListed()
@@ -32,11 +46,23 @@ private Q_SLOTS:
         // The LoRA fixture without lora_train_meta.json: alpha is unknown, and the merge stops.
         const std::string dir = tessera::test::copyFixtureFolder("lora_llama_w2_fp32");
         fs::remove(dir + "/global_step_10/actor/lora_train_meta.json");
-        SummaryPage page;
-        page.setCheckpoint(tessera::test::scanPath(dir + "/global_step_10/actor"));
-        QTRY_VERIFY_WITH_TIMEOUT(!page.isCheckingMerge(), 60000); // prepareMerge() runs on a worker
-        QVERIFY2(page.html().contains(QStringLiteral("A merge would refuse it")), qPrintable(page.html()));
-        QVERIFY(page.html().contains(QStringLiteral("--lora_alpha")));
+        Followed page(tessera::test::scanPath(dir + "/global_step_10/actor"));
+        QTRY_VERIFY_WITH_TIMEOUT(!page.summary.isCheckingMerge(), 60000); // prepareMerge() runs on a worker
+        QVERIFY2(page.summary.html().contains(QStringLiteral("A merge would refuse it")), qPrintable(page.summary.html()));
+        QVERIFY(page.summary.html().contains(QStringLiteral("--lora_alpha")));
+    }
+
+    void parallelSizesReadAlikeInEveryLayout()
+    {
+        // The same TP 2 × PP 2 model in the per-rank and the torch_dist layout: one line, no unknown "DP 0", no
+        // "VPP 1" that the other layout would call 0.
+        for (const char* fixture : { tessera::test::kLegacy, tessera::test::kDist }) {
+            SummaryPage page;
+            page.setCheckpoint(tessera::test::scanFixture(fixture));
+            const QString html = page.html();
+            QVERIFY2(html.contains(QStringLiteral("TP 2 · PP 2")), qPrintable(html));
+            QVERIFY2(!html.contains(QStringLiteral("DP 0")) && !html.contains(QStringLiteral("VPP")), qPrintable(html));
+        }
     }
 
     void incompleteCheckpointListsEveryTensorOnce()

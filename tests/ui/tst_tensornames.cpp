@@ -18,6 +18,8 @@
 using namespace tessera::ui;
 
 namespace {
+const char* const kVisionLanguage = "megatron_legacy_qwen25vl_tp2_pp1/global_step_10/actor";
+
 /// A width measured in characters, so the expectations read plainly.
 auto chars(int n)
 {
@@ -130,6 +132,94 @@ private Q_SLOTS:
                 compact.insert(compactTensorName(name, chars(8), shared));
             QCOMPARE(compact.size(), int(names->size()));
         }
+    }
+
+    void towersKeepTheirNames()
+    {
+        // A vision-language checkpoint: two towers of layers, neither the "shared" one, each row keeps its tower.
+        MappingModel model;
+        model.setOutcome(MappingJob::evaluate(tessera::test::scanFixture(kVisionLanguage), {}));
+        QVERIFY(model.rowCount() > 0);
+        int vision = 0;
+        for (const int column : { int(MappingModel::SourceColumn), int(MappingModel::TargetColumn) }) {
+            QStringList names;
+            for (int r = 0; r < model.rowCount(); ++r)
+                if (const QString name = model.index(r, column).data().toString(); name != QStringLiteral("—"))
+                    names << name;
+            const QString shared = sharedNamePrefix(names);
+            for (const QString& name : names) {
+                const QString tower = name.section(QLatin1Char('.'), 0, 0) + QLatin1Char('.');
+                if (!tower.startsWith(QStringLiteral("vision_model.")) && !tower.startsWith(QStringLiteral("visual.")))
+                    continue;
+                ++vision;
+                const QString compact = compactTensorName(name, chars(12), shared);
+                QVERIFY2(compact.startsWith(tower), qPrintable(name + QStringLiteral(" → ") + compact));
+            }
+        }
+        QVERIFY(vision > 10);
+    }
+
+    void narrowNamesAreCutBetweenComponents()
+    {
+        // Too narrow even for the parts that tell rows apart: whole components go, never part of a word.
+        const QString name = QStringLiteral("model.layers.0.post_attention_layernorm.weight");
+        for (int width = 1; width < name.size(); ++width) {
+            const QString compact = compactTensorName(name, chars(width), QStringLiteral("model.layers."));
+            QString cut = cutTensorName(compact, chars(width));
+            // Each dotted part is a whole component of the name, after the "…" that stands for dropped ones.
+            for (QString part : cut.split(QLatin1Char('.')))
+                QVERIFY2(part.remove(QStringLiteral("…")).isEmpty() || name.split(QLatin1Char('.')).contains(part),
+                         qPrintable(QStringLiteral("%1 at %2 characters").arg(cut).arg(width)));
+            if (width >= 4)
+                QVERIFY2(cut.size() <= width, qPrintable(cut));
+            QVERIFY2(cut.remove(QStringLiteral("…")).split(QLatin1Char('.')).contains(QStringLiteral("0")) || width < 4,
+                     qPrintable(cut)); // the layer stays
+        }
+        QCOMPARE(cutTensorName(QStringLiteral("…0.…post_attention_layernorm.weight"), chars(12)), QStringLiteral("…0.…"));
+        QCOMPARE(cutTensorName(QStringLiteral("…0.…q_proj.weight"), chars(14)), QStringLiteral("…0.…q_proj.…"));
+    }
+
+    void sharedAndRoutedExpertsReadApart()
+    {
+        const auto checkpoint = tessera::test::scanFixture("megatron_dist_deepseekv3_tp2_pp1/global_step_10/actor");
+        QStringList names;
+        for (const auto& tensor : checkpoint->tensors)
+            names << QString::fromStdString(tensor.name);
+        const QString shared = sharedNamePrefix(names);
+        QSet<QString> compact;
+        for (const QString& name : names)
+            compact.insert(compactTensorName(name, chars(8), shared));
+        QCOMPARE(compact.size(), int(names.size()));
+        const QString sharedFc1 = compactTensorName(QStringLiteral("decoder.layers.1.mlp.shared_experts.linear_fc1.weight"), chars(8), shared);
+        const QString routedFc1 = compactTensorName(QStringLiteral("decoder.layers.1.mlp.experts.experts.linear_fc1.weight"), chars(8), shared);
+        QVERIFY2(sharedFc1.contains(QStringLiteral("shared_experts")), qPrintable(sharedFc1));
+        QVERIFY2(routedFc1.contains(QStringLiteral("experts")), qPrintable(routedFc1));
+        QVERIFY(sharedFc1 != routedFc1);
+    }
+
+    void layerColumnKeepsTheTowersApart()
+    {
+        QVERIFY(MappingModel::layerText(QStringLiteral("vision_model.decoder.layers.3.mlp.linear_fc1.weight"))
+                != MappingModel::layerText(QStringLiteral("language_model.decoder.layers.3.mlp.linear_fc1.weight")));
+        QVERIFY(MappingModel::layerText(QStringLiteral("visual.blocks.3.mlp.up_proj.weight"))
+                != MappingModel::layerText(QStringLiteral("model.layers.3.mlp.up_proj.weight")));
+        MappingModel model;
+        model.setOutcome(MappingJob::evaluate(tessera::test::scanFixture(kVisionLanguage), {}));
+        MappingFilterProxy proxy;
+        proxy.setSourceModel(&model);
+        proxy.sort(MappingModel::LayerColumn, Qt::AscendingOrder);
+        // Sorted by layer, each tower's rows come together: the tower changes once among the rows with a layer.
+        QStringList towers;
+        for (int r = 0; r < proxy.rowCount(); ++r) {
+            const QString layer = proxy.index(r, MappingModel::LayerColumn).data().toString();
+            if (layer.isEmpty())
+                continue;
+            const QString source = proxy.index(r, MappingModel::SourceColumn).data().toString();
+            const QString tower = source.startsWith(QStringLiteral("vision_model.")) ? QStringLiteral("vision") : QStringLiteral("language");
+            if (towers.isEmpty() || towers.last() != tower)
+                towers << tower;
+        }
+        QCOMPARE(towers.size(), 2);
     }
 
     void layerColumnGroupsRowsByLayer()

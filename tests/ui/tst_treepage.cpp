@@ -3,11 +3,20 @@
 
 #include "formats/scan.h"
 #include "mappingfixtures.h"
+#include "models/mappingfilterproxy.h"
+#include "models/mappingmodel.h"
+#include "models/shardtreeproxy.h"
+#include "pages/mappingpage.h"
 #include "pages/treepage.h"
 #include "testutil.h"
 #include "widgets/filterbar.h"
 
+#include "coreconvert.h"
+
 #include <QCheckBox>
+#include <QHeaderView>
+#include <QScrollBar>
+#include <QStyle>
 #include <QLabel>
 #include <QLineEdit>
 #include <QTest>
@@ -22,6 +31,14 @@ void filter(TreePage& page, const QString& text)
 {
     page.filterBar()->setText(text);
     page.filterBar()->flush();
+}
+/// The bar itself says the regex is invalid, beside the box (on every page that has one).
+bool saysInvalid(const FilterBar* bar)
+{
+    for (const auto* label : bar->findChildren<QLabel*>())
+        if (label->isVisibleTo(bar) && label->text().contains(QStringLiteral("invalid regex")))
+            return true;
+    return false;
 }
 } // namespace
 
@@ -57,11 +74,67 @@ private Q_SLOTS:
         for (auto* box : page.findChildren<QCheckBox*>())
             if (box->text() == QStringLiteral("Regex"))
                 box->setChecked(true);
+        filter(page, QStringLiteral("layers\\.1\\."));
+        QVERIFY(page.proxy()->rowCount() > 0);
         filter(page, QStringLiteral("layers.(0"));
         bool said = false;
         for (auto* label : page.findChildren<QLabel*>())
             said |= label->text().contains(QStringLiteral("the regex is invalid"));
         QVERIFY(said);
+        // No rows: not the previous filter's, which would answer another question.
+        QCOMPARE(page.proxy()->rowCount(), 0);
+        QVERIFY(saysInvalid(page.filterBar()));
+        filter(page, QStringLiteral("layers.(0)"));
+        QVERIFY(page.proxy()->rowCount() > 0);
+        QVERIFY(!saysInvalid(page.filterBar()));
+    }
+
+    void sizeColumnFitsEverySize()
+    {
+        // Sizes print with up to four digits and a unit ("88.8 MB"); each fits its column whole.
+        TreePage page;
+        page.setCheckpoint(tessera::test::scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        const QStyle* style = page.view()->style();
+        const int margins = 2 * (style->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, page.view()) + 1);
+        const int room = page.view()->header()->sectionSize(ShardTreeModel::SizeColumn) - margins;
+        const QFontMetrics metrics(page.view()->font());
+        for (const std::uint64_t bytes : { 999ULL, 8'880ULL, 88'800ULL, 888'000ULL, 8'880'000ULL, 88'800'000ULL,
+                                           888'000'000ULL, 8'880'000'000ULL, 88'800'000'000ULL, 888'000'000'000ULL,
+                                           8'880'000'000'000ULL }) {
+            const QString text = bytesText(bytes);
+            QVERIFY2(metrics.horizontalAdvance(text) <= room,
+                     qPrintable(QStringLiteral("%1 needs %2 px, the column has %3").arg(text).arg(metrics.horizontalAdvance(text)).arg(room)));
+        }
+    }
+
+    void anotherCheckpointStartsAtTheTop()
+    {
+        TreePage page;
+        page.resize(500, 300);
+        page.show();
+        page.setCheckpoint(tessera::test::scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        QScrollBar* bar = page.view()->verticalScrollBar();
+        QTRY_VERIFY(bar->maximum() > 0);
+        bar->setValue(bar->maximum());
+        page.setCheckpoint(tessera::test::scanFixture(tessera::test::kLegacy));
+        QTRY_VERIFY(bar->maximum() > 0);
+        QCOMPARE(bar->value(), 0);
+    }
+
+    void invalidRegexEmptiesTheMappingTable()
+    {
+        // The same filter bar on the Mapping page.
+        MappingPage page;
+        page.setCheckpoint(tessera::test::scanFixture(tessera::test::kLegacy));
+        QTRY_VERIFY_WITH_TIMEOUT(page.model()->rowCount() > 0, 30000);
+        page.filterBar()->setRegex(true);
+        page.filterBar()->setText(QStringLiteral("linear_qkv"));
+        page.filterBar()->flush();
+        QVERIFY(page.proxy()->rowCount() > 0);
+        page.filterBar()->setText(QStringLiteral("linear_(qkv"));
+        page.filterBar()->flush();
+        QCOMPARE(page.proxy()->rowCount(), 0);
+        QVERIFY(saysInvalid(page.filterBar()));
     }
 };
 

@@ -98,11 +98,18 @@ QString MappingModel::layerText(const QString& name, qulonglong* sortKey)
         if (match.hasMatch())
             expert = match.captured(2).toLongLong();
     }
+    // A vision-language model numbers the layers of each tower from 0: the tower is part of the layer, and its
+    // rows sort together after the language model's.
+    const bool vision = std::any_of(parts.begin(), parts.end(), [](const QString& part) {
+        return part.startsWith(QLatin1String("vision")) || part == QLatin1String("visual");
+    });
     if (sortKey)
-        *sortKey = layer < 0 ? ~0ULL : (qulonglong(layer) << 32) | qulonglong(expert + 1);
+        *sortKey = layer < 0 ? ~0ULL
+                             : (qulonglong(vision) << 60) | (qulonglong(layer & 0xFFFFFFF) << 32) | qulonglong(expert + 1);
     if (layer < 0)
         return {};
-    return expert < 0 ? QString::number(layer) : tr("%1 · expert %2").arg(layer).arg(expert);
+    const QString number = vision ? tr("vision %1").arg(layer) : QString::number(layer);
+    return expert < 0 ? number : tr("%1 · expert %2").arg(number).arg(expert);
 }
 
 const QVector<MappingStatus>& MappingModel::statuses()

@@ -100,7 +100,8 @@ MappingPage::MappingPage(QWidget* parent)
     // Names too long for their column drop whole components, never the layer, expert or projection.
     m_view->setItemDelegateForColumn(MappingModel::SourceColumn, m_sourceNames);
     m_view->setItemDelegateForColumn(MappingModel::TargetColumn, m_targetNames);
-    addCopyNamesAction(m_view, MappingModel::SourceColumn);
+    // Ctrl+C copies the name of the cell it is pressed on: a Hugging Face cell gives the Hugging Face name.
+    addCopyNamesAction(m_view, QList<int> { MappingModel::SourceColumn, MappingModel::TargetColumn });
 
     m_rulesFile->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_rulesState->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -170,7 +171,20 @@ MappingPage::MappingPage(QWidget* parent)
 
 MappingPage::~MappingPage() = default;
 
-void MappingPage::setCheckpoint(CheckpointPtr checkpoint) { m_job->setCheckpoint(std::move(checkpoint)); }
+void MappingPage::setCheckpoint(CheckpointPtr checkpoint)
+{
+    // Another checkpoint starts with all its rows: a filter chosen for the last one would hide this one's (a reload
+    // of the same folder keeps it).
+    const QString root = checkpoint ? qs(checkpoint->root) : QString();
+    if (!root.isEmpty() && !m_root.isEmpty() && root != m_root) {
+        m_filter->setText(QString());
+        m_filter->flush();
+        m_status->setCurrentIndex(m_status->findData(int(MappingFilterProxy::AllStatuses)));
+    }
+    if (!root.isEmpty())
+        m_root = root;
+    m_job->setCheckpoint(std::move(checkpoint));
+}
 
 QString MappingPage::summaryText() const { return m_summary->text(); }
 
@@ -275,8 +289,12 @@ void MappingPage::onStarted() { m_rulesState->setText(tr("evaluating…")); }
 void MappingPage::onFinished(const MappingOutcome& outcome)
 {
     const bool keepTable = !outcome.error.isEmpty() && m_model->outcome().source && m_model->outcome().source == outcome.source;
+    const CheckpointPtr shownBefore = m_model->outcome().source;
     if (outcome.error.isEmpty() || !keepTable)
         m_model->setOutcome(outcome);
+    // Another checkpoint's table starts at its top; new rules for the same one keep the rows the user looks at.
+    if (outcome.source && (!shownBefore || shownBefore->root != outcome.source->root))
+        m_view->scrollToTop();
     m_rulesPanel->setVisible(!outcome.source || outcome.megatron);
     m_editor->setErrorLine(outcome.errorLine, outcome.errorColumn);
     if (outcome.error.isEmpty()) {

@@ -83,6 +83,7 @@ private:
     QPushButton* m_save;
     QTimer m_rulesDebounce;
     QString m_rulesName;
+    QString m_root; ///< the folder of the checkpoint last set, to tell another checkpoint from a reload
     bool m_settingText = false;
     TensorNameDelegate* m_sourceNames;
     TensorNameDelegate* m_targetNames;

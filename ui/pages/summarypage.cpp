@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "summarypage.h"
 
-#include "jobs/planjob.h"
 #include "mapping/lora.h"
-#include "mapping/megatron_mapping.h"
 #include "models/provenance.h"
-#include "ops/prepare_merge.h"
+#include "pages/mergepage.h"
 
 #include "coreconvert.h"
+#include "widgets/megatronranks.h"
 #include "widgets/rankcolors.h"
 
 #include <QDir>
@@ -15,12 +14,29 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
-#include <exception>
+#include <algorithm>
 
 namespace tessera::ui {
 
+QString SummaryPage::parallelText(const tessera::CheckpointInfo& info)
+{
+    // The sizes the checkpoint says, alike for every layout: TP and PP always, the others only when they split
+    // something (a layout that writes VPP 1 or leaves DP unknown reads the same as one that says nothing).
+    const auto& p = info.parallel;
+    if (!p.tensorParallel && !p.pipelineParallel && !p.expertParallel && !p.dataParallel)
+        return {};
+    QStringList parts { tr("TP %1").arg(std::max(p.tensorParallel, 1)), tr("PP %1").arg(std::max(p.pipelineParallel, 1)) };
+    if (p.virtualPipeline > 1)
+        parts << tr("VPP %1").arg(p.virtualPipeline);
+    if (p.expertParallel > 1)
+        parts << tr("EP %1").arg(p.expertParallel);
+    if (const int dp = std::max(p.dataParallel, megatronDataParallel(info)); dp > 1)
+        parts << tr("DP %1").arg(dp);
+    return parts.join(QStringLiteral(" · "));
+}
+
 SummaryPage::SummaryPage(QWidget* parent)
-    : QWidget(parent), m_planner(new PlanJob(this)), m_text(new QTextBrowser(this))
+    : QWidget(parent), m_text(new QTextBrowser(this))
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -35,51 +51,32 @@ SummaryPage::~SummaryPage() = default;
 void SummaryPage::setCheckpoint(CheckpointPtr checkpoint)
 {
     m_checkpoint = std::move(checkpoint);
-    m_mergeRefusal.clear();
+    m_verdict = {};
     render();
-    checkMerge();
 }
 
-bool SummaryPage::isCheckingMerge() const { return m_planner->isBusy(); }
-
-void SummaryPage::checkMerge()
+void SummaryPage::followMergePlan(const MergePage* merge)
 {
-    // What the merge would refuse, found as `tessera merge` finds it (prepareMerge(), on a worker), so that the
-    // Summary never disagrees with the Merge page. Problems are listed anyway, and Megatron names are the Mapping
-    // view's to judge.
-    m_planner->cancel();
-    if (!m_checkpoint || !m_checkpoint->problems.empty() || tessera::isMegatronLayout(m_checkpoint->layout))
-        return;
-    tessera::MergeRequest request;
-    static_cast<tessera::ModelRequest&>(request) = loadedModelRequest(*m_checkpoint);
-    tessera::PrepareContext context;
-    context.scans.push_back(loadedScan(m_checkpoint));
-    m_planner->schedule(
-        [this, request, context, checkpoint = m_checkpoint](tessera::Progress& progress) -> std::function<void()> {
-            tessera::PrepareContext withProgress = context;
-            withProgress.progress = &progress;
-            QString refusal;
-            try {
-                const tessera::PreparedMerge prepared = tessera::prepareMerge(request, withProgress);
-                if (prepared.refusal)
-                    refusal = qs(prepared.refusal->error.message);
-            } catch (const std::exception& e) { // an allocation failure on a huge checkpoint
-                refusal = QString::fromLocal8Bit(e.what());
-            }
-            return [this, refusal, checkpoint] {
-                if (checkpoint != m_checkpoint)
-                    return;
-                m_mergeRefusal = refusal;
-                render();
-            };
-        },
-        0);
+    m_merge = merge;
+    connect(merge, &MergePage::planChanged, this, [this] {
+        const MergeVerdict verdict = mergeVerdict(m_merge->prepared().get(), m_checkpoint);
+        if (verdict.known)
+            setMergeVerdict(verdict);
+    });
 }
+
+void SummaryPage::setMergeVerdict(const MergeVerdict& verdict)
+{
+    m_verdict = verdict;
+    render();
+}
+
+bool SummaryPage::isCheckingMerge() const { return m_checkpoint && m_merge && (!m_verdict.known || m_merge->isPlanning()); }
 
 void SummaryPage::showError(const QString& path, const QString& message)
 {
     m_checkpoint.reset();
-    m_planner->cancel();
+    m_verdict = {};
     m_text->setHtml(QStringLiteral("<h3>") + path.toHtmlEscaped() + QStringLiteral("</h3><p style='color:")
                     + problemColor(palette()).name() + QStringLiteral("'>") + message.toHtmlEscaped()
                     + QStringLiteral("</p>"));
@@ -112,12 +109,8 @@ void SummaryPage::render()
             dims << (d < mesh.dimNames.size() ? qs(mesh.dimNames[d]) + QLatin1Char('=') : QString()) + QString::number(mesh.shape[d]);
         html += row(tr("Device mesh"), dims.join(QStringLiteral(" × ")));
     }
-    const auto& p = info.parallel;
-    if (p.tensorParallel || p.pipelineParallel || p.expertParallel || p.dataParallel) {
-        html += row(tr("Parallel"), tr("TP %1 · PP %2 · VPP %3 · EP %4 · DP %5")
-                                        .arg(p.tensorParallel).arg(p.pipelineParallel).arg(p.virtualPipeline)
-                                        .arg(p.expertParallel).arg(p.dataParallel));
-    }
+    if (const QString parallel = parallelText(info); !parallel.isEmpty())
+        html += row(tr("Parallel"), parallel);
     html += row(tr("Tensors"), tr("%1 (%2, %3 in %4)")
                                    .arg(info.tensors.size())
                                    .arg(bytesText(info.totalBytes()),
@@ -134,10 +127,18 @@ void SummaryPage::render()
     for (std::size_t i = 0; i < lora.size(); ++i)
         html += row(i == 0 ? tr("LoRA") : QString(), qs(lora[i]));
     html += QStringLiteral("</table>");
-    if (!m_mergeRefusal.isEmpty())
+    if (m_verdict.refused()) {
+        // The problems below are why; a refusal about the mapping or the options says its own.
+        const QString why = !info.problems.empty() && m_verdict.mappingProblems == 0
+            ? tr("the problems below.")
+            : m_verdict.refusal.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"));
+        QString counts;
+        if (m_verdict.mappingProblems > 0)
+            counts = QStringLiteral(" (") + countText(m_verdict.mappingProblems, tr("mapping problem"), tr("mapping problems"))
+                + tr(": see the Mapping view)");
         html += QStringLiteral("<p style='color:") + problemColor(palette()).name() + QStringLiteral("'><b>")
-            + tr("A merge would refuse it:") + QStringLiteral("</b> ")
-            + m_mergeRefusal.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")) + QStringLiteral("</p>");
+            + tr("A merge would refuse it") + counts + QStringLiteral(":</b> ") + why + QStringLiteral("</p>");
+    }
     for (const auto& warning : info.warnings)
         html += QStringLiteral("<p><b>") + tr("Warning:") + QStringLiteral("</b> ") + qs(warning).toHtmlEscaped()
             + QStringLiteral("</p>");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "checkpointptr.h"
+#include "models/mergeverdict.h"
 
 #include <QWidget>
 
@@ -9,9 +10,10 @@ class QTextBrowser;
 
 namespace tessera::ui {
 
-class PlanJob;
+class MergePage;
 
-/// What `tessera inspect` says about the checkpoint: layout, parallel configuration, sizes, notes, problems.
+/// What `tessera inspect` says about the checkpoint: layout, parallel configuration, sizes, notes, problems, and
+/// what a merge would refuse as the Merge page's plan found it.
 class SummaryPage : public QWidget {
     Q_OBJECT
 public:
@@ -23,19 +25,24 @@ public:
     void showError(const QString& path, const QString& message);
     /// The HTML shown (for tests).
     QString html() const;
-    /// What a merge would refuse is being found (prepareMerge() on a worker).
+    /// Says what a merge would refuse from `merge`'s plan whenever it changes (the one prepareMerge() the Merge
+    /// page runs with its flags and the Mapping view's rules).
+    void followMergePlan(const MergePage* merge);
+    void setMergeVerdict(const MergeVerdict& verdict);
+    /// The merge plan of the loaded checkpoint is not on screen yet.
     bool isCheckingMerge() const;
+    /// The sizes of the parallel configuration, alike for every layout ("TP 2 · PP 2"); empty when unknown.
+    static QString parallelText(const tessera::CheckpointInfo& info);
 
 protected:
     void changeEvent(QEvent* event) override;
 
 private:
     void render();
-    void checkMerge();
 
     CheckpointPtr m_checkpoint;
-    QString m_mergeRefusal; ///< why `tessera merge` with the default flags would refuse m_checkpoint; empty if not
-    PlanJob* m_planner;
+    MergeVerdict m_verdict;
+    const MergePage* m_merge = nullptr;
     QTextBrowser* m_text;
 };
 

@@ -20,6 +20,8 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace tessera::ui {
 
 TreePage::TreePage(QWidget* parent)
@@ -79,7 +81,7 @@ TreePage::TreePage(QWidget* parent)
         changeFilter([&] { m_proxy->setFilterRegularExpression(re); });
     });
     connect(m_filter, &FilterBar::invalidRegex, this, [this](const QString& why) {
-        m_count->setText(tr("Not filtered: the regex is invalid (%1)").arg(why));
+        m_count->setText(tr("No rows: the regex is invalid (%1)").arg(why));
     });
     connect(m_problemsOnly, &QCheckBox::toggled, this, [this](bool on) {
         changeFilter([&] { m_proxy->setProblemsOnly(on); });
@@ -109,7 +111,12 @@ void TreePage::adjustColumns()
     if (!m_nameColumn)
         m_nameColumn = new ColumnFitter(m_view, header, { ShardTreeModel::NameColumn }, nameWidth);
     m_nameColumn->fit();
-    header->resizeSection(ShardTreeModel::SizeColumn, fm.horizontalAdvance(QStringLiteral("888 MB")) + 20);
+    // Sizes print with up to three significant digits, a point and a unit: the widest of those fits whole.
+    int sizeWidth = fm.horizontalAdvance(m_model->headerData(ShardTreeModel::SizeColumn, Qt::Horizontal).toString());
+    for (const char* digits : { "8.88", "88.8", "888" })
+        for (const char* unit : { " B", " KB", " MB", " GB", " TB", " PB", " EB" })
+            sizeWidth = std::max(sizeWidth, fm.horizontalAdvance(QLatin1String(digits) + QLatin1String(unit)));
+    header->resizeSection(ShardTreeModel::SizeColumn, sizeWidth + 24);
     header->resizeSection(ShardTreeModel::DTypeColumn, fm.horizontalAdvance(QStringLiteral("DType")) + 20);
     header->resizeSection(ShardTreeModel::ShapeColumn, fm.horizontalAdvance(QStringLiteral("[151936, 4096]")) + 16);
     header->resizeSection(ShardTreeModel::PlacementColumn, fm.horizontalAdvance(QStringLiteral("[0:151936, 0:4096] · replica")) + 16);
@@ -123,7 +130,9 @@ void TreePage::setCheckpoint(CheckpointPtr checkpoint)
             names << qs(tensor.name);
     m_names->setSharedPrefix(sharedNamePrefix(names));
     m_model->setCheckpoint(std::move(checkpoint));
+    m_mergeNote.clear(); // the last checkpoint's; this one's comes with its merge plan
     expandDefault();
+    m_view->scrollToTop(); // the rows the last checkpoint's scroll position pointed at are gone
     updateCount();
 }
 
@@ -237,8 +246,20 @@ void TreePage::updateCount()
         ? tr("no problems")
         : countText(static_cast<long long>(checkpoint->problems.size()), tr("problem"), tr("problems"));
     const bool filtered = !m_proxy->filterRegularExpression().pattern().isEmpty() || m_proxy->problemsOnly();
-    m_count->setText(filtered ? tr("%1 tensors · %2 · filtered").arg(total).arg(problems)
-                              : tr("%1 tensors · %2").arg(total).arg(problems));
+    QString text = tr("%1 tensors · %2").arg(total).arg(problems);
+    if (!m_mergeNote.isEmpty())
+        text += QStringLiteral(" · ") + m_mergeNote;
+    if (filtered)
+        text += tr(" · filtered");
+    m_count->setText(text);
+}
+
+void TreePage::setMergeNote(const QString& note)
+{
+    if (note == m_mergeNote)
+        return;
+    m_mergeNote = note;
+    updateCount();
 }
 
 void TreePage::changeEvent(QEvent* event)

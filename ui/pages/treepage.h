@@ -38,6 +38,9 @@ public:
     /// Expands the checkpoint and its first group so a fresh load shows tensors, not one collapsed line.
     void expandDefault();
     void focusFilter();
+    /// What a merge would refuse ("a merge would refuse it (12 mapping problems)"), shown beside the problem count;
+    /// empty when it would not.
+    void setMergeNote(const QString& note);
 
     ShardTreeModel* model() const { return m_model; }
     ShardTreeProxy* proxy() const { return m_proxy; }
@@ -78,6 +81,7 @@ private:
     /// The user's expansion before a filter was applied, restored when the filter is cleared (source indices).
     QList<QPersistentModelIndex> m_expandedBeforeFilter;
     bool m_filtering = false;
+    QString m_mergeNote;
 };
 
 } // namespace tessera::ui

@@ -29,13 +29,21 @@ QString selectedNames(const QAbstractItemView* view, int nameColumn)
     return names.join(QLatin1Char('\n'));
 }
 
-void addCopyNamesAction(QAbstractItemView* view, int nameColumn)
+int copiedNameColumn(const QAbstractItemView* view, const QList<int>& nameColumns)
+{
+    const int current = view->currentIndex().isValid() ? view->currentIndex().column() : -1;
+    return nameColumns.contains(current) ? current : nameColumns.value(0, 0);
+}
+
+void addCopyNamesAction(QAbstractItemView* view, int nameColumn) { addCopyNamesAction(view, QList<int> { nameColumn }); }
+
+void addCopyNamesAction(QAbstractItemView* view, const QList<int>& nameColumns)
 {
     auto* copy = new QAction(QObject::tr("Copy Name"), view);
     copy->setShortcut(QKeySequence::Copy);
     copy->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-    QObject::connect(copy, &QAction::triggered, view, [view, nameColumn] {
-        const QString names = selectedNames(view, nameColumn);
+    QObject::connect(copy, &QAction::triggered, view, [view, nameColumns] {
+        const QString names = selectedNames(view, copiedNameColumn(view, nameColumns));
         if (!names.isEmpty())
             QGuiApplication::clipboard()->setText(names);
     });

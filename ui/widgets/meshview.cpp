@@ -2,6 +2,7 @@
 #include "meshview.h"
 
 #include "megatronranks.h"
+#include "formats/layout_registry.h"
 #include "rankcolors.h"
 
 #include <QPainter>
@@ -42,10 +43,13 @@ void MeshView::setTensor(CheckpointPtr checkpoint, int tensorIndex)
                 m_dimNames << QString::fromStdString(name);
             m_ranks = QVector<qint64>(mesh->ranks.begin(), mesh->ranks.end());
         } else if (hasMegatronRankGrid(info)) {
-            // The model-parallel grid, in the reader's rank order (pp, ep, tp), so rows are stages.
+            // The model-parallel grid in rank order, so rows are stages: (pp, ep, tp) for the per-rank layouts,
+            // (pp, dp, tp) for torch_dist, whose files are written by every rank.
             const auto& par = info.parallel;
-            const int pp = std::max(par.pipelineParallel, 1), ep = std::max(par.expertParallel, 1);
-            for (int r = 0; r < par.tensorParallel * pp * ep; ++r) {
+            const int pp = std::max(par.pipelineParallel, 1);
+            const int ep = tessera::hasMegatronRankFolders(info.layout) ? std::max(par.expertParallel, 1) : 1;
+            const int dp = megatronDataParallel(info);
+            for (int r = 0; r < par.tensorParallel * pp * ep * dp; ++r) {
                 m_ranks << r;
                 if (const auto where = megatronRank(info, r)) {
                     m_folders.insert(r, where->folder);
@@ -54,10 +58,11 @@ void MeshView::setTensor(CheckpointPtr checkpoint, int tensorIndex)
             }
             m_shape << pp;
             m_dimNames << QStringLiteral("PP");
-            if (ep > 1) {
-                m_shape << ep;
-                m_dimNames << QStringLiteral("EP");
-            }
+            for (const auto& [size, name] : { std::pair { ep, "EP" }, std::pair { dp, "DP" } })
+                if (size > 1) {
+                    m_shape << size;
+                    m_dimNames << QLatin1String(name);
+                }
             m_shape << par.tensorParallel;
             m_dimNames << QStringLiteral("TP");
         } else {
@@ -90,6 +95,8 @@ void MeshView::setTensor(CheckpointPtr checkpoint, int tensorIndex)
                 m_title += QStringLiteral(" × VPP=%1").arg(par.virtualPipeline);
             if (par.expertParallel > 1)
                 m_title += QStringLiteral(" × EP=%1").arg(par.expertParallel);
+            if (const int dp = megatronDataParallel(info); dp > 1)
+                m_title += QStringLiteral(" × DP=%1").arg(dp);
         }
     }
     m_highlighted = -1;

@@ -6,6 +6,7 @@
 #include <QPainter>
 #include <QStyle>
 
+#include <algorithm>
 #include <vector>
 
 namespace tessera::ui {
@@ -20,6 +21,9 @@ bool isIndex(const QString& part)
             return false;
     return true;
 }
+
+/// A mixture-of-experts module ("experts", "shared_experts", "local_experts").
+bool isExpertPart(const QString& part) { return part.contains(QLatin1String("expert")); }
 
 /// PEFT's own components: the module before them is the projection that tells rows apart.
 bool isLoraPart(const QString& part)
@@ -63,9 +67,14 @@ QString compactTensorName(const QString& name, const std::function<bool(const QS
     while (sharedCount < shared.size() && sharedCount < n - 2 && parts[sharedCount] == shared[sharedCount])
         ++sharedCount;
 
+    // An experts module stays unless an index or another experts module follows it: it tells a shared expert's
+    // linear_fc1 from the routed experts' and from the dense MLP's.
+    auto namesExperts = [&](int i) {
+        return isExpertPart(parts[i]) && !(i + 1 < n && (isIndex(parts[i + 1]) || isExpertPart(parts[i + 1])));
+    };
     auto kept = [&](int i) {
         return i == 0 || i >= n - 2 || isIndex(parts[i]) || isLoraPart(parts[i])
-            || (i + 1 < n && isLoraPart(parts[i + 1]));
+            || (i + 1 < n && isLoraPart(parts[i + 1])) || namesExperts(i);
     };
     std::vector<int> order;
     for (int i = 0; i < sharedCount; ++i)
@@ -92,9 +101,43 @@ QString compactTensorName(const QString& name, const std::function<bool(const QS
     return shortest;
 }
 
+QString cutTensorName(const QString& compact, const std::function<bool(const QString&)>& fits)
+{
+    if (fits(compact))
+        return compact;
+    // The leading components that fit, then "…": the first index stays as long as anything does.
+    const QStringList parts = compact.split(QLatin1Char('.'));
+    const QString ellipsis = QStringLiteral("…");
+    for (qsizetype keep = parts.size() - 1; keep > 0; --keep) {
+        QStringList head = parts.mid(0, keep);
+        if (head.last() != ellipsis)
+            head << ellipsis;
+        const QString cut = head.join(QLatin1Char('.'));
+        if (fits(cut))
+            return cut;
+    }
+    return ellipsis;
+}
+
+namespace {
+/// True when a name that does not continue `prefix` with `next` has an index of its own: another stack of layers
+/// (a vision tower beside the language model), whose rows would read like the others' once `next` is dropped.
+bool anotherStackBeside(const QStringList& names, const QString& prefix, const QString& next)
+{
+    for (const QString& name : names) {
+        if (!name.startsWith(prefix) || name.startsWith(next))
+            continue;
+        const QStringList rest = name.mid(prefix.size()).split(QLatin1Char('.'));
+        if (std::any_of(rest.begin(), rest.end(), isIndex))
+            return true;
+    }
+    return false;
+}
+} // namespace
+
 QString sharedNamePrefix(const QStringList& names)
 {
-    // Grown one component at a time while most names continue it.
+    // Grown one component at a time while most names continue it, and no other stack of layers beside it.
     QString prefix;
     for (int depth = 0;; ++depth) {
         QHash<QString, qsizetype> next;
@@ -113,7 +156,7 @@ QString sharedNamePrefix(const QStringList& names)
                 best = it.key();
                 bestCount = it.value();
             }
-        if (bestCount == 0 || bestCount * 2 <= names.size())
+        if (bestCount == 0 || bestCount * 2 <= names.size() || anotherStackBeside(names, prefix, best))
             return prefix;
         prefix = best;
     }
@@ -133,10 +176,10 @@ void TensorNameDelegate::paint(QPainter* painter, const QStyleOptionViewItem& op
     const int width = textRect.width() - 2 * margin;
     const QFontMetrics metrics(opt.font);
     if (metrics.horizontalAdvance(opt.text) > width) {
-        const QString compact = compactTensorName(
-            opt.text, [&](const QString& text) { return metrics.horizontalAdvance(text) <= width; }, m_sharedPrefix);
-        // A compacted name is cut on the right if it still does not fit, so its first kept index stays; other text
-        // (file and rank rows) keeps the view's own elision.
+        const auto fits = [&](const QString& text) { return metrics.horizontalAdvance(text) <= width; };
+        // A compacted name that still does not fit loses whole components on the right, so its first kept index
+        // stays and no word is cut; other text (file and rank rows) keeps the view's own elision.
+        const QString compact = cutTensorName(compactTensorName(opt.text, fits, m_sharedPrefix), fits);
         if (compact != opt.text) {
             opt.text = compact;
             opt.textElideMode = Qt::ElideRight;

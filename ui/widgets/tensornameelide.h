@@ -9,7 +9,8 @@ namespace tessera::ui {
 
 /// Shortens a dotted tensor name until `fits` accepts it, by whole components and never by the parts that tell
 /// rows apart: a numeric component (layer, expert, stage index), the last two components (projection and
-/// parameter), a LoRA component (lora_A, lora_B, base_layer…) and the module before it and the first component (model, visual, lm_head…) stay.
+/// parameter), a LoRA component (lora_A, lora_B, base_layer…) and the module before it, an experts module
+/// (shared_experts, experts) not followed by an index, and the first component (model, visual, lm_head…) stay.
 /// Droppable components go in this order: those of `sharedPrefix` when the name starts with them (the leading
 /// components most rows have, so dropping them loses nothing), then the others left to right, the word naming an
 /// index ("layers", "experts") last.
@@ -18,9 +19,14 @@ namespace tessera::ui {
 QString compactTensorName(const QString& name, const std::function<bool(const QString&)>& fits,
                           const QString& sharedPrefix = {});
 
+/// `compact` (a compactTensorName() result) cut on the right at a component boundary until `fits` accepts it:
+/// "…0.…post_attention_layernorm.weight" becomes "…0.…", never "…0.…post_attention_layern…". "…" when nothing fits.
+QString cutTensorName(const QString& compact, const std::function<bool(const QString&)>& fits);
+
 /// The leading dotted components most of `names` share ("model.layers." for a model's weights, though
 /// the embedding and the head do not), empty if none. A name without them is never shortened by them, and a
-/// dropped prefix shows as "…", so distinct names stay distinct.
+/// dropped prefix shows as "…", so distinct names stay distinct. A prefix stops before it would set one stack of
+/// layers apart from another (language_model.… beside vision_model.…): each keeps its tower's name.
 QString sharedNamePrefix(const QStringList& names);
 
 /// Draws tensor names with compactTensorName instead of Qt's character elision, which cut the layer index or the
