@@ -107,6 +107,26 @@ private Q_SLOTS:
         }
     }
 
+    void sizeColumnStaysInViewInANarrowPane()
+    {
+        // A pane narrower than the names (1280×720 gives the tree about 360 pixels): the names shorten, the Size
+        // column beside them stays whole; the other columns are a scroll away.
+        for (const int paneWidth : { 360, 480, 900 }) {
+            TreePage page;
+            page.resize(paneWidth, 500);
+            page.show();
+            page.setCheckpoint(tessera::test::scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+            QVERIFY(QTest::qWaitForWindowExposed(&page));
+            QHeaderView* header = page.view()->header();
+            const int right = header->sectionViewportPosition(ShardTreeModel::SizeColumn)
+                + header->sectionSize(ShardTreeModel::SizeColumn);
+            QVERIFY2(right <= page.view()->viewport()->width(),
+                     qPrintable(QStringLiteral("pane %1: Size ends at %2, the view shows %3")
+                                    .arg(paneWidth).arg(right).arg(page.view()->viewport()->width())));
+            QVERIFY(header->sectionSize(ShardTreeModel::NameColumn) > 150);
+        }
+    }
+
     void anotherCheckpointStartsAtTheTop()
     {
         TreePage page;

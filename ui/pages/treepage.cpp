@@ -117,6 +117,7 @@ void TreePage::adjustColumns()
         for (const char* unit : { " B", " KB", " MB", " GB", " TB", " PB", " EB" })
             sizeWidth = std::max(sizeWidth, fm.horizontalAdvance(QLatin1String(digits) + QLatin1String(unit)));
     header->resizeSection(ShardTreeModel::SizeColumn, sizeWidth + 24);
+    m_nameColumn->setKeptInView({ ShardTreeModel::SizeColumn });
     header->resizeSection(ShardTreeModel::DTypeColumn, fm.horizontalAdvance(QStringLiteral("DType")) + 20);
     header->resizeSection(ShardTreeModel::ShapeColumn, fm.horizontalAdvance(QStringLiteral("[151936, 4096]")) + 16);
     header->resizeSection(ShardTreeModel::PlacementColumn, fm.horizontalAdvance(QStringLiteral("[0:151936, 0:4096] · replica")) + 16);

@@ -31,14 +31,25 @@ void ColumnFitter::fit()
     for (int column = 0; column < m_header->count(); ++column)
         if (!m_columns.contains(column) && !m_header->isSectionHidden(column))
             others += m_header->sectionSize(column);
+    int kept = 0;
+    for (int column : m_keptInView)
+        if (!m_header->isSectionHidden(column))
+            kept += m_header->sectionSize(column);
     const int n = int(m_columns.size());
     const int viewport = m_viewport->width();
-    const int width = std::max(std::min(m_preferred, viewport / n), (viewport - others) / n);
+    const int narrow = std::max(viewport - kept, viewport / 3);
+    const int width = std::max(std::min(m_preferred, narrow / n), (viewport - others) / n);
     m_fitting = true;
     for (int column : m_columns)
         if (m_header->sectionSize(column) != width)
             m_header->resizeSection(column, width);
     m_fitting = false;
+}
+
+void ColumnFitter::setKeptInView(QList<int> columns)
+{
+    m_keptInView = std::move(columns);
+    fit();
 }
 
 bool ColumnFitter::eventFilter(QObject* watched, QEvent* event)
