@@ -5,11 +5,14 @@
 #include "models/mappingfilterproxy.h"
 #include "models/mappingmodel.h"
 #include "pages/mappingpage.h"
+#include "models/shardtreemodel.h"
+#include "models/shardtreeproxy.h"
 #include "pages/treepage.h"
 #include "testutil.h"
 #include "widgets/tensornameelide.h"
 
 #include <QHeaderView>
+#include <QStyle>
 #include <QSet>
 #include <QTableView>
 #include <QTest>
@@ -177,6 +180,44 @@ private Q_SLOTS:
         }
         QCOMPARE(cutTensorName(QStringLiteral("…0.…post_attention_layernorm.weight"), chars(12)), QStringLiteral("…0.…"));
         QCOMPARE(cutTensorName(QStringLiteral("…0.…q_proj.weight"), chars(14)), QStringLiteral("…0.…q_proj.…"));
+    }
+
+    void nameColumnsAreWideEnoughForTheKeptParts()
+    {
+        // At 1280×720 the Mapping table is about 700 pixels wide: each name column still shows every name's kept
+        // parts whole (the other columns go a scroll away), and the tree's does too.
+        const auto nothingFits = [](const QString&) { return false; };
+        MappingPage mapping;
+        mapping.resize(700, 500);
+        mapping.show();
+        mapping.setCheckpoint(tessera::test::scanFixture(tessera::test::kLegacy));
+        QTRY_VERIFY(!mapping.job()->isBusy());
+        auto* table = mapping.findChild<QTableView*>();
+        const QFontMetrics metrics(table->font());
+        const int margins = 2 * (table->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, table) + 1);
+        for (const int column : { int(MappingModel::SourceColumn), int(MappingModel::TargetColumn) }) {
+            const auto* delegate = qobject_cast<TensorNameDelegate*>(table->itemDelegateForColumn(column));
+            const int room = table->horizontalHeader()->sectionSize(column) - margins;
+            for (int r = 0; r < mapping.model()->rowCount(); ++r) {
+                const QString shortest = compactTensorName(mapping.model()->index(r, column).data().toString(), nothingFits,
+                                                           delegate->sharedPrefix());
+                QVERIFY2(metrics.horizontalAdvance(shortest) <= room,
+                         qPrintable(QStringLiteral("%1 in %2 px").arg(shortest).arg(room)));
+            }
+        }
+        TreePage tree;
+        tree.resize(480, 500);
+        tree.show();
+        const auto checkpoint = tessera::test::scanFixture(tessera::test::kLegacy);
+        tree.setCheckpoint(checkpoint);
+        const auto* delegate = qobject_cast<TensorNameDelegate*>(tree.view()->itemDelegateForColumn(0));
+        const QModelIndex row = tree.proxy()->mapFromSource(tree.model()->indexForTensor(0));
+        const int indent = tree.view()->visualRect(row).left() + tree.view()->header()->sectionViewportPosition(0);
+        const int room = tree.view()->header()->sectionSize(0) - indent - margins;
+        for (const auto& tensor : checkpoint->tensors) {
+            const QString shortest = compactTensorName(QString::fromStdString(tensor.name), nothingFits, delegate->sharedPrefix());
+            QVERIFY2(metrics.horizontalAdvance(shortest) <= room, qPrintable(QStringLiteral("%1 in %2 px").arg(shortest).arg(room)));
+        }
     }
 
     void sharedAndRoutedExpertsReadApart()

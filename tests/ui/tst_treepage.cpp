@@ -109,9 +109,9 @@ private Q_SLOTS:
 
     void sizeColumnStaysInViewInANarrowPane()
     {
-        // A pane narrower than the names (1280×720 gives the tree about 360 pixels): the names shorten, the Size
+        // A pane narrower than the names (1280×720 gives the tree about 480 pixels): the names shorten, the Size
         // column beside them stays whole; the other columns are a scroll away.
-        for (const int paneWidth : { 360, 480, 900 }) {
+        for (const int paneWidth : { 480, 640, 900 }) {
             TreePage page;
             page.resize(paneWidth, 500);
             page.show();

@@ -30,6 +30,8 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 
 namespace tessera::ui {
 
@@ -325,6 +327,9 @@ void MappingPage::onFinished(const MappingOutcome& outcome)
         }
         m_sourceNames->setSharedPrefix(sharedNamePrefix(sources));
         m_targetNames->setSharedPrefix(sharedNamePrefix(targets));
+        const QFontMetrics metrics(m_view->font());
+        m_nameColumns->setMinimumWidth(std::max(compactNamesWidth(sources, m_sourceNames->sharedPrefix(), metrics),
+                                                compactNamesWidth(targets, m_targetNames->sharedPrefix(), metrics)));
     }
     updateStatusCombo();
     updateHeader();

@@ -131,6 +131,13 @@ void TreePage::setCheckpoint(CheckpointPtr checkpoint)
             names << qs(tensor.name);
     m_names->setSharedPrefix(sharedNamePrefix(names));
     m_model->setCheckpoint(std::move(checkpoint));
+    // Tensor rows are indented under the checkpoint's folders and, by file, under their file: the names need that
+    // much more.
+    int depth = 0;
+    for (QModelIndex i = m_model->indexForTensor(0); i.isValid(); i = i.parent())
+        ++depth;
+    m_nameColumn->setMinimumWidth(compactNamesWidth(names, m_names->sharedPrefix(), QFontMetrics(m_view->font()))
+                                  + depth * m_view->indentation());
     m_mergeNote.clear(); // the last checkpoint's; this one's comes with its merge plan
     expandDefault();
     m_view->scrollToTop(); // the rows the last checkpoint's scroll position pointed at are gone

@@ -38,7 +38,7 @@ void ColumnFitter::fit()
     const int n = int(m_columns.size());
     const int viewport = m_viewport->width();
     const int narrow = std::max(viewport - kept, viewport / 3);
-    const int width = std::max(std::min(m_preferred, narrow / n), (viewport - others) / n);
+    const int width = std::max({ std::min(m_preferred, narrow / n), (viewport - others) / n, m_minimum });
     m_fitting = true;
     for (int column : m_columns)
         if (m_header->sectionSize(column) != width)
@@ -49,6 +49,12 @@ void ColumnFitter::fit()
 void ColumnFitter::setKeptInView(QList<int> columns)
 {
     m_keptInView = std::move(columns);
+    fit();
+}
+
+void ColumnFitter::setMinimumWidth(int width)
+{
+    m_minimum = width;
     fit();
 }
 

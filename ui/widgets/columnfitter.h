@@ -24,6 +24,9 @@ public:
     void fit();
     /// Columns that stay in view beside the names however narrow the pane (as long as the names keep a third of it).
     void setKeptInView(QList<int> columns);
+    /// No name column narrower than this: the width its names need once shortened to the parts that tell them apart
+    /// (compactTensorName()), so none is cut; the other columns go a scroll away first.
+    void setMinimumWidth(int width);
     bool userSized() const { return m_userSized; }
 
 protected:
@@ -35,6 +38,7 @@ private:
     QList<int> m_columns;
     QList<int> m_keptInView;
     int m_preferred;
+    int m_minimum = 0;
     bool m_fitting = false;
     bool m_userSized = false;
 };

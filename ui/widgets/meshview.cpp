@@ -120,6 +120,8 @@ QSizeF MeshView::fullCell() const
     int widest = 0;
     for (const auto& folder : m_folders)
         widest = std::max(widest, fm.horizontalAdvance(folder));
+    for (const auto& coordinates : m_coordinates) // "TP 1 · PP 0" is wider than torch_dist's "rank 1"
+        widest = std::max(widest, fm.horizontalAdvance(coordinates));
     return { qreal(std::max(kCell, widest + 12)), qreal(fm.height() * 3 + 10) };
 }
 

@@ -2,6 +2,7 @@
 #include "tensornameelide.h"
 
 #include <QApplication>
+#include <QFontMetrics>
 #include <QHash>
 #include <QPainter>
 #include <QStyle>
@@ -160,6 +161,17 @@ QString sharedNamePrefix(const QStringList& names)
             return prefix;
         prefix = best;
     }
+}
+
+int compactNamesWidth(const QStringList& names, const QString& sharedPrefix, const QFontMetrics& metrics)
+{
+    const auto nothingFits = [](const QString&) { return false; };
+    int widest = 0;
+    for (const QString& name : names)
+        widest = std::max(widest, metrics.horizontalAdvance(compactTensorName(name, nothingFits, sharedPrefix)));
+    // The style's text margins (QCommonStyle's viewItemDrawText) and a little air.
+    const int margin = QApplication::style()->pixelMetric(QStyle::PM_FocusFrameHMargin) + 1;
+    return widest + 2 * margin + 8;
 }
 
 TensorNameDelegate::TensorNameDelegate(QObject* parent) : QStyledItemDelegate(parent) { }

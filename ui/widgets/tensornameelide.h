@@ -5,6 +5,8 @@
 
 #include <functional>
 
+class QFontMetrics;
+
 namespace tessera::ui {
 
 /// Shortens a dotted tensor name until `fits` accepts it, by whole components and never by the parts that tell
@@ -28,6 +30,10 @@ QString cutTensorName(const QString& compact, const std::function<bool(const QSt
 /// dropped prefix shows as "…", so distinct names stay distinct. A prefix stops before it would set one stack of
 /// layers apart from another (language_model.… beside vision_model.…): each keeps its tower's name.
 QString sharedNamePrefix(const QStringList& names);
+
+/// The width the widest of `names` needs in a view's cell once shortened as far as compactTensorName() goes (its
+/// kept parts, `sharedPrefix` dropped), with the cell's text margins: a name column that wide cuts no name.
+int compactNamesWidth(const QStringList& names, const QString& sharedPrefix, const QFontMetrics& metrics);
 
 /// Draws tensor names with compactTensorName instead of Qt's character elision, which cut the layer index or the
 /// projection out of the middle. Install on the name columns of a view; the full name stays in the tooltip.
