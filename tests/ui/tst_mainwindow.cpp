@@ -116,7 +116,7 @@ private Q_SLOTS:
         auto* mapping = window.findChild<MappingPage*>();
         QVERIFY(summary && merge && mapping);
         QTRY_VERIFY_WITH_TIMEOUT(merge->prepared() && !merge->isPlanning() && !mapping->job()->isBusy(), 60000);
-        auto refusalShown = [&] {
+        auto refusalShown = [&]() -> QStringList {
             QStringList shown { summary->html() };
             for (const QWidget* where : { static_cast<QWidget*>(window.treePage()), static_cast<QWidget*>(window.statusBar()) }) {
                 QString text;

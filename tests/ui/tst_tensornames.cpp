@@ -12,6 +12,9 @@
 #include "widgets/tensornameelide.h"
 
 #include <QHeaderView>
+#include <QProxyStyle>
+#include <QStyleOptionViewItem>
+#include <QTextLayout>
 #include <QStyle>
 #include <QSet>
 #include <QTableView>
@@ -21,6 +24,43 @@
 using namespace tessera::ui;
 
 namespace {
+/// Records what the view asks the style to draw in each cell, and the room the style has for its text.
+class RecordingStyle : public QProxyStyle {
+public:
+    struct Cell {
+        int column;
+        QString text;
+        QFont font;
+        int room;
+    };
+    mutable QList<Cell> cells;
+
+    void drawControl(ControlElement element, const QStyleOption* option, QPainter* painter,
+                     const QWidget* widget) const override
+    {
+        if (const auto* item = qstyleoption_cast<const QStyleOptionViewItem*>(option); item && element == CE_ItemViewItem) {
+            const int margin = pixelMetric(PM_FocusFrameHMargin, nullptr, widget) + 1;
+            const QRect text = subElementRect(SE_ItemViewItemText, item, widget);
+            cells.append({ item->index.column(), item->text, item->font, text.width() - 2 * margin });
+        }
+        QProxyStyle::drawControl(element, option, painter, widget);
+    }
+};
+
+/// The width the style's own layout gives `text` (it elides on this, not on QFontMetrics).
+qreal laidOutWidth(const QString& text, const QFont& font, int room)
+{
+    QTextLayout layout(text, font);
+    QTextOption option;
+    option.setWrapMode(QTextOption::ManualWrap);
+    layout.setTextOption(option);
+    layout.beginLayout();
+    QTextLine line = layout.createLine();
+    line.setLineWidth(room);
+    layout.endLayout();
+    return line.naturalTextWidth();
+}
+
 const char* const kVisionLanguage = "megatron_legacy_qwen25vl_tp2_pp1/global_step_10/actor";
 
 /// A width measured in characters, so the expectations read plainly.
@@ -218,6 +258,38 @@ private Q_SLOTS:
             const QString shortest = compactTensorName(QString::fromStdString(tensor.name), nothingFits, delegate->sharedPrefix());
             QVERIFY2(metrics.horizontalAdvance(shortest) <= room, qPrintable(QStringLiteral("%1 in %2 px").arg(shortest).arg(room)));
         }
+    }
+
+    void drawnNamesAreNeverElidedByTheStyle_data()
+    {
+        QTest::addColumn<int>("width");
+        for (const int width : { 560, 640, 700, 760, 820, 900, 1000 })
+            QTest::newRow(qPrintable(QString::number(width))) << width;
+    }
+
+    void drawnNamesAreNeverElidedByTheStyle()
+    {
+        // What the delegate hands the style fits the style's own measure, so the style never cuts a word of it.
+        QFETCH(int, width);
+        RecordingStyle style;
+        MappingPage mapping;
+        auto* table = mapping.findChild<QTableView*>();
+        table->setStyle(&style);
+        mapping.resize(width, 500);
+        mapping.show();
+        mapping.setCheckpoint(tessera::test::scanFixture(tessera::test::kLegacy));
+        QTRY_VERIFY(!mapping.job()->isBusy());
+        style.cells.clear();
+        table->grab();
+        int names = 0;
+        for (const auto& cell : style.cells) {
+            if (cell.column != MappingModel::SourceColumn && cell.column != MappingModel::TargetColumn)
+                continue;
+            ++names;
+            QVERIFY2(laidOutWidth(cell.text, cell.font, cell.room) <= cell.room,
+                     qPrintable(QStringLiteral("%1 in %2 px").arg(cell.text).arg(cell.room)));
+        }
+        QVERIFY(names > 10);
     }
 
     void sharedAndRoutedExpertsReadApart()

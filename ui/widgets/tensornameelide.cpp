@@ -185,7 +185,10 @@ void TensorNameDelegate::paint(QPainter* painter, const QStyleOptionViewItem& op
     const QRect textRect = style->subElementRect(QStyle::SE_ItemViewItemText, &opt, widget);
     // The style insets the text by the focus frame's margin on both sides (QCommonStyle's viewItemDrawText).
     const int margin = style->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, widget) + 1;
-    const int width = textRect.width() - 2 * margin;
+    // The style lays the text out with fractional advances and elides on its own measure, a pixel or two above
+    // horizontalAdvance(): a name measured to fit within those pixels would still be cut mid-word.
+    constexpr int kLayoutSlack = 3;
+    const int width = textRect.width() - 2 * margin - kLayoutSlack;
     const QFontMetrics metrics(opt.font);
     if (metrics.horizontalAdvance(opt.text) > width) {
         const auto fits = [&](const QString& text) { return metrics.horizontalAdvance(text) <= width; };
