@@ -18,6 +18,27 @@
 
 namespace tessera::ui {
 
+namespace {
+/// `line` without the checkpoint's folder in front: the heading names it.
+QString belowRoot(QString line, const tessera::CheckpointInfo& info)
+{
+    const QString root = qs(info.root);
+    if (line.startsWith(root + QLatin1String(": ")))
+        return line.mid(root.size() + 2);
+    if (line.startsWith(root + QLatin1Char('/')))
+        return line.mid(root.size() + 1);
+    return line;
+}
+
+QString refusalHtml(const QString& refusal, const tessera::CheckpointInfo& info)
+{
+    QStringList lines;
+    for (const QString& line : refusal.split(QLatin1Char('\n')))
+        lines << belowRoot(line.trimmed(), info).toHtmlEscaped();
+    return lines.join(QStringLiteral("<br>"));
+}
+} // namespace
+
 QString SummaryPage::parallelText(const tessera::CheckpointInfo& info)
 {
     // The sizes the checkpoint says, alike for every layout: TP and PP always, the others only when they split
@@ -131,7 +152,7 @@ void SummaryPage::render()
         // The problems below are why; a refusal about the mapping or the options says its own.
         const QString why = !info.problems.empty() && m_verdict.mappingProblems == 0
             ? tr("the problems below.")
-            : m_verdict.refusal.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"));
+            : refusalHtml(m_verdict.refusal, info);
         QString counts;
         if (m_verdict.mappingProblems > 0)
             counts = QStringLiteral(" (") + countText(m_verdict.mappingProblems, tr("mapping problem"), tr("mapping problems"))
@@ -148,15 +169,8 @@ void SummaryPage::render()
         html += QStringLiteral("<p><b>") + countText(static_cast<long long>(info.problems.size()), tr("problem"), tr("problems"))
             + QStringLiteral("</b></p><ul style='color:") + problemColor(palette()).name() + QStringLiteral("'>");
         // The heading names the folder; each problem names only what lies below it.
-        const QString root = qs(info.root);
-        for (const auto& problem : info.problems) {
-            QString line = qs(problem.text());
-            if (line.startsWith(root + QLatin1String(": ")))
-                line = line.mid(root.size() + 2);
-            else if (line.startsWith(root + QLatin1Char('/')))
-                line = line.mid(root.size() + 1);
-            html += QStringLiteral("<li>") + line.toHtmlEscaped() + QStringLiteral("</li>");
-        }
+        for (const auto& problem : info.problems)
+            html += QStringLiteral("<li>") + belowRoot(qs(problem.text()), info).toHtmlEscaped() + QStringLiteral("</li>");
         html += QStringLiteral("</ul>");
     }
     m_text->setHtml(html);
