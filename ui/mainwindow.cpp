@@ -133,7 +133,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_placement, &PlacementPage::statisticsRequested, this, &MainWindow::showStatistics);
     // One mapping for both views: the merge plan writes exactly the table the Mapping view shows.
     m_merge->setMappingJob(m_mapping->job());
-    // One answer to "would a merge refuse it?": the Merge page's plan, said by the Summary, the tree and the status bar.
+    // One answer to "would a merge refuse it?": the Merge page's plan, said by the Summary, tree and status bar.
     m_summary->followMergePlan(m_merge);
     connect(m_merge, &MergePage::planChanged, this, &MainWindow::showMergeVerdict);
     connect(m_merge, &MergePage::openInDiffRequested, this, [this](const QString& reference, double atol, double rtol) {
@@ -335,7 +335,8 @@ void MainWindow::showLoadedStatus()
                        .arg(QDir::toNativeSeparators(m_loadedPath), qs(m_checkpoint->layout))
                        .arg(m_checkpoint->tensors.size())
                        .arg(bytesText(m_checkpoint->totalBytes()),
-                            countText(static_cast<long long>(m_checkpoint->problems.size()), tr("problem"), tr("problems")));
+                            countText(static_cast<long long>(m_checkpoint->problems.size()), tr("problem"),
+                                      tr("problems")));
     if (!m_mergeNote.isEmpty())
         text += QStringLiteral(" · ") + m_mergeNote;
     m_statusText->setText(text);

@@ -104,8 +104,9 @@ QString MappingModel::layerText(const QString& name, qulonglong* sortKey)
         return part.startsWith(QLatin1String("vision")) || part == QLatin1String("visual");
     });
     if (sortKey)
-        *sortKey = layer < 0 ? ~0ULL
-                             : (qulonglong(vision) << 60) | (qulonglong(layer & 0xFFFFFFF) << 32) | qulonglong(expert + 1);
+        *sortKey = layer < 0
+            ? ~0ULL
+            : (qulonglong(vision) << 60) | (qulonglong(layer & 0xFFFFFFF) << 32) | qulonglong(expert + 1);
     if (layer < 0)
         return {};
     const QString number = vision ? tr("vision %1").arg(layer) : QString::number(layer);

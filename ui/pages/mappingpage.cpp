@@ -102,7 +102,6 @@ MappingPage::MappingPage(QWidget* parent)
     // Names too long for their column drop whole components, never the layer, expert or projection.
     m_view->setItemDelegateForColumn(MappingModel::SourceColumn, m_sourceNames);
     m_view->setItemDelegateForColumn(MappingModel::TargetColumn, m_targetNames);
-    // Ctrl+C copies the name of the cell it is pressed on: a Hugging Face cell gives the Hugging Face name.
     addCopyNamesAction(m_view, QList<int> { MappingModel::SourceColumn, MappingModel::TargetColumn });
 
     m_rulesFile->setTextInteractionFlags(Qt::TextSelectableByMouse);

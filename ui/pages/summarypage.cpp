@@ -46,7 +46,8 @@ QString SummaryPage::parallelText(const tessera::CheckpointInfo& info)
     const auto& p = info.parallel;
     if (!p.tensorParallel && !p.pipelineParallel && !p.expertParallel && !p.dataParallel)
         return {};
-    QStringList parts { tr("TP %1").arg(std::max(p.tensorParallel, 1)), tr("PP %1").arg(std::max(p.pipelineParallel, 1)) };
+    QStringList parts { tr("TP %1").arg(std::max(p.tensorParallel, 1)),
+                        tr("PP %1").arg(std::max(p.pipelineParallel, 1)) };
     if (p.virtualPipeline > 1)
         parts << tr("VPP %1").arg(p.virtualPipeline);
     if (p.expertParallel > 1)
@@ -92,7 +93,10 @@ void SummaryPage::setMergeVerdict(const MergeVerdict& verdict)
     render();
 }
 
-bool SummaryPage::isCheckingMerge() const { return m_checkpoint && m_merge && (!m_verdict.known || m_merge->isPlanning()); }
+bool SummaryPage::isCheckingMerge() const
+{
+    return m_checkpoint && m_merge && (!m_verdict.known || m_merge->isPlanning());
+}
 
 void SummaryPage::showError(const QString& path, const QString& message)
 {
@@ -155,7 +159,8 @@ void SummaryPage::render()
             : refusalHtml(m_verdict.refusal, info);
         QString counts;
         if (m_verdict.mappingProblems > 0)
-            counts = QStringLiteral(" (") + countText(m_verdict.mappingProblems, tr("mapping problem"), tr("mapping problems"))
+            counts = QStringLiteral(" (")
+                + countText(m_verdict.mappingProblems, tr("mapping problem"), tr("mapping problems"))
                 + tr(": see the Mapping view)");
         html += QStringLiteral("<p style='color:") + problemColor(palette()).name() + QStringLiteral("'><b>")
             + tr("A merge would refuse it") + counts + QStringLiteral(":</b> ") + why + QStringLiteral("</p>");
@@ -170,7 +175,8 @@ void SummaryPage::render()
             + QStringLiteral("</b></p><ul style='color:") + problemColor(palette()).name() + QStringLiteral("'>");
         // The heading names the folder; each problem names only what lies below it.
         for (const auto& problem : info.problems)
-            html += QStringLiteral("<li>") + belowRoot(qs(problem.text()), info).toHtmlEscaped() + QStringLiteral("</li>");
+            html += QStringLiteral("<li>") + belowRoot(qs(problem.text()), info).toHtmlEscaped()
+                + QStringLiteral("</li>");
         html += QStringLiteral("</ul>");
     }
     m_text->setHtml(html);

@@ -35,7 +35,10 @@ int copiedNameColumn(const QAbstractItemView* view, const QList<int>& nameColumn
     return nameColumns.contains(current) ? current : nameColumns.value(0, 0);
 }
 
-void addCopyNamesAction(QAbstractItemView* view, int nameColumn) { addCopyNamesAction(view, QList<int> { nameColumn }); }
+void addCopyNamesAction(QAbstractItemView* view, int nameColumn)
+{
+    addCopyNamesAction(view, QList<int> { nameColumn });
+}
 
 void addCopyNamesAction(QAbstractItemView* view, const QList<int>& nameColumns)
 {
