@@ -13,6 +13,7 @@
 
 #include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
+#include "merge/checkpoint_problems.h"
 #include "merge/gguf_plan.h"
 #include "merge/merge_plan.h"
 #include "ops/flag_table.h"
@@ -134,6 +135,27 @@ QStringList messageLines(const tessera::PreparedModel& m, const QString& muted)
                                                                                          : QObject::tr("note: %1"))
                                     .arg(qs(message.text)));
     return lines;
+}
+
+/// Why a merge cannot be planned, as the workbench says it: the list of problems is on the Summary page here, not
+/// in `tessera inspect`.
+QString refusalText(const tessera::PreparedMerge& p)
+{
+    return qs(p.refusal->error.message)
+        .replace(QLatin1String(tessera::kProblemsPointer), QObject::tr(" (the Summary page lists them)"));
+}
+
+/// The status line of a merge that cannot be planned: the refusal's first line (the plan box has the rest).
+QString refusalStatus(const tessera::PreparedMerge& p)
+{
+    QString first = refusalText(p).section(QLatin1Char('\n'), 0, 0);
+    if (first.endsWith(QLatin1Char(':')))
+        first.chop(1);
+    if (p.refusal->usage)
+        return QObject::tr("Not running: %1").arg(first);
+    if (p.request.gguf() && !p.model.refusal)
+        return QObject::tr("Refused: cannot be written as GGUF: %1").arg(first);
+    return QObject::tr("Refused: %1").arg(first);
 }
 
 } // namespace
@@ -575,7 +597,12 @@ QString MergePage::commandLine() const
 
 void MergePage::requestChanged()
 {
+    // What the last run did was of other options (another folder, another format): the status and the bar start over.
     m_outcome.clear();
+    if (!m_job->isRunning() && !m_compare->isRunning()) {
+        m_progress->setValue(0);
+        m_current->clear();
+    }
     m_command->setText(commandLine());
     // Typing waits for a pause; a checkpoint, a switch or a choice plans at once.
     const auto* edit = qobject_cast<const QLineEdit*>(sender());
@@ -644,7 +671,7 @@ void MergePage::showPlan()
     const auto& p = *m_prepared;
     const QString muted = palette().color(QPalette::PlaceholderText).name();
     if (p.refusal) {
-        const QString message = qs(p.refusal->error.message);
+        const QString message = refusalText(p);
         if (p.refusal->usage)
             showPlanError(message);
         else
@@ -792,8 +819,10 @@ void MergePage::updateButtons()
         why = tr("Not running: no checkpoint.");
     else if (isPlanning())
         why = tr("Planning…");
-    else if (!m_prepared || m_prepared->refusal)
-        why = tr("Not running: no plan (see the plan box).");
+    else if (!m_prepared)
+        why = tr("Not running: no plan yet.");
+    else if (m_prepared->refusal)
+        why = refusalStatus(*m_prepared);
     else if (!chosen)
         why = tr("Not running. Choose an output folder to merge; a test against a reference writes nothing.");
     else if (!m_prepared->adapterTarget)

@@ -390,7 +390,10 @@ bool SplitPage::isPlanning() const { return m_planner->isBusy(); }
 
 void SplitPage::requestChanged()
 {
+    // What the last split did was of other options: the status and the bar start over.
     m_outcome.clear();
+    if (!m_job->isRunning())
+        m_progress->setValue(0);
     m_command->setText(commandLine());
     const auto* edit = qobject_cast<const QLineEdit*>(sender());
     schedulePlan(edit ? 300 : 150);
@@ -533,8 +536,10 @@ void SplitPage::updateButtons()
         why = tr("Not running: no model to split.");
     else if (isPlanning())
         why = tr("Planning…");
-    else if (!m_prepared || m_prepared->refusal)
-        why = tr("Not running: no plan (see the plan box).");
+    else if (!m_prepared)
+        why = tr("Not running: no plan yet.");
+    else if (m_prepared->refusal)
+        why = tr("Refused: %1").arg(qs(m_prepared->refusal->error.message).section(QLatin1Char('\n'), 0, 0));
     else if (m_targetDir->text().trimmed().isEmpty())
         why = tr("Not running. Choose an output folder first.");
     else if (!m_prepared->target)
