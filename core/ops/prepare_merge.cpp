@@ -81,6 +81,41 @@ void planSafetensors(PreparedMerge& p)
         p.separateAdapter = p.separateAdapter || !o.subfolder.empty();
 }
 
+/// The names the merge publishes at the top of its target: files, sub-folders (a LoRA adapter), or the GGUF file.
+std::vector<std::string> publishedNames(const PreparedMerge& p)
+{
+    if (p.gguf)
+        return { p.gguf->fileName };
+    std::vector<std::string> names;
+    for (const auto& o : p.outputs()) {
+        if (!o.subfolder.empty()) {
+            names.push_back(o.subfolder);
+            continue;
+        }
+        const auto files = o.plan->outputFileNames();
+        names.insert(names.end(), files.begin(), files.end());
+    }
+    return names;
+}
+
+/// Sorts what an existing target holds into what the merge replaces and what it keeps (see PreparedMerge).
+void listTargetEntries(PreparedMerge& p, const std::string& target)
+{
+    std::error_code ec;
+    const auto entries = folderEntries(normalTarget(target), ec);
+    if (ec)
+        return; // a new folder (or none the merge can use: checkTargets says why)
+    const auto names = publishedNames(p);
+    for (const auto& entry : entries) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(".tessera-", 0) == 0)
+            continue; // another run's temporary folder: its own check refuses or clears it
+        (std::find(names.begin(), names.end(), name) != names.end() ? p.replacedFiles : p.otherFiles).push_back(name);
+    }
+    std::sort(p.replacedFiles.begin(), p.replacedFiles.end());
+    std::sort(p.otherFiles.begin(), p.otherFiles.end());
+}
+
 /// What the merge would refuse of its target(s), as a dry run checks it.
 void checkTargets(PreparedMerge& p)
 {
@@ -95,6 +130,7 @@ void checkTargets(PreparedMerge& p)
                                              !outputs.empty());
     if (p.settings.part)
         return;
+    listTargetEntries(p, target);
     if (p.gguf)
         p.target = checkGgufTarget(*p.gguf, target);
     else if (!outputs.empty())

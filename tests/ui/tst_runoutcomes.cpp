@@ -222,6 +222,64 @@ private Q_SLOTS:
         QVERIFY2(page.statusText().startsWith(QStringLiteral("Refused")), qPrintable(page.statusText()));
     }
 
+    /// Point 12: merging into a folder of other files asks once, naming them (and a model it replaces), and keeps
+    /// them; `tessera merge` lists them too. No "…." in the question.
+    void otherFilesInTheTargetAreNamed()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        const QString target = QString::fromStdString(tessera::test::makeTempDir());
+        QFile notes(target + QStringLiteral("/notes.txt"));
+        QVERIFY(notes.open(QIODevice::WriteOnly));
+        notes.write("mine");
+        notes.close();
+        page.setTargetDir(target);
+        SETTLED(page);
+        QVERIFY(page.canRun());
+        QStringList asked;
+        confirmHook() = [&](QWidget*, const QString&, const QString& question) {
+            asked << question;
+            return false;
+        };
+        page.run();
+        QCOMPARE(asked.size(), 1);
+        QVERIFY2(asked.first().contains(QStringLiteral("notes.txt")), qPrintable(asked.first()));
+        QVERIFY(!page.job()->isRunning());
+        QCOMPARE(entries(target), QStringList { QStringLiteral("notes.txt") });
+
+        confirmHook() = [&](QWidget*, const QString&, const QString& question) {
+            asked << question;
+            return true;
+        };
+        QSignalSpy finished(page.job(), &MergeJob::finished);
+        page.run();
+        QCOMPARE(asked.size(), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        QVERIFY(finished.first().first().value<MergeResult>().ok);
+        QVERIFY(QFileInfo::exists(target + QStringLiteral("/notes.txt")));
+        SETTLED(page);
+        // Again: one question for the model it replaces (five files) and the notes it keeps.
+        page.run();
+        QCOMPARE(asked.size(), 3);
+        QVERIFY2(asked.last().contains(QStringLiteral("model.safetensors")) && asked.last().contains(QStringLiteral("notes.txt")),
+                 qPrintable(asked.last()));
+        QVERIFY2(!asked.last().contains(QStringLiteral("….")), qPrintable(asked.last()));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
+
+        // The command line goes on, but not silently: it names what it keeps, in a dry run and a real one.
+        const QStringList args { QStringLiteral("merge"), QStringLiteral("--local_dir"),
+                                 QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")),
+                                 QStringLiteral("--target_dir"), target };
+        for (const QStringList& run : { args + QStringList { QStringLiteral("--dry-run") }, args }) {
+            QString out, err;
+            QCOMPARE(tessera::test::runTessera(run, &out, &err), 0);
+            QVERIFY2(err.contains(QStringLiteral("file(s) this merge does not write")) && err.contains(QStringLiteral("notes.txt")),
+                     qPrintable(err));
+            QVERIFY2(!err.contains(QStringLiteral("model.safetensors")), qPrintable(err));
+        }
+        QVERIFY(QFileInfo::exists(target + QStringLiteral("/notes.txt")));
+    }
+
     /// Point 12: a canceled split leaves the bar empty, not where the last progress report put it.
     void splitCancelEmptiesTheBar()
     {

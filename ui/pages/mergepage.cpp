@@ -844,30 +844,31 @@ void MergePage::updateButtons()
 
 bool MergePage::confirmReplacing()
 {
-    // The command line refuses to mix models; here the user may replace one, but is asked first.
-    const QDir target(qs(m_prepared->request.target()));
-    QStringList existing;
-    std::vector<std::string> names;
-    if (m_prepared->gguf)
-        names.push_back(m_prepared->gguf->fileName);
-    for (const auto& o : m_prepared->outputs()) {
-        const auto files = o.plan->outputFileNames();
-        if (o.subfolder.empty())
-            names.insert(names.end(), files.begin(), files.end());
-        else
-            names.push_back(o.subfolder);
-    }
-    for (const auto& name : names)
-        if (target.exists(qs(name)))
-            existing << qs(name);
-    if (existing.isEmpty())
+    // The command line refuses to mix models and notes the files it keeps; here the user may replace a model, and is
+    // asked first — once, for everything the folder already holds (prepareMerge() sorted it).
+    const auto& p = *m_prepared;
+    if (p.replacedFiles.empty() && p.otherFiles.empty())
         return true;
-    return confirm(this, tr("Replace the model?"),
-                   tr("%1 already holds %2. Replace them with the merge of %3?\n\nOther files in the folder are kept.")
-                       .arg(QDir::toNativeSeparators(target.absolutePath()),
-                            existing.size() > 3 ? existing.mid(0, 3).join(QStringLiteral(", ")) + QStringLiteral(", …")
-                                                : existing.join(QStringLiteral(", ")),
-                            qs(m_checkpoint->root)));
+    auto listed = [](const std::vector<std::string>& names) -> QString {
+        QStringList shown;
+        for (std::size_t i = 0; i < names.size() && i < 3; ++i)
+            shown << qs(names[i]);
+        if (names.size() > 3)
+            shown << tr("and %1 more").arg(names.size() - 3);
+        return shown.join(QStringLiteral(", "));
+    };
+    const QString folder = QDir::toNativeSeparators(QDir(qs(p.request.target())).absolutePath());
+    QStringList question;
+    if (!p.replacedFiles.empty())
+        question << tr("%1 already holds a model (%2). Replace it with the merge of %3?")
+                        .arg(folder, listed(p.replacedFiles), qs(m_checkpoint->root));
+    else
+        question << tr("Merge %1 into %2?").arg(qs(m_checkpoint->root), folder);
+    if (!p.otherFiles.empty())
+        question << tr("The folder also holds %1 this merge does not write (%2); they are kept as they are.")
+                        .arg(countText(qint64(p.otherFiles.size()), tr("file"), tr("files")), listed(p.otherFiles));
+    return confirm(this, p.replacedFiles.empty() ? tr("Merge into a folder that is not empty?") : tr("Replace the model?"),
+                   question.join(QStringLiteral("\n\n")));
 }
 
 void MergePage::run()
