@@ -12,6 +12,7 @@
 #include "widgets/ruleseditor.h"
 #include "pages/splitpage.h"
 #include "mappingfixtures.h"
+#include "openfolder.h"
 #include "testutil.h"
 
 #include <QComboBox>
@@ -278,6 +279,52 @@ private Q_SLOTS:
             QVERIFY2(!err.contains(QStringLiteral("model.safetensors")), qPrintable(err));
         }
         QVERIFY(QFileInfo::exists(target + QStringLiteral("/notes.txt")));
+    }
+
+    /// Point 12: "Open Output" after a merge and after a split opens the folder written, and goes with the options.
+    void openOutputAfterARun()
+    {
+        QStringList opened;
+        openFolderHook() = [&](const QString& folder) {
+            opened << folder;
+            return true;
+        };
+        MergePage merge;
+        merge.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        const QString parent = QString::fromStdString(tessera::test::makeTempDir());
+        merge.setTargetDir(parent + QStringLiteral("/merged"));
+        SETTLED(merge);
+        QPushButton* open = button(merge, QStringLiteral("Open Output"));
+        QVERIFY(open);
+        QVERIFY(!open->isEnabled());
+        QSignalSpy merged(merge.job(), &MergeJob::finished);
+        merge.run();
+        QTRY_COMPARE_WITH_TIMEOUT(merged.count(), 1, 120000);
+        SETTLED(merge);
+        QVERIFY(open->isEnabled());
+        open->click();
+        QCOMPARE(opened.size(), 1);
+        QCOMPARE(QFileInfo(opened.first()).canonicalFilePath(), QFileInfo(parent + QStringLiteral("/merged")).canonicalFilePath());
+        merge.setTargetDir(parent + QStringLiteral("/other"));
+        SETTLED(merge);
+        QVERIFY(!open->isEnabled());
+
+        SplitPage split;
+        split.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        split.setFormat(QStringLiteral("dcp"));
+        split.setTargetDir(parent + QStringLiteral("/dcp"));
+        SETTLED(split);
+        QPushButton* openSplit = button(split, QStringLiteral("Open Output"));
+        QVERIFY(openSplit);
+        QVERIFY(!openSplit->isEnabled());
+        QSignalSpy written(split.job(), &SplitJob::finished);
+        split.run();
+        QTRY_COMPARE_WITH_TIMEOUT(written.count(), 1, 120000);
+        SETTLED(split);
+        QVERIFY(openSplit->isEnabled());
+        openSplit->click();
+        QCOMPARE(opened.size(), 2);
+        QCOMPARE(QFileInfo(opened.last()).canonicalFilePath(), QFileInfo(parent + QStringLiteral("/dcp")).canonicalFilePath());
     }
 
     /// Point 12: a canceled split leaves the bar empty, not where the last progress report put it.

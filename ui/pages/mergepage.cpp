@@ -8,6 +8,7 @@
 #include "jobs/mergejob.h"
 #include "jobs/planjob.h"
 #include "models/mergeplanmodel.h"
+#include "openfolder.h"
 #include "widgets/folderfield.h"
 #include "widgets/rankcolors.h"
 
@@ -190,6 +191,7 @@ MergePage::MergePage(QWidget* parent)
     , m_atol(new QLineEdit(QStringLiteral("0"), this))
     , m_rtol(new QLineEdit(QStringLiteral("0"), this))
     , m_openInDiff(new QPushButton(tr("Open in Diff"), this))
+    , m_openOutput(new QPushButton(tr("Open Output"), this))
     , m_command(new QLabel(this))
     , m_planSummary(new QLabel(this))
     , m_planView(new QTableView(this))
@@ -287,6 +289,8 @@ void MergePage::createWidgets()
     m_progress->setValue(0);
     m_cancel->setEnabled(false);
     m_openInDiff->setEnabled(false);
+    m_openOutput->setEnabled(false);
+    m_openOutput->setToolTip(tr("Show the merged folder in the file manager"));
     m_openInDiff->setToolTip(tr("Compare this checkpoint with the reference tensor by tensor in the Diff view"));
     m_current->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_current->setForegroundRole(QPalette::PlaceholderText);
@@ -359,6 +363,7 @@ void MergePage::buildLayout(QGroupBox* options)
     buttons->addWidget(m_run);
     buttons->addWidget(m_test);
     buttons->addWidget(m_openInDiff);
+    buttons->addWidget(m_openOutput);
     buttons->addWidget(m_cancel);
     buttons->addWidget(m_progress, 1);
     runLayout->addLayout(buttons);
@@ -421,6 +426,10 @@ void MergePage::connectOptions()
     for (auto* box : { m_strict, m_tie, m_valueModel })
         connect(box, &QCheckBox::toggled, this, &MergePage::pushMappingSettings);
     connect(m_loadRules, &QPushButton::clicked, this, &MergePage::loadRules);
+    connect(m_openOutput, &QPushButton::clicked, this, [this] {
+        if (!m_writtenDir.isEmpty() && !openFolder(m_writtenDir))
+            appendLog(tr("Cannot open %1 in the file manager.").arg(QDir::toNativeSeparators(m_writtenDir)));
+    });
     connect(m_reference, &QLineEdit::textChanged, this, &MergePage::updateButtons);
     // The diff it offers is of the reference just tested.
     connect(m_reference, &QLineEdit::textChanged, m_openInDiff, [this] { m_openInDiff->setEnabled(false); });
@@ -517,6 +526,14 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
     requestChanged();
 }
 
+void MergePage::setWrittenDir(const QString& dir)
+{
+    m_writtenDir = dir;
+    m_openOutput->setEnabled(!dir.isEmpty());
+    m_openOutput->setToolTip(dir.isEmpty() ? tr("Shows the merged folder in the file manager once a merge is done")
+                                           : tr("Show %1 in the file manager").arg(QDir::toNativeSeparators(dir)));
+}
+
 bool MergePage::isGguf() const { return m_format->currentData().toString() == QLatin1String("gguf"); }
 
 bool MergePage::isMegatron() const { return m_checkpoint && tessera::isMegatronLayout(m_checkpoint->layout); }
@@ -602,6 +619,7 @@ void MergePage::requestChanged()
     if (!m_job->isRunning() && !m_compare->isRunning()) {
         m_progress->setValue(0);
         m_current->clear();
+        setWrittenDir({});
     }
     m_command->setText(commandLine());
     // Typing waits for a pause; a checkpoint, a switch or a choice plans at once.
@@ -888,6 +906,7 @@ void MergePage::run()
     else
         m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), target));
     m_meter.start(prepared->byteCount());
+    setWrittenDir({});
     m_job->start(prepared);
     showProgress(0, int(prepared->tensorCount()), 0, prepared->byteCount(), {});
     updateButtons();
@@ -930,6 +949,7 @@ void MergePage::onFinished(const MergeResult& result)
     for (const auto& warning : result.warnings)
         m_log->appendPlainText(tr("warning: %1").arg(warning));
     if (result.ok) {
+        setWrittenDir(result.outputDir);
         m_progress->setValue(1000);
         m_progressText->setText(tr("Done: %1").arg(result.message));
         m_log->appendPlainText(tr("Done: %1").arg(result.message));

@@ -5,6 +5,7 @@
 #include "jobs/planjob.h"
 #include "jobs/splitjob.h"
 #include "models/splitplanmodel.h"
+#include "openfolder.h"
 #include "widgets/folderfield.h"
 #include "widgets/placementview.h"
 #include "widgets/rankcolors.h"
@@ -120,6 +121,7 @@ SplitPage::SplitPage(QWidget* parent)
     , m_command(new QLineEdit(this))
     , m_run(new QPushButton(tr("Split"), this))
     , m_cancel(new QPushButton(tr("Cancel"), this))
+    , m_openOutput(new QPushButton(tr("Open Output"), this))
     , m_progress(new QProgressBar(this))
     , m_progressText(new QLabel(this))
     , m_log(new QPlainTextEdit(this))
@@ -167,6 +169,7 @@ void SplitPage::createWidgets()
     m_command->setReadOnly(true);
     m_command->setToolTip(tr("The same split from the command line"));
     m_cancel->setEnabled(false);
+    m_openOutput->setEnabled(false);
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
     m_log->setReadOnly(true);
@@ -207,6 +210,7 @@ void SplitPage::buildLayout()
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_run);
     buttons->addWidget(m_cancel);
+    buttons->addWidget(m_openOutput);
     buttons->addWidget(m_progress, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(10, 8, 10, 8);
@@ -240,6 +244,10 @@ void SplitPage::connectSignals()
             [this](int, const QString& text) { m_previewHover->setText(text); });
     connect(m_run, &QPushButton::clicked, this, &SplitPage::run);
     connect(m_cancel, &QPushButton::clicked, this, &SplitPage::cancel);
+    connect(m_openOutput, &QPushButton::clicked, this, [this] {
+        if (!m_writtenDir.isEmpty() && !openFolder(m_writtenDir))
+            appendLog(tr("Cannot open %1 in the file manager.").arg(QDir::toNativeSeparators(m_writtenDir)));
+    });
     connect(m_planner, &PlanJob::busyChanged, this, &SplitPage::updateButtons);
     connect(m_job, &SplitJob::progress, this, [this](quint64 done, quint64 total, const QString& current) {
         m_progress->setValue(total ? int(1000.0 * double(done) / double(total)) : 0);
@@ -392,8 +400,10 @@ void SplitPage::requestChanged()
 {
     // What the last split did was of other options: the status and the bar start over.
     m_outcome.clear();
-    if (!m_job->isRunning())
+    if (!m_job->isRunning()) {
         m_progress->setValue(0);
+        setWrittenDir({});
+    }
     m_command->setText(commandLine());
     const auto* edit = qobject_cast<const QLineEdit*>(sender());
     schedulePlan(edit ? 300 : 150);
@@ -565,6 +575,7 @@ void SplitPage::run()
         return;
     m_progress->setValue(0);
     m_progressText->setText(tr("Starting…"));
+    setWrittenDir({});
     appendLog(tr("Splitting into %1 as %2").arg(qs(*m_prepared->request.targetDir), qs(m_prepared->plan->layout)));
     m_job->start(m_prepared);
     updateButtons();
@@ -575,6 +586,7 @@ void SplitPage::cancel() { m_job->cancel(); }
 void SplitPage::onFinished(const SplitResult& result)
 {
     if (result.ok) {
+        setWrittenDir(result.outputDir);
         m_progress->setValue(1000);
         m_outcome = tr("Done: %1").arg(result.message);
         appendLog(tr("Done: %1").arg(result.message));
@@ -593,6 +605,14 @@ void SplitPage::onFinished(const SplitResult& result)
 void SplitPage::appendLog(const QString& line)
 {
     m_log->appendPlainText(QTime::currentTime().toString(QStringLiteral("HH:mm:ss ")) + line);
+}
+
+void SplitPage::setWrittenDir(const QString& dir)
+{
+    m_writtenDir = dir;
+    m_openOutput->setEnabled(!dir.isEmpty());
+    m_openOutput->setToolTip(dir.isEmpty() ? tr("Shows the written folder in the file manager once a split is done")
+                                           : tr("Show %1 in the file manager").arg(QDir::toNativeSeparators(dir)));
 }
 
 QString SplitPage::logText() const { return m_log->toPlainText(); }
