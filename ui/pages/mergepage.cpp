@@ -278,6 +278,8 @@ void MergePage::createWidgets()
     m_planView->setAlternatingRowColors(true);
     m_planView->setTextElideMode(Qt::ElideMiddle);
     m_planView->setWordWrap(false);
+    m_planView->setTabKeyNavigation(false); // one Tab stop: the arrows walk its rows
+    m_log->setTabChangesFocus(true);
     const QFontMetrics fm(font());
     m_planView->setColumnWidth(MergePlanModel::FileColumn, fm.horizontalAdvance(QStringLiteral("model-00001-of-00003.safetensors")) + 16);
     m_planView->setColumnWidth(MergePlanModel::TensorsColumn, fm.horizontalAdvance(QStringLiteral("Tensors")) + 20);
@@ -346,7 +348,6 @@ QGroupBox* MergePage::buildOptions()
     m_atol->setMaximumWidth(tolerance);
     m_rtol->setMaximumWidth(tolerance);
     wide(tr("Reference (tessera test)"), testRow);
-    grid->addWidget(m_command, row++, 0, 1, 4);
     return options;
 }
 
@@ -359,6 +360,8 @@ void MergePage::buildLayout(QGroupBox* options)
 
     auto* runBox = new QGroupBox(tr("Run"), this);
     auto* runLayout = new QVBoxLayout(runBox);
+    // The command line Merge runs stays in sight beside it, however far the options and plan are scrolled.
+    runLayout->addWidget(m_command);
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_run);
     buttons->addWidget(m_test);
@@ -383,7 +386,8 @@ void MergePage::buildLayout(QGroupBox* options)
     // The log's size hint would otherwise take half the height before anything is logged.
     splitter->setSizes({ 300, 110 });
 
-    // Options, plan and log scroll in a short window; Merge, Test and the progress bar stay in sight below them.
+    // Options, plan and log scroll in a short window; the command line, Merge, Test and the progress bar stay in
+    // sight below them.
     auto* body = new QWidget(this);
     auto* bodyLayout = new QVBoxLayout(body);
     bodyLayout->setContentsMargins(0, 0, 0, 0);
@@ -415,6 +419,7 @@ void MergePage::connectOptions()
         m_outtype->setEnabled(isGguf());
         m_dtype->setEnabled(!isGguf());
         m_maxShardSize->setEnabled(!isGguf());
+        m_verifyReplicas->setEnabled(!isGguf()); // GGUF reads every replica piece once; nothing to verify
         requestChanged();
     });
     m_mappingDebounce.setSingleShot(true);
@@ -485,6 +490,7 @@ void MergePage::resetOptions()
     m_outtype->setEnabled(false);
     m_dtype->setEnabled(true);
     m_maxShardSize->setEnabled(true);
+    m_verifyReplicas->setEnabled(true);
     m_targetDir->clear();
     m_reference->clear();
     m_hfModelPath->clear();
@@ -519,7 +525,8 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
     for (QWidget* w : std::initializer_list<QWidget*> { m_paramMapping, m_loadRules })
         w->setEnabled(megatron);
     m_loraCheckpoint = m_checkpoint && tessera::hasLoraTensors(*m_checkpoint);
-    for (QWidget* w : std::initializer_list<QWidget*> { m_lora, m_loraAlpha, m_baseModel })
+    // The base model's row with its Browse button.
+    for (QWidget* w : std::initializer_list<QWidget*> { m_lora, m_loraAlpha, m_baseModel->parentWidget() })
         w->setEnabled(m_loraCheckpoint);
     m_mapping->setCheckpoint(m_checkpoint);
     m_planModel->setPlan(nullptr);

@@ -29,6 +29,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
@@ -159,6 +160,8 @@ void SplitPage::createWidgets()
     m_planView->horizontalHeader()->setSectionResizeMode(SplitPlanModel::FileColumn, QHeaderView::Stretch);
     m_planView->horizontalHeader()->setStretchLastSection(false);
     m_planView->setWordWrap(false);
+    m_planView->setTabKeyNavigation(false); // one Tab stop: the arrows walk its rows
+    m_log->setTabChangesFocus(true);
     m_planView->setMinimumHeight(m_planView->verticalHeader()->defaultSectionSize() * 4 + 4);
     m_previewTensor->setToolTip(tr("The tensor whose planned placement is drawn"));
     m_previewTensor->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -207,6 +210,22 @@ void SplitPage::buildLayout()
     split->setStretchFactor(1, 2);
     split->setChildrenCollapsible(false);
 
+    // The options, plan, placement and log scroll in a short window; the command line, Split and its status line
+    // stay in sight below them (as on the Merge page).
+    auto* body = new QWidget(this);
+    auto* bodyLayout = new QVBoxLayout(body);
+    bodyLayout->setContentsMargins(0, 0, 0, 0);
+    bodyLayout->addWidget(m_source);
+    bodyLayout->addLayout(form);
+    bodyLayout->addWidget(m_planSummary);
+    bodyLayout->addWidget(split, 1);
+    bodyLayout->addWidget(m_log);
+    auto* bodyScroll = new QScrollArea(this);
+    bodyScroll->setWidget(body);
+    bodyScroll->setWidgetResizable(true);
+    bodyScroll->setFrameShape(QFrame::NoFrame);
+    bodyScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_run);
     buttons->addWidget(m_cancel);
@@ -214,14 +233,10 @@ void SplitPage::buildLayout()
     buttons->addWidget(m_progress, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(10, 8, 10, 8);
-    layout->addWidget(m_source);
-    layout->addLayout(form);
-    layout->addWidget(m_planSummary);
-    layout->addWidget(split, 1);
+    layout->addWidget(bodyScroll, 1);
     layout->addWidget(m_command);
     layout->addLayout(buttons);
     layout->addWidget(m_progressText);
-    layout->addWidget(m_log);
 }
 
 void SplitPage::connectSignals()
