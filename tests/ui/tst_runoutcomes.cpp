@@ -6,6 +6,7 @@
 #include "confirm.h"
 #include "jobs/mergejob.h"
 #include "jobs/splitjob.h"
+#include "jobs/comparejob.h"
 #include "jobs/mappingjob.h"
 #include "pages/mappingpage.h"
 #include "pages/mergepage.h"
@@ -175,6 +176,21 @@ private Q_SLOTS:
         SETTLED(page);
         QTest::qWait(100);
         QCOMPARE(page.statusText(), QStringLiteral("Canceled; nothing was written."));
+    }
+
+    /// Point 4: a test that cannot even start (no such reference) says so in the status line, not only in the log.
+    void failedTestIsInTheStatusLine()
+    {
+        MergePage page;
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        SETTLED(page);
+        page.setReferenceDir(QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/no-such-reference"));
+        QSignalSpy compared(page.compareJob(), &CompareJob::finished);
+        page.runTest();
+        QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 120000);
+        QVERIFY(!compared.first().first().value<CompareResult>().ok);
+        QTest::qWait(50);
+        QVERIFY2(page.statusText().startsWith(QStringLiteral("Test failed")), qPrintable(page.statusText()));
     }
 
     /// Point 7: "Done: wrote … to <folder>" does not stay once the output folder is another.

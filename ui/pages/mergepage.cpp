@@ -863,7 +863,7 @@ void MergePage::updateButtons()
                           "writes nothing"));
     m_cancel->setEnabled(running);
     m_command->setText(commandLine());
-    if (!running && m_progress->value() == 0)
+    if (!running) // how the last run or test ended, else what Merge would do
         m_progressText->setText(m_outcome.isEmpty() ? why : m_outcome);
 }
 
@@ -913,6 +913,7 @@ void MergePage::run()
     else
         m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), target));
     m_meter.start(prepared->byteCount());
+    m_outcome.clear();
     setWrittenDir({});
     m_job->start(prepared);
     showProgress(0, int(prepared->tensorCount()), 0, prepared->byteCount(), {});
@@ -939,6 +940,7 @@ void MergePage::runTest()
     m_log->appendPlainText(tr("Testing %1 against %2").arg(qs(m_checkpoint->root), m_reference->text().trimmed()));
     if (m_prepared && m_prepared->model.planned())
         m_meter.start(m_prepared->model.primary().totalBytes);
+    m_outcome.clear();
     m_compare->start(request, prepareContext());
     m_progress->setValue(0);
     m_progressText->setText(tr("Comparing…"));
@@ -958,7 +960,7 @@ void MergePage::onFinished(const MergeResult& result)
     if (result.ok) {
         setWrittenDir(result.outputDir);
         m_progress->setValue(1000);
-        m_progressText->setText(tr("Done: %1").arg(result.message));
+        m_outcome = tr("Done: %1").arg(result.message);
         m_log->appendPlainText(tr("Done: %1").arg(result.message));
     } else {
         // Said once, and the bar starts over: nothing of the merge is left.
@@ -982,8 +984,7 @@ void MergePage::onCompareFinished(const CompareResult& result)
     } else {
         m_openInDiff->setEnabled(true);
         m_progress->setValue(result.lines.isEmpty() && !result.ok ? m_progress->value() : 1000);
-        m_progressText->setText(result.ok ? tr("Test passed: %1").arg(result.message)
-                                          : tr("Test failed: %1").arg(result.message));
+        m_outcome = result.ok ? tr("Test passed: %1").arg(result.message) : tr("Test failed: %1").arg(result.message);
         if (result.lines.isEmpty())
             m_log->appendPlainText(tr("Error: %1").arg(result.message));
         else
