@@ -13,8 +13,8 @@
 
 #include "io/byte_size.h"
 #include "io/printable.h"
-#include "listed_items.h"
 #include "ops/prepare_merge.h"
+#include "ops/target_entries.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,14 +29,8 @@ namespace {
 /// A target that holds files the merge neither writes nor replaces: they are kept, and said so (never silently).
 void noteOtherFiles(const PreparedMerge& prepared)
 {
-    if (prepared.otherFiles.empty() || prepared.request.silent())
-        return;
-    std::vector<std::string> names;
-    for (const auto& name : prepared.otherFiles)
-        names.push_back(printableText(name));
-    printMessage("merge", "note",
-                 printableText(prepared.request.target()) + " already holds " + std::to_string(names.size())
-                     + " file(s) this merge does not write; they are kept as they are:" + listedItems(names, 10));
+    if (!prepared.otherFiles.empty() && !prepared.request.silent())
+        printMessage("merge", "note", keptFilesNote(prepared.request.target(), prepared.otherFiles, "merge"));
 }
 
 /// --dry-run: the plans as the merge would write them (the target checked as the merge checks it).

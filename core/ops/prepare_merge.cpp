@@ -2,6 +2,7 @@
 #include "ops/prepare_merge.h"
 
 #include "io/path_kinds.h"
+#include "ops/target_entries.h"
 #include "parallel.h"
 #include "publish/staged_run.h"
 
@@ -101,19 +102,10 @@ std::vector<std::string> publishedNames(const PreparedMerge& p)
 /// Sorts what an existing target holds into what the merge replaces and what it keeps (see PreparedMerge).
 void listTargetEntries(PreparedMerge& p, const std::string& target)
 {
-    std::error_code ec;
-    const auto entries = folderEntries(normalTarget(target), ec);
-    if (ec)
-        return; // a new folder (or none the merge can use: checkTargets says why)
     const auto names = publishedNames(p);
-    for (const auto& entry : entries) {
-        const std::string name = entry.path().filename().string();
-        if (name.rfind(".tessera-", 0) == 0)
-            continue; // another run's temporary folder: its own check refuses or clears it
-        (std::find(names.begin(), names.end(), name) != names.end() ? p.replacedFiles : p.otherFiles).push_back(name);
-    }
-    std::sort(p.replacedFiles.begin(), p.replacedFiles.end());
-    std::sort(p.otherFiles.begin(), p.otherFiles.end());
+    for (auto& name : targetEntryNames(target))
+        (std::find(names.begin(), names.end(), name) != names.end() ? p.replacedFiles : p.otherFiles)
+            .push_back(std::move(name));
 }
 
 /// What the merge would refuse of its target(s), as a dry run checks it.

@@ -297,6 +297,43 @@ private Q_SLOTS:
         QVERIFY(QFileInfo::exists(target + QStringLiteral("/notes.txt")));
     }
 
+    /// Point 12, on the Split page: a target of other files is asked about once, and `tessera split` names them.
+    void splitIntoOtherFilesAsksOnce()
+    {
+        SplitPage page;
+        page.setCheckpoint(scanFixture("fsdp2_llama_w4/global_step_10/actor"));
+        page.setFormat(QStringLiteral("dcp"));
+        const QString target = QString::fromStdString(tessera::test::makeTempDir());
+        QFile notes(target + QStringLiteral("/notes.txt"));
+        QVERIFY(notes.open(QIODevice::WriteOnly));
+        notes.write("mine");
+        notes.close();
+        page.setTargetDir(target);
+        SETTLED(page);
+        QVERIFY(page.canRun());
+        QStringList asked;
+        confirmHook() = [&](QWidget*, const QString&, const QString& question) {
+            asked << question;
+            return false;
+        };
+        page.run();
+        QCOMPARE(asked.size(), 1);
+        QVERIFY2(asked.first().contains(QStringLiteral("notes.txt")), qPrintable(asked.first()));
+        QVERIFY(!page.job()->isRunning());
+        QCOMPARE(entries(target), QStringList { QStringLiteral("notes.txt") });
+
+        QString out, err;
+        QCOMPARE(tessera::test::runTessera({ QStringLiteral("split"), QStringLiteral("--local_dir"),
+                                             QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")),
+                                             QStringLiteral("--format"), QStringLiteral("dcp"), QStringLiteral("--world_size"),
+                                             QStringLiteral("2"), QStringLiteral("--target_dir"),
+                                             target, QStringLiteral("--dry-run") },
+                                           &out, &err),
+                 0);
+        QVERIFY2(err.contains(QStringLiteral("file(s) this split does not write")) && err.contains(QStringLiteral("notes.txt")),
+                 qPrintable(err));
+    }
+
     /// Point 12: "Open Output" after a merge and after a split opens the folder written, and goes with the options.
     void openOutputAfterARun()
     {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "splitpage.h"
 
+#include "confirm.h"
 #include "coreconvert.h"
 #include "jobs/planjob.h"
 #include "jobs/splitjob.h"
@@ -588,12 +589,34 @@ void SplitPage::run()
     // Exactly the plan on screen: the request it was prepared for is the one the options make now.
     if (!canRun())
         return;
+    if (!confirmOtherFiles()) {
+        appendLog(tr("Not split: %1 was left as it is.").arg(qs(*m_prepared->request.targetDir)));
+        return;
+    }
     m_progress->setValue(0);
     m_progressText->setText(tr("Starting…"));
     setWrittenDir({});
     appendLog(tr("Splitting into %1 as %2").arg(qs(*m_prepared->request.targetDir), qs(m_prepared->plan->layout)));
     m_job->start(m_prepared);
     updateButtons();
+}
+
+bool SplitPage::confirmOtherFiles()
+{
+    // The command line keeps them and says so; here the user is asked first, once.
+    const auto& names = m_prepared->otherFiles;
+    if (names.empty())
+        return true;
+    QStringList shown;
+    for (std::size_t i = 0; i < names.size() && i < 3; ++i)
+        shown << qs(names[i]);
+    if (names.size() > 3)
+        shown << tr("and %1 more").arg(names.size() - 3);
+    return confirm(this, tr("Split into a folder that is not empty?"),
+                   tr("%1 already holds %2 (%3). The split adds its files beside them and keeps them as they are. "
+                      "Split into it?")
+                       .arg(QDir::toNativeSeparators(QDir(qs(*m_prepared->request.targetDir)).absolutePath()),
+                            countText(qint64(names.size()), tr("file"), tr("files")), shown.join(QStringLiteral(", "))));
 }
 
 void SplitPage::cancel() { m_job->cancel(); }

@@ -101,6 +101,7 @@ private:
     void onFinished(const SplitResult& result);
     void appendLog(const QString& line);
     void setWrittenDir(const QString& dir);
+    bool confirmOtherFiles();
     QString formatName() const;
 
     tessera::ModelRequest m_model;
