@@ -419,7 +419,7 @@ void MergePage::connectOptions()
         m_outtype->setEnabled(isGguf());
         m_dtype->setEnabled(!isGguf());
         m_maxShardSize->setEnabled(!isGguf());
-        m_verifyReplicas->setEnabled(!isGguf()); // GGUF reads every replica piece once; nothing to verify
+        m_verifyReplicas->setEnabled(!isGguf()); // a GGUF export has no replica check (request() leaves it out)
         requestChanged();
     });
     m_mappingDebounce.setSingleShot(true);
