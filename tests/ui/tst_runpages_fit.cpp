@@ -100,6 +100,8 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(!split->isPlanning(), 60000);
         QVERIFY2(inSight(button(*split, QStringLiteral("Split"))), "the Split button");
         QVERIFY2(inSight(commandLineWidget(*split, QStringLiteral("tessera split"))), "the split command line");
+        // … read from its start.
+        QCOMPARE(qobject_cast<QLineEdit*>(commandLineWidget(*split, QStringLiteral("tessera split")))->cursorPosition(), 0);
         scrollToEnd(split);
         QVERIFY2(inSight(button(*split, QStringLiteral("Split"))), "the Split button, scrolled");
         QVERIFY2(inSight(commandLineWidget(*split, QStringLiteral("tessera split"))), "the split command line, scrolled");

@@ -420,7 +420,7 @@ void SplitPage::requestChanged()
         m_progress->setValue(0);
         setWrittenDir({});
     }
-    m_command->setText(commandLine());
+    showCommandLine();
     const auto* edit = qobject_cast<const QLineEdit*>(sender());
     schedulePlan(edit ? 300 : 150);
 }
@@ -579,7 +579,7 @@ void SplitPage::updateButtons()
         w->setEnabled(!running);
     if (!running)
         updateFormatRows();
-    m_command->setText(commandLine());
+    showCommandLine();
     if (!running)
         m_progressText->setText(m_outcome.isEmpty() ? why : m_outcome);
 }
@@ -599,6 +599,13 @@ void SplitPage::run()
     appendLog(tr("Splitting into %1 as %2").arg(qs(*m_prepared->request.targetDir), qs(m_prepared->plan->layout)));
     m_job->start(m_prepared);
     updateButtons();
+}
+
+void SplitPage::showCommandLine()
+{
+    // From its start ("tessera split --local_dir …"), not scrolled to its end as setText() leaves a line edit.
+    m_command->setText(commandLine());
+    m_command->setCursorPosition(0);
 }
 
 bool SplitPage::confirmOtherFiles()

@@ -102,6 +102,7 @@ private:
     void appendLog(const QString& line);
     void setWrittenDir(const QString& dir);
     bool confirmOtherFiles();
+    void showCommandLine();
     QString formatName() const;
 
     tessera::ModelRequest m_model;
