@@ -14,6 +14,7 @@
 #include "io/byte_size.h"
 #include "io/printable.h"
 #include "ops/prepare_merge.h"
+#include "ops/target_entries.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,11 +26,19 @@ namespace tessera::cli {
 
 namespace {
 
+/// A target that holds files the merge neither writes nor replaces: they are kept, and said so (never silently).
+void noteOtherFiles(const PreparedMerge& prepared)
+{
+    if (!prepared.otherFiles.empty() && !prepared.request.silent())
+        printMessage("merge", "note", keptFilesNote(prepared.request.target(), prepared.otherFiles, "merge"));
+}
+
 /// --dry-run: the plans as the merge would write them (the target checked as the merge checks it).
 int printDryRun(const ArgParser& parser, const PreparedMerge& prepared)
 {
     if (!prepared.target)
         return reportFailure(parser, prepared.target.error().message);
+    noteOtherFiles(prepared);
     if (prepared.gguf)
         return printGgufDryRun(parser, *prepared.gguf);
     const auto outputs = prepared.outputs();
@@ -109,6 +118,7 @@ int writeMerge(const ArgParser& parser, const PreparedMerge& prepared, DebugLog&
     if (!quiet && prepared.gguf)
         for (const auto& w : prepared.gguf->warnings)
             printMessage("merge", "warning", w);
+    noteOtherFiles(prepared);
     TerminalProgress progress(prepared.gguf ? "Exporting" : "Merging", TerminalProgress::Unit::Bytes, quiet);
     MergeRunOptions run;
     run.progress = &progress;

@@ -11,6 +11,7 @@
 #include "io/byte_size.h"
 #include "io/printable.h"
 #include "ops/prepare_split.h"
+#include "ops/target_entries.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,11 +24,19 @@ namespace {
 
 void printJson(const nlohmann::json& j) { std::cout << jsonText(j) << "\n"; }
 
+/// A target that already holds other files: the split keeps them, and says so (never silently).
+void noteOtherFiles(const PreparedSplit& prepared)
+{
+    if (!prepared.otherFiles.empty() && !prepared.request.silent())
+        printMessage("split", "note", keptFilesNote(*prepared.request.targetDir, prepared.otherFiles, "split"));
+}
+
 /// --dry-run: the plan as the split would write it (the target checked as the split checks it).
 int printDryRun(const ArgParser& parser, const PreparedSplit& prepared)
 {
     if (!prepared.target)
         return reportFailure(parser, prepared.target.error().message);
+    noteOtherFiles(prepared);
     if (prepared.request.json)
         printJson(splitPlanToJson(*prepared.plan, prepared.model.primary()));
     else
@@ -68,6 +77,7 @@ int writeSplit(const ArgParser& parser, const PreparedSplit& prepared, DebugLog&
         for (const auto& w : prepared.plan->warnings)
             printMessage("split", "note", w);
     }
+    noteOtherFiles(prepared);
     TerminalProgress progress("Splitting", TerminalProgress::Unit::Bytes, quiet);
     SplitRunOptions run;
     run.progress = &progress;

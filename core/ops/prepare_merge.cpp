@@ -2,6 +2,7 @@
 #include "ops/prepare_merge.h"
 
 #include "io/path_kinds.h"
+#include "ops/target_entries.h"
 #include "parallel.h"
 #include "publish/staged_run.h"
 
@@ -81,6 +82,32 @@ void planSafetensors(PreparedMerge& p)
         p.separateAdapter = p.separateAdapter || !o.subfolder.empty();
 }
 
+/// The names the merge publishes at the top of its target: files, sub-folders (a LoRA adapter), or the GGUF file.
+std::vector<std::string> publishedNames(const PreparedMerge& p)
+{
+    if (p.gguf)
+        return { p.gguf->fileName };
+    std::vector<std::string> names;
+    for (const auto& o : p.outputs()) {
+        if (!o.subfolder.empty()) {
+            names.push_back(o.subfolder);
+            continue;
+        }
+        const auto files = o.plan->outputFileNames();
+        names.insert(names.end(), files.begin(), files.end());
+    }
+    return names;
+}
+
+/// Sorts what an existing target holds into what the merge replaces and what it keeps (see PreparedMerge).
+void listTargetEntries(PreparedMerge& p, const std::string& target)
+{
+    const auto names = publishedNames(p);
+    for (auto& name : targetEntryNames(target))
+        (std::find(names.begin(), names.end(), name) != names.end() ? p.replacedFiles : p.otherFiles)
+            .push_back(std::move(name));
+}
+
 /// What the merge would refuse of its target(s), as a dry run checks it.
 void checkTargets(PreparedMerge& p)
 {
@@ -95,6 +122,7 @@ void checkTargets(PreparedMerge& p)
                                              !outputs.empty());
     if (p.settings.part)
         return;
+    listTargetEntries(p, target);
     if (p.gguf)
         p.target = checkGgufTarget(*p.gguf, target);
     else if (!outputs.empty())

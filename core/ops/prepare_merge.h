@@ -29,6 +29,11 @@ struct PreparedMerge {
     /// it holds the target's lock.) Not checked for a run in parts, whose parts check it themselves.
     Status target;
     std::optional<Refusal> refusal;         ///< the merge cannot be planned (the model's refusal included)
+    /// What --target_dir already holds that this merge would replace (its own names: the model or GGUF file of an
+    /// earlier run) and what it neither writes nor replaces (another tool's files, notes): kept as they are, but
+    /// never silently — the command line lists them, the workbench asks first. Sorted names of the folder's entries.
+    std::vector<std::string> replacedFiles;
+    std::vector<std::string> otherFiles;
 
     /// Planned and nothing refuses it: what a Merge button may run.
     bool runnable() const { return !refusal && adapterTarget && target; }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ops/prepare_split.h"
 
+#include "ops/target_entries.h"
 #include "ops/vocabulary.h"
 #include "publish/staged_run.h"
 
@@ -43,6 +44,8 @@ void checkTarget(PreparedSplit& p)
     p.target = checkSplitTarget(p.model.primaryInfo(), p.model.primary(), *p.plan, target);
     if (p.target)
         p.target = StagedRun::checkFree(target);
+    if (p.target)
+        p.otherFiles = targetEntryNames(target);
 }
 
 } // namespace

@@ -11,6 +11,8 @@
 #include "split/split_plan.h"
 
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace tessera {
 
@@ -22,6 +24,9 @@ struct PreparedSplit {
     /// What the split would refuse of --target_dir, as a dry run checks it (not for a run in parts).
     Status target;
     std::optional<Refusal> refusal;
+    /// What --target_dir already holds (the split replaces nothing, so only what the target check let through):
+    /// kept as it is, but never silently — the command line lists it, the workbench asks first. Sorted names.
+    std::vector<std::string> otherFiles;
 
     bool runnable() const { return !refusal && target; }
 };

@@ -59,6 +59,7 @@ void MergeJob::start(std::shared_ptr<const tessera::PreparedMerge> prepared)
             auto outcome = tessera::runPreparedMerge(*prepared, options);
             if (outcome) {
                 result.ok = true;
+                result.outputDir = QString::fromStdString(outcome->outputDir);
                 result.message = writtenSummary(outcome->files.size(), outcome->bytesWritten, outcome->seconds,
                                                 outcome->outputDir);
                 for (const auto& w : outcome->warnings)

@@ -29,6 +29,7 @@ struct MergeResult {
     bool ok = false;
     bool canceled = false;
     QString message;      ///< error, or a one-line summary
+    QString outputDir; ///< the folder written, when ok
     QStringList warnings;
 };
 

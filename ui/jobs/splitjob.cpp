@@ -72,6 +72,7 @@ void SplitJob::start(std::shared_ptr<const tessera::PreparedSplit> prepared)
             auto outcome = tessera::runPreparedSplit(*prepared, options);
             if (outcome) {
                 result.ok = true;
+                result.outputDir = QString::fromStdString(outcome->outputDir);
                 result.message = writtenSummary(outcome->files.size(), outcome->bytesWritten, outcome->seconds,
                                                 outcome->outputDir);
                 for (const auto& n : outcome->notes)

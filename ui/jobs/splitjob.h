@@ -20,6 +20,7 @@ struct SplitResult {
     bool ok = false;
     bool canceled = false;
     QString message; ///< error, or a one-line summary
+    QString outputDir; ///< the folder written, when ok
     QStringList notes;
 };
 

@@ -8,11 +8,13 @@
 #include "jobs/mergejob.h"
 #include "jobs/planjob.h"
 #include "models/mergeplanmodel.h"
+#include "openfolder.h"
 #include "widgets/folderfield.h"
 #include "widgets/rankcolors.h"
 
 #include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
+#include "merge/checkpoint_problems.h"
 #include "merge/gguf_plan.h"
 #include "merge/merge_plan.h"
 #include "ops/flag_table.h"
@@ -136,6 +138,27 @@ QStringList messageLines(const tessera::PreparedModel& m, const QString& muted)
     return lines;
 }
 
+/// Why a merge cannot be planned, as the workbench says it: the list of problems is on the Summary page here, not
+/// in `tessera inspect`.
+QString refusalText(const tessera::PreparedMerge& p)
+{
+    return qs(p.refusal->error.message)
+        .replace(QLatin1String(tessera::kProblemsPointer), QObject::tr(" (the Summary page lists them)"));
+}
+
+/// The status line of a merge that cannot be planned: the refusal's first line (the plan box has the rest).
+QString refusalStatus(const tessera::PreparedMerge& p)
+{
+    QString first = refusalText(p).section(QLatin1Char('\n'), 0, 0);
+    if (first.endsWith(QLatin1Char(':')))
+        first.chop(1);
+    if (p.refusal->usage)
+        return QObject::tr("Not running: %1").arg(first);
+    if (p.request.gguf() && !p.model.refusal)
+        return QObject::tr("Refused: cannot be written as GGUF: %1").arg(first);
+    return QObject::tr("Refused: %1").arg(first);
+}
+
 } // namespace
 
 MergePage::MergePage(QWidget* parent)
@@ -168,6 +191,7 @@ MergePage::MergePage(QWidget* parent)
     , m_atol(new QLineEdit(QStringLiteral("0"), this))
     , m_rtol(new QLineEdit(QStringLiteral("0"), this))
     , m_openInDiff(new QPushButton(tr("Open in Diff"), this))
+    , m_openOutput(new QPushButton(tr("Open Output"), this))
     , m_command(new QLabel(this))
     , m_planSummary(new QLabel(this))
     , m_planView(new QTableView(this))
@@ -254,6 +278,8 @@ void MergePage::createWidgets()
     m_planView->setAlternatingRowColors(true);
     m_planView->setTextElideMode(Qt::ElideMiddle);
     m_planView->setWordWrap(false);
+    m_planView->setTabKeyNavigation(false); // one Tab stop: the arrows walk its rows
+    m_log->setTabChangesFocus(true);
     const QFontMetrics fm(font());
     m_planView->setColumnWidth(MergePlanModel::FileColumn, fm.horizontalAdvance(QStringLiteral("model-00001-of-00003.safetensors")) + 16);
     m_planView->setColumnWidth(MergePlanModel::TensorsColumn, fm.horizontalAdvance(QStringLiteral("Tensors")) + 20);
@@ -265,6 +291,8 @@ void MergePage::createWidgets()
     m_progress->setValue(0);
     m_cancel->setEnabled(false);
     m_openInDiff->setEnabled(false);
+    m_openOutput->setEnabled(false);
+    m_openOutput->setToolTip(tr("Show the merged folder in the file manager"));
     m_openInDiff->setToolTip(tr("Compare this checkpoint with the reference tensor by tensor in the Diff view"));
     m_current->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_current->setForegroundRole(QPalette::PlaceholderText);
@@ -320,7 +348,6 @@ QGroupBox* MergePage::buildOptions()
     m_atol->setMaximumWidth(tolerance);
     m_rtol->setMaximumWidth(tolerance);
     wide(tr("Reference (tessera test)"), testRow);
-    grid->addWidget(m_command, row++, 0, 1, 4);
     return options;
 }
 
@@ -333,10 +360,13 @@ void MergePage::buildLayout(QGroupBox* options)
 
     auto* runBox = new QGroupBox(tr("Run"), this);
     auto* runLayout = new QVBoxLayout(runBox);
+    // The command line Merge runs stays in sight beside it, however far the options and plan are scrolled.
+    runLayout->addWidget(m_command);
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_run);
     buttons->addWidget(m_test);
     buttons->addWidget(m_openInDiff);
+    buttons->addWidget(m_openOutput);
     buttons->addWidget(m_cancel);
     buttons->addWidget(m_progress, 1);
     runLayout->addLayout(buttons);
@@ -356,7 +386,8 @@ void MergePage::buildLayout(QGroupBox* options)
     // The log's size hint would otherwise take half the height before anything is logged.
     splitter->setSizes({ 300, 110 });
 
-    // Options, plan and log scroll in a short window; Merge, Test and the progress bar stay in sight below them.
+    // Options, plan and log scroll in a short window; the command line, Merge, Test and the progress bar stay in
+    // sight below them.
     auto* body = new QWidget(this);
     auto* bodyLayout = new QVBoxLayout(body);
     bodyLayout->setContentsMargins(0, 0, 0, 0);
@@ -388,6 +419,7 @@ void MergePage::connectOptions()
         m_outtype->setEnabled(isGguf());
         m_dtype->setEnabled(!isGguf());
         m_maxShardSize->setEnabled(!isGguf());
+        m_verifyReplicas->setEnabled(!isGguf()); // a GGUF export has no replica check (request() leaves it out)
         requestChanged();
     });
     m_mappingDebounce.setSingleShot(true);
@@ -399,6 +431,10 @@ void MergePage::connectOptions()
     for (auto* box : { m_strict, m_tie, m_valueModel })
         connect(box, &QCheckBox::toggled, this, &MergePage::pushMappingSettings);
     connect(m_loadRules, &QPushButton::clicked, this, &MergePage::loadRules);
+    connect(m_openOutput, &QPushButton::clicked, this, [this] {
+        if (!m_writtenDir.isEmpty() && !openFolder(m_writtenDir))
+            appendLog(tr("Cannot open %1 in the file manager.").arg(QDir::toNativeSeparators(m_writtenDir)));
+    });
     connect(m_reference, &QLineEdit::textChanged, this, &MergePage::updateButtons);
     // The diff it offers is of the reference just tested.
     connect(m_reference, &QLineEdit::textChanged, m_openInDiff, [this] { m_openInDiff->setEnabled(false); });
@@ -454,6 +490,7 @@ void MergePage::resetOptions()
     m_outtype->setEnabled(false);
     m_dtype->setEnabled(true);
     m_maxShardSize->setEnabled(true);
+    m_verifyReplicas->setEnabled(true);
     m_targetDir->clear();
     m_reference->clear();
     m_hfModelPath->clear();
@@ -488,11 +525,20 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
     for (QWidget* w : std::initializer_list<QWidget*> { m_paramMapping, m_loadRules })
         w->setEnabled(megatron);
     m_loraCheckpoint = m_checkpoint && tessera::hasLoraTensors(*m_checkpoint);
-    for (QWidget* w : std::initializer_list<QWidget*> { m_lora, m_loraAlpha, m_baseModel })
+    // The base model's row with its Browse button.
+    for (QWidget* w : std::initializer_list<QWidget*> { m_lora, m_loraAlpha, m_baseModel->parentWidget() })
         w->setEnabled(m_loraCheckpoint);
     m_mapping->setCheckpoint(m_checkpoint);
     m_planModel->setPlan(nullptr);
     requestChanged();
+}
+
+void MergePage::setWrittenDir(const QString& dir)
+{
+    m_writtenDir = dir;
+    m_openOutput->setEnabled(!dir.isEmpty());
+    m_openOutput->setToolTip(dir.isEmpty() ? tr("Shows the merged folder in the file manager once a merge is done")
+                                           : tr("Show %1 in the file manager").arg(QDir::toNativeSeparators(dir)));
 }
 
 bool MergePage::isGguf() const { return m_format->currentData().toString() == QLatin1String("gguf"); }
@@ -575,7 +621,13 @@ QString MergePage::commandLine() const
 
 void MergePage::requestChanged()
 {
+    // What the last run did was of other options (another folder, another format): the status and the bar start over.
     m_outcome.clear();
+    if (!m_job->isRunning() && !m_compare->isRunning()) {
+        m_progress->setValue(0);
+        m_current->clear();
+        setWrittenDir({});
+    }
     m_command->setText(commandLine());
     // Typing waits for a pause; a checkpoint, a switch or a choice plans at once.
     const auto* edit = qobject_cast<const QLineEdit*>(sender());
@@ -644,7 +696,7 @@ void MergePage::showPlan()
     const auto& p = *m_prepared;
     const QString muted = palette().color(QPalette::PlaceholderText).name();
     if (p.refusal) {
-        const QString message = qs(p.refusal->error.message);
+        const QString message = refusalText(p);
         if (p.refusal->usage)
             showPlanError(message);
         else
@@ -792,8 +844,10 @@ void MergePage::updateButtons()
         why = tr("Not running: no checkpoint.");
     else if (isPlanning())
         why = tr("Planning…");
-    else if (!m_prepared || m_prepared->refusal)
-        why = tr("Not running: no plan (see the plan box).");
+    else if (!m_prepared)
+        why = tr("Not running: no plan yet.");
+    else if (m_prepared->refusal)
+        why = refusalStatus(*m_prepared);
     else if (!chosen)
         why = tr("Not running. Choose an output folder to merge; a test against a reference writes nothing.");
     else if (!m_prepared->adapterTarget)
@@ -809,36 +863,37 @@ void MergePage::updateButtons()
                           "writes nothing"));
     m_cancel->setEnabled(running);
     m_command->setText(commandLine());
-    if (!running && m_progress->value() == 0)
+    if (!running) // how the last run or test ended, else what Merge would do
         m_progressText->setText(m_outcome.isEmpty() ? why : m_outcome);
 }
 
 bool MergePage::confirmReplacing()
 {
-    // The command line refuses to mix models; here the user may replace one, but is asked first.
-    const QDir target(qs(m_prepared->request.target()));
-    QStringList existing;
-    std::vector<std::string> names;
-    if (m_prepared->gguf)
-        names.push_back(m_prepared->gguf->fileName);
-    for (const auto& o : m_prepared->outputs()) {
-        const auto files = o.plan->outputFileNames();
-        if (o.subfolder.empty())
-            names.insert(names.end(), files.begin(), files.end());
-        else
-            names.push_back(o.subfolder);
-    }
-    for (const auto& name : names)
-        if (target.exists(qs(name)))
-            existing << qs(name);
-    if (existing.isEmpty())
+    // The command line refuses to mix models and notes the files it keeps; here the user may replace a model, and is
+    // asked first — once, for everything the folder already holds (prepareMerge() sorted it).
+    const auto& p = *m_prepared;
+    if (p.replacedFiles.empty() && p.otherFiles.empty())
         return true;
-    return confirm(this, tr("Replace the model?"),
-                   tr("%1 already holds %2. Replace them with the merge of %3?\n\nOther files in the folder are kept.")
-                       .arg(QDir::toNativeSeparators(target.absolutePath()),
-                            existing.size() > 3 ? existing.mid(0, 3).join(QStringLiteral(", ")) + QStringLiteral(", …")
-                                                : existing.join(QStringLiteral(", ")),
-                            qs(m_checkpoint->root)));
+    auto listed = [](const std::vector<std::string>& names) -> QString {
+        QStringList shown;
+        for (std::size_t i = 0; i < names.size() && i < 3; ++i)
+            shown << qs(names[i]);
+        if (names.size() > 3)
+            shown << tr("and %1 more").arg(names.size() - 3);
+        return shown.join(QStringLiteral(", "));
+    };
+    const QString folder = QDir::toNativeSeparators(QDir(qs(p.request.target())).absolutePath());
+    QStringList question;
+    if (!p.replacedFiles.empty())
+        question << tr("%1 already holds a model (%2). Replace it with the merge of %3?")
+                        .arg(folder, listed(p.replacedFiles), qs(m_checkpoint->root));
+    else
+        question << tr("Merge %1 into %2?").arg(qs(m_checkpoint->root), folder);
+    if (!p.otherFiles.empty())
+        question << tr("The folder also holds %1 this merge does not write (%2); they are kept as they are.")
+                        .arg(countText(qint64(p.otherFiles.size()), tr("file"), tr("files")), listed(p.otherFiles));
+    return confirm(this, p.replacedFiles.empty() ? tr("Merge into a folder that is not empty?") : tr("Replace the model?"),
+                   question.join(QStringLiteral("\n\n")));
 }
 
 void MergePage::run()
@@ -858,6 +913,8 @@ void MergePage::run()
     else
         m_log->appendPlainText(tr("Merging %1 → %2").arg(qs(m_checkpoint->root), target));
     m_meter.start(prepared->byteCount());
+    m_outcome.clear();
+    setWrittenDir({});
     m_job->start(prepared);
     showProgress(0, int(prepared->tensorCount()), 0, prepared->byteCount(), {});
     updateButtons();
@@ -883,6 +940,7 @@ void MergePage::runTest()
     m_log->appendPlainText(tr("Testing %1 against %2").arg(qs(m_checkpoint->root), m_reference->text().trimmed()));
     if (m_prepared && m_prepared->model.planned())
         m_meter.start(m_prepared->model.primary().totalBytes);
+    m_outcome.clear();
     m_compare->start(request, prepareContext());
     m_progress->setValue(0);
     m_progressText->setText(tr("Comparing…"));
@@ -900,8 +958,9 @@ void MergePage::onFinished(const MergeResult& result)
     for (const auto& warning : result.warnings)
         m_log->appendPlainText(tr("warning: %1").arg(warning));
     if (result.ok) {
+        setWrittenDir(result.outputDir);
         m_progress->setValue(1000);
-        m_progressText->setText(tr("Done: %1").arg(result.message));
+        m_outcome = tr("Done: %1").arg(result.message);
         m_log->appendPlainText(tr("Done: %1").arg(result.message));
     } else {
         // Said once, and the bar starts over: nothing of the merge is left.
@@ -925,8 +984,7 @@ void MergePage::onCompareFinished(const CompareResult& result)
     } else {
         m_openInDiff->setEnabled(true);
         m_progress->setValue(result.lines.isEmpty() && !result.ok ? m_progress->value() : 1000);
-        m_progressText->setText(result.ok ? tr("Test passed: %1").arg(result.message)
-                                          : tr("Test failed: %1").arg(result.message));
+        m_outcome = result.ok ? tr("Test passed: %1").arg(result.message) : tr("Test failed: %1").arg(result.message);
         if (result.lines.isEmpty())
             m_log->appendPlainText(tr("Error: %1").arg(result.message));
         else

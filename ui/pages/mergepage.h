@@ -87,6 +87,8 @@ public:
     void runTest();
     void cancel();
     MergeJob* job() const { return m_job; }
+    /// The folder the last merge wrote, while its options are on screen (what Open Output opens); empty otherwise.
+    QString writtenDir() const { return m_writtenDir; }
     CompareJob* compareJob() const { return m_compare; }
     /// Shows progress of a running merge.
     void showProgress(int tensorsDone, int tensorsTotal, quint64 bytesDone, quint64 bytesTotal, const QString& current);
@@ -131,6 +133,7 @@ private:
     void loadRules();
     bool isMegatron() const;
     bool confirmReplacing();
+    void setWrittenDir(const QString& dir);
 
     CheckpointPtr m_checkpoint;
     bool m_loraCheckpoint = false;
@@ -170,6 +173,8 @@ private:
     QLineEdit* m_atol;
     QLineEdit* m_rtol;
     QPushButton* m_openInDiff;
+    QPushButton* m_openOutput; ///< the folder the last merge wrote, until the options change
+    QString m_writtenDir;
     QLabel* m_command;
     QLabel* m_planSummary;
     QTableView* m_planView;

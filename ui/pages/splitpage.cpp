@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "splitpage.h"
 
+#include "confirm.h"
 #include "coreconvert.h"
 #include "jobs/planjob.h"
 #include "jobs/splitjob.h"
 #include "models/splitplanmodel.h"
+#include "openfolder.h"
 #include "widgets/folderfield.h"
 #include "widgets/placementview.h"
 #include "widgets/rankcolors.h"
@@ -28,6 +30,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
@@ -120,6 +123,7 @@ SplitPage::SplitPage(QWidget* parent)
     , m_command(new QLineEdit(this))
     , m_run(new QPushButton(tr("Split"), this))
     , m_cancel(new QPushButton(tr("Cancel"), this))
+    , m_openOutput(new QPushButton(tr("Open Output"), this))
     , m_progress(new QProgressBar(this))
     , m_progressText(new QLabel(this))
     , m_log(new QPlainTextEdit(this))
@@ -157,6 +161,8 @@ void SplitPage::createWidgets()
     m_planView->horizontalHeader()->setSectionResizeMode(SplitPlanModel::FileColumn, QHeaderView::Stretch);
     m_planView->horizontalHeader()->setStretchLastSection(false);
     m_planView->setWordWrap(false);
+    m_planView->setTabKeyNavigation(false); // one Tab stop: the arrows walk its rows
+    m_log->setTabChangesFocus(true);
     m_planView->setMinimumHeight(m_planView->verticalHeader()->defaultSectionSize() * 4 + 4);
     m_previewTensor->setToolTip(tr("The tensor whose planned placement is drawn"));
     m_previewTensor->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -167,6 +173,7 @@ void SplitPage::createWidgets()
     m_command->setReadOnly(true);
     m_command->setToolTip(tr("The same split from the command line"));
     m_cancel->setEnabled(false);
+    m_openOutput->setEnabled(false);
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
     m_log->setReadOnly(true);
@@ -204,20 +211,33 @@ void SplitPage::buildLayout()
     split->setStretchFactor(1, 2);
     split->setChildrenCollapsible(false);
 
+    // The options, plan, placement and log scroll in a short window; the command line, Split and its status line
+    // stay in sight below them (as on the Merge page).
+    auto* body = new QWidget(this);
+    auto* bodyLayout = new QVBoxLayout(body);
+    bodyLayout->setContentsMargins(0, 0, 0, 0);
+    bodyLayout->addWidget(m_source);
+    bodyLayout->addLayout(form);
+    bodyLayout->addWidget(m_planSummary);
+    bodyLayout->addWidget(split, 1);
+    bodyLayout->addWidget(m_log);
+    auto* bodyScroll = new QScrollArea(this);
+    bodyScroll->setWidget(body);
+    bodyScroll->setWidgetResizable(true);
+    bodyScroll->setFrameShape(QFrame::NoFrame);
+    bodyScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_run);
     buttons->addWidget(m_cancel);
+    buttons->addWidget(m_openOutput);
     buttons->addWidget(m_progress, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(10, 8, 10, 8);
-    layout->addWidget(m_source);
-    layout->addLayout(form);
-    layout->addWidget(m_planSummary);
-    layout->addWidget(split, 1);
+    layout->addWidget(bodyScroll, 1);
     layout->addWidget(m_command);
     layout->addLayout(buttons);
     layout->addWidget(m_progressText);
-    layout->addWidget(m_log);
 }
 
 void SplitPage::connectSignals()
@@ -240,6 +260,10 @@ void SplitPage::connectSignals()
             [this](int, const QString& text) { m_previewHover->setText(text); });
     connect(m_run, &QPushButton::clicked, this, &SplitPage::run);
     connect(m_cancel, &QPushButton::clicked, this, &SplitPage::cancel);
+    connect(m_openOutput, &QPushButton::clicked, this, [this] {
+        if (!m_writtenDir.isEmpty() && !openFolder(m_writtenDir))
+            appendLog(tr("Cannot open %1 in the file manager.").arg(QDir::toNativeSeparators(m_writtenDir)));
+    });
     connect(m_planner, &PlanJob::busyChanged, this, &SplitPage::updateButtons);
     connect(m_job, &SplitJob::progress, this, [this](quint64 done, quint64 total, const QString& current) {
         m_progress->setValue(total ? int(1000.0 * double(done) / double(total)) : 0);
@@ -390,8 +414,13 @@ bool SplitPage::isPlanning() const { return m_planner->isBusy(); }
 
 void SplitPage::requestChanged()
 {
+    // What the last split did was of other options: the status and the bar start over.
     m_outcome.clear();
-    m_command->setText(commandLine());
+    if (!m_job->isRunning()) {
+        m_progress->setValue(0);
+        setWrittenDir({});
+    }
+    showCommandLine();
     const auto* edit = qobject_cast<const QLineEdit*>(sender());
     schedulePlan(edit ? 300 : 150);
 }
@@ -533,8 +562,10 @@ void SplitPage::updateButtons()
         why = tr("Not running: no model to split.");
     else if (isPlanning())
         why = tr("Planning…");
-    else if (!m_prepared || m_prepared->refusal)
-        why = tr("Not running: no plan (see the plan box).");
+    else if (!m_prepared)
+        why = tr("Not running: no plan yet.");
+    else if (m_prepared->refusal)
+        why = tr("Refused: %1").arg(qs(m_prepared->refusal->error.message).section(QLatin1Char('\n'), 0, 0));
     else if (m_targetDir->text().trimmed().isEmpty())
         why = tr("Not running. Choose an output folder first.");
     else if (!m_prepared->target)
@@ -548,7 +579,7 @@ void SplitPage::updateButtons()
         w->setEnabled(!running);
     if (!running)
         updateFormatRows();
-    m_command->setText(commandLine());
+    showCommandLine();
     if (!running)
         m_progressText->setText(m_outcome.isEmpty() ? why : m_outcome);
 }
@@ -558,11 +589,41 @@ void SplitPage::run()
     // Exactly the plan on screen: the request it was prepared for is the one the options make now.
     if (!canRun())
         return;
+    if (!confirmOtherFiles()) {
+        appendLog(tr("Not split: %1 was left as it is.").arg(qs(*m_prepared->request.targetDir)));
+        return;
+    }
     m_progress->setValue(0);
     m_progressText->setText(tr("Starting…"));
+    setWrittenDir({});
     appendLog(tr("Splitting into %1 as %2").arg(qs(*m_prepared->request.targetDir), qs(m_prepared->plan->layout)));
     m_job->start(m_prepared);
     updateButtons();
+}
+
+void SplitPage::showCommandLine()
+{
+    // From its start ("tessera split --local_dir …"), not scrolled to its end as setText() leaves a line edit.
+    m_command->setText(commandLine());
+    m_command->setCursorPosition(0);
+}
+
+bool SplitPage::confirmOtherFiles()
+{
+    // The command line keeps them and says so; here the user is asked first, once.
+    const auto& names = m_prepared->otherFiles;
+    if (names.empty())
+        return true;
+    QStringList shown;
+    for (std::size_t i = 0; i < names.size() && i < 3; ++i)
+        shown << qs(names[i]);
+    if (names.size() > 3)
+        shown << tr("and %1 more").arg(names.size() - 3);
+    return confirm(this, tr("Split into a folder that is not empty?"),
+                   tr("%1 already holds %2 (%3). The split adds its files beside them and keeps them as they are. "
+                      "Split into it?")
+                       .arg(QDir::toNativeSeparators(QDir(qs(*m_prepared->request.targetDir)).absolutePath()),
+                            countText(qint64(names.size()), tr("file"), tr("files")), shown.join(QStringLiteral(", "))));
 }
 
 void SplitPage::cancel() { m_job->cancel(); }
@@ -570,6 +631,7 @@ void SplitPage::cancel() { m_job->cancel(); }
 void SplitPage::onFinished(const SplitResult& result)
 {
     if (result.ok) {
+        setWrittenDir(result.outputDir);
         m_progress->setValue(1000);
         m_outcome = tr("Done: %1").arg(result.message);
         appendLog(tr("Done: %1").arg(result.message));
@@ -588,6 +650,14 @@ void SplitPage::onFinished(const SplitResult& result)
 void SplitPage::appendLog(const QString& line)
 {
     m_log->appendPlainText(QTime::currentTime().toString(QStringLiteral("HH:mm:ss ")) + line);
+}
+
+void SplitPage::setWrittenDir(const QString& dir)
+{
+    m_writtenDir = dir;
+    m_openOutput->setEnabled(!dir.isEmpty());
+    m_openOutput->setToolTip(dir.isEmpty() ? tr("Shows the written folder in the file manager once a split is done")
+                                           : tr("Show %1 in the file manager").arg(QDir::toNativeSeparators(dir)));
 }
 
 QString SplitPage::logText() const { return m_log->toPlainText(); }

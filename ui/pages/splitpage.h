@@ -80,6 +80,8 @@ public:
     void run();
     void cancel();
     SplitJob* job() const { return m_job; }
+    /// The folder the last split wrote, while its options are on screen (what Open Output opens); empty otherwise.
+    QString writtenDir() const { return m_writtenDir; }
     QString logText() const;
     QString statusText() const;
 
@@ -98,6 +100,9 @@ private:
     void updateButtons();
     void onFinished(const SplitResult& result);
     void appendLog(const QString& line);
+    void setWrittenDir(const QString& dir);
+    bool confirmOtherFiles();
+    void showCommandLine();
     QString formatName() const;
 
     tessera::ModelRequest m_model;
@@ -136,6 +141,8 @@ private:
     QLineEdit* m_command;
     QPushButton* m_run;
     QPushButton* m_cancel;
+    QPushButton* m_openOutput; ///< the folder the last split wrote, until the options change
+    QString m_writtenDir;
     QProgressBar* m_progress;
     QLabel* m_progressText;
     QPlainTextEdit* m_log;

@@ -16,6 +16,8 @@ QWidget* withButton(QWidget* field, QPushButton* button, QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(field, 1);
     layout->addWidget(button);
+    // Tab goes from the field to its button, wherever the button was created.
+    QWidget::setTabOrder(field, button);
     return box;
 }
 
