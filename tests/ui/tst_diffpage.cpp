@@ -15,6 +15,7 @@
 #include "plots/plotexport.h"
 #include "plots/qcp.h"
 
+#include <QAction>
 #include <QDir>
 #include <QFile>
 #include <QScrollArea>
@@ -153,6 +154,62 @@ private Q_SLOTS:
             }
         }
         QVERIFY(!savePlot(plots.front(), dir + QStringLiteral("/plot.bmp")).isEmpty());
+    }
+
+    void savePlotActionOfEveryPlot()
+    {
+        // The Save Plot action itself, its dialog answered: every plot of the Diff page offers a file named after
+        // its tensor and what it shows, and writes PNG, SVG and PDF that carry that name and what the plot is.
+        DiffPage page;
+        page.resize(1100, 800);
+        page.show();
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        page.setReferenceDir(changedReference());
+        QSignalSpy detail(&page, &DiffPage::detailShown);
+        QVERIFY(page.compare());
+        QTRY_VERIFY_WITH_TIMEOUT(detail.count() >= 1, 60000);
+        QCOMPARE(page.detailView()->tensorName(), QString::fromLatin1(kTensor));
+        const QString dir = QString::fromStdString(tessera::test::makeTempDir());
+        QStringList suggested;
+        QString answer;
+        setSavePlotDialog([&](QWidget*, const QString& suggestedPath, QString* selectedFilter) -> QString {
+            suggested << suggestedPath;
+            *selectedFilter = QStringLiteral("PNG image (*.png)");
+            return answer;
+        });
+        const auto plots = page.detailView()->findChildren<QCustomPlot*>();
+        QCOMPARE(plots.size(), 3);
+        const std::pair<const char*, QByteArray> formats[] = { { "png", QByteArray("\x89PNG") },
+                                                               { "svg", QByteArray("<?xml") },
+                                                               { "pdf", QByteArray("%PDF") } };
+        QStringList kinds;
+        for (auto* plot : plots) {
+            QCOMPARE(plot->actions().size(), 1);
+            QAction* save = plot->actions().front();
+            QCOMPARE(save->text(), QStringLiteral("Save Plot…"));
+            for (const auto& [suffix, magic] : formats) {
+                answer = dir + QLatin1Char('/') + QString::number(suggested.size()) + QLatin1Char('.') + QLatin1String(suffix);
+                const int elements = plot->plotLayout()->elementCount();
+                save->trigger();
+                QVERIFY2(suggested.last().startsWith(QString::fromLatin1(kTensor) + QLatin1Char('-')), qPrintable(suggested.last()));
+                QVERIFY(suggested.last().endsWith(QStringLiteral(".png")));
+                QFile file(answer);
+                QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(answer));
+                const QByteArray bytes = file.readAll();
+                QVERIFY2(bytes.startsWith(magic), suffix);
+                if (QLatin1String(suffix) == QLatin1String("svg")) // the saved plot names its tensor
+                    QVERIFY2(bytes.contains(kTensor), bytes.left(400).constData());
+                QCOMPARE(plot->plotLayout()->elementCount(), elements); // the window's plot is as it was
+            }
+            kinds << suggested.last().mid(int(qstrlen(kTensor)) + 1);
+        }
+        setSavePlotDialog({});
+        kinds.sort();
+        QCOMPARE(kinds, (QStringList { QStringLiteral("differences.png"), QStringLiteral("heatmap.png"),
+                                       QStringLiteral("values.png") }));
+        // No tensor shown: the names still make sense.
+        page.detailView()->showMessage(QStringLiteral("nothing"));
+        QCOMPARE(page.detailView()->tensorName(), QString());
     }
 
     void truncatedRankIsMissingNotZeros()

@@ -132,14 +132,19 @@ void DiffDetailView::setUpTexts()
     m_stats->setTextFormat(Qt::RichText);
     m_stats->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    // Each plot saves itself (right-click), named after the tensor it shows.
+    // Each plot saves itself (right-click), named after the tensor it shows, which the saved file names above its
+    // own title. The lambdas return QString: with QT_USE_QSTRINGBUILDER an `auto` return would be a builder
+    // pointing at temporaries gone by the time the name is read.
     const std::pair<QCustomPlot*, const char*> plots[] = { { m_values, "values" },
                                                            { m_differences, "differences" },
                                                            { m_heatmaps, "heatmap" } };
     for (const auto& [plot, kind] : plots)
-        addSavePlotAction(plot, [this, kind = QLatin1String(kind)] {
-            return (m_name.isEmpty() ? QStringLiteral("tensor") : m_name) + QLatin1Char('-') + kind;
-        });
+        addSavePlotAction(
+            plot,
+            [this, kind = QString::fromLatin1(kind)]() -> QString {
+                return (m_name.isEmpty() ? QStringLiteral("tensor") : m_name) + QLatin1Char('-') + kind;
+            },
+            [this]() -> QString { return m_name; });
     m_worst->setColumnCount(5);
     m_worst->setHorizontalHeaderLabels({ tr("index"), tr("A"), tr("B"), tr("|a−b|"), tr("rel") });
     m_worst->verticalHeader()->setVisible(false);
@@ -201,11 +206,14 @@ void DiffDetailView::setUpHeatmaps()
 {
     const QFont bold = boldFont();
     // Heatmaps: A and B share one colour scale, |A − B| has its own.
+    // The five columns in a grid of their own, so a line added above them (a saved plot's caption) spans them all.
     m_heatmaps->plotLayout()->clear();
+    auto* grid = new QCPLayoutGrid;
+    m_heatmaps->plotLayout()->addElement(0, 0, grid);
     auto* margins = new QCPMarginGroup(m_heatmaps);
     const QString titles[] = { tr("A"), tr("B"), QString(), tr("|A − B|"), QString() };
     for (int c = 0; c < 5; ++c)
-        m_heatmaps->plotLayout()->addElement(0, c, new QCPTextElement(m_heatmaps, titles[c], bold));
+        grid->addElement(0, c, new QCPTextElement(m_heatmaps, titles[c], bold));
     QCPColorScale* scales[2];
     for (int i = 0; i < 2; ++i) {
         scales[i] = new QCPColorScale(m_heatmaps);
@@ -223,7 +231,7 @@ void DiffDetailView::setUpHeatmaps()
         // A third of the window each: a few round ticks, so labels such as 150000 never run into each other.
         rect->axis(QCPAxis::atBottom)->ticker()->setTickCount(3);
         rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(4);
-        m_heatmaps->plotLayout()->addElement(1, rectColumns[i], rect);
+        grid->addElement(1, rectColumns[i], rect);
         auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
         map->setInterpolate(false);
         map->setColorScale(scales[i == 2 ? 1 : 0]);
@@ -247,11 +255,11 @@ void DiffDetailView::setUpHeatmaps()
     m_worstMarks->setLineStyle(QCPGraph::lsNone);
     m_worstMarks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(0x20, 0x20, 0x20), 1.2),
                                                   Qt::NoBrush, 11));
-    m_heatmaps->plotLayout()->addElement(1, 2, scales[0]);
-    m_heatmaps->plotLayout()->addElement(1, 4, scales[1]);
+    grid->addElement(1, 2, scales[0]);
+    grid->addElement(1, 4, scales[1]);
     for (int c = 0; c < 5; ++c)
-        m_heatmaps->plotLayout()->setColumnStretchFactor(c, c == 2 || c == 4 ? 0.01 : 1);
-    m_heatmaps->plotLayout()->setRowStretchFactor(0, 0.01);
+        grid->setColumnStretchFactor(c, c == 2 || c == 4 ? 0.01 : 1);
+    grid->setRowStretchFactor(0, 0.01);
     m_heatmaps->setMinimumHeight(190);
 }
 
