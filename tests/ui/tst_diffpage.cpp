@@ -18,6 +18,7 @@
 #include <QAction>
 #include <QDir>
 #include <QFile>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSignalSpy>
 #include <QTableView>
@@ -341,6 +342,32 @@ private Q_SLOTS:
         const std::string csv = tessera::test::readFile(dir + "/diff.csv");
         QCOMPARE(std::size_t(std::count(csv.begin(), csv.end(), '\n')), page.report()->tensors.size() + 1);
         QVERIFY(csv.rfind("name,status,ok,detail", 0) == 0);
+    }
+
+    void exportIsOfferedAfterEveryComparison()
+    {
+        DiffPage page;
+        page.resize(1280, 720);
+        page.show();
+        QPushButton* exportButton = nullptr;
+        for (auto* button : page.findChildren<QPushButton*>())
+            if (button->text() == QStringLiteral("Export…"))
+                exportButton = button;
+        QVERIFY(exportButton);
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        QVERIFY(!exportButton->isEnabled()); // nothing to export yet
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        // A failing comparison, then a passing one: both can be exported.
+        for (const QString& reference : { changedReference(),
+                                          QString::fromStdString(tessera::test::fixture("hsdp_qwen2_2x2/reference")) }) {
+            page.setReferenceDir(reference);
+            QVERIFY(page.compare());
+            QVERIFY(!exportButton->isEnabled());
+            QTRY_VERIFY_WITH_TIMEOUT(!page.isRunning() && page.report(), 60000);
+            QVERIFY2(exportButton->isEnabled(), qPrintable(page.summaryText()));
+            QVERIFY(exportButton->isVisible());
+        }
+        QCOMPARE(finished.count(), 2);
     }
 
     void anotherCheckpointClearsB()
