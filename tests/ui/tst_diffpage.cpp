@@ -370,6 +370,51 @@ private Q_SLOTS:
         QCOMPARE(finished.count(), 2);
     }
 
+    void anotherCheckpointForgetsToleranceAndDetail()
+    {
+        DiffPage page;
+        page.resize(1100, 800);
+        page.show();
+        const auto plotsShown = [&page] {
+            int shown = 0;
+            for (auto* plot : page.detailView()->findChildren<QCustomPlot*>())
+                shown += plot->isVisible() ? 1 : 0;
+            return shown;
+        };
+        QCOMPARE(plotsShown(), 0); // no empty axes before a comparison
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        QCOMPARE(plotsShown(), 0);
+        page.setReferenceDir(changedReference());
+        page.setTolerances(1e-3, 2e-3);
+        QSignalSpy detail(&page, &DiffPage::detailShown);
+        QVERIFY(page.compare());
+        QTRY_VERIFY_WITH_TIMEOUT(detail.count() >= 1, 60000);
+        QCOMPARE(page.detailView()->tensorName(), QString::fromLatin1(kTensor));
+        QCOMPARE(plotsShown(), 3);
+        QVERIFY(page.request().atol.has_value());
+
+        // Another checkpoint: its comparison starts from nothing, at the default tolerances.
+        page.setCheckpoint(scanFixture(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QVERIFY(!page.request().atol.has_value());
+        QVERIFY(!page.request().rtol.has_value());
+        QVERIFY(!page.commandLine().contains(QStringLiteral("--atol")));
+        QCOMPARE(page.detailView()->tensorName(), QString());
+        QCOMPARE(page.detailView()->worstRowCount(), 0);
+        QCOMPARE(plotsShown(), 0);
+        QVERIFY(!page.detailView()->statsText().contains(QStringLiteral("differing")));
+
+        // A detail still being computed for the old checkpoint never shows up on the new one.
+        page.setCheckpoint(scanFixture(tessera::test::fixture("hsdp_qwen2_2x2/global_step_10/actor")));
+        page.setReferenceDir(changedReference());
+        QVERIFY(page.compare());
+        QTRY_VERIFY_WITH_TIMEOUT(detail.count() >= 2, 60000);
+        QVERIFY(page.selectTensor(QStringLiteral("model.norm.weight")));
+        page.setCheckpoint(scanFixture(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QTest::qWait(300);
+        QCOMPARE(page.detailView()->tensorName(), QString());
+        QCOMPARE(plotsShown(), 0);
+    }
+
     void anotherCheckpointClearsB()
     {
         DiffPage page;

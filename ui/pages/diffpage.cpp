@@ -275,6 +275,7 @@ void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
         // B and the filters belonged to the old A: a reference kept by mistake would compare the wrong models.
         if (m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root) {
             m_right->clear();
+            setTolerances(0, 0);
             m_statusFilter->setCurrentIndex(0);
             m_filter->setText(QString());
         }

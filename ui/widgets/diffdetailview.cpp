@@ -279,7 +279,7 @@ void DiffDetailView::layOut()
     statsScroll->setMinimumWidth(m_stats->fontMetrics().horizontalAdvance(QStringLiteral("mean |a−b|  -0.0004176988  -0.0004176988")));
     // The statistics and the worst elements share the left column over both rows of plots: the statistics take
     // the height their lines need, the table the rest.
-    auto* leftBox = new QWidget(this);
+    auto* leftBox = m_leftBox = new QWidget(this);
     auto* leftLayout = new QVBoxLayout(leftBox);
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->setSpacing(2);
@@ -291,7 +291,7 @@ void DiffDetailView::layOut()
     layout->addWidget(leftBox, 1, 0, 2, 1);
     layout->addWidget(m_values, 1, 1);
     layout->addWidget(m_differences, 1, 2);
-    auto* heatBox = new QWidget(this);
+    auto* heatBox = m_heatBox = new QWidget(this);
     auto* heatLayout = new QVBoxLayout(heatBox);
     heatLayout->setContentsMargins(0, 0, 0, 0);
     heatLayout->setSpacing(0);
@@ -371,8 +371,19 @@ void DiffDetailView::clearPlots()
         plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void DiffDetailView::showBody(bool statistics, bool plots)
+{
+    m_leftBox->setVisible(statistics);
+    m_heatBox->setVisible(statistics);
+    for (QWidget* plot : { static_cast<QWidget*>(m_values), static_cast<QWidget*>(m_differences),
+                           static_cast<QWidget*>(m_heatmaps) })
+        plot->setVisible(plots);
+}
+
 void DiffDetailView::showMessage(const QString& message)
 {
+    // Only the message: empty axes would look like a result.
+    showBody(false, false);
     m_name.clear();
     m_title->setText(message);
     m_stats->clear();
@@ -447,6 +458,7 @@ void DiffDetailView::setDetail(const TensorDiffDetail& detail)
     if (!t.detail.empty() && t.status != tessera::DiffStatus::Identical)
         title += QStringLiteral(" &nbsp;·&nbsp; ") + qs(t.detail).toHtmlEscaped();
     m_title->setText(title);
+    showBody(true, t.numeric);
     m_stats->setText(statsHtml(t));
     // Every line shown: the window's detail area scrolls instead when it is shorter than that.
     m_statsScroll->setMinimumHeight(std::min(m_stats->sizeHint().height() + 4, 520));

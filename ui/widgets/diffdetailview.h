@@ -54,6 +54,8 @@ private:
     void layOut();
     void applyPalette();
     void clearPlots();
+    /// Shows the statistics and worst elements (`statistics`) and the plots (`plots`), or hides them.
+    void showBody(bool statistics, bool plots);
     void plotHistograms(const tessera::TensorDiffDetail& detail);
     void plotHeatmaps(const tessera::TensorDiffDetail& detail);
     QString statsHtml(const tessera::TensorDiff& t) const;
@@ -69,6 +71,8 @@ private:
     QCustomPlot* m_heatmaps;
     QCPGraph* m_worstMarks = nullptr;
     QLabel* m_heatmapNote;
+    QWidget* m_leftBox = nullptr; ///< the statistics and the worst elements
+    QWidget* m_heatBox = nullptr; ///< the heatmaps and their note
     QList<QCPColorMap*> m_maps;        ///< A, B, |A − B|
     QList<QCPColorMap*> m_missingMaps; ///< over each: the cells a side lacks elements of
 };
