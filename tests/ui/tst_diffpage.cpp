@@ -5,6 +5,8 @@
 #include "models/difftablemodel.h"
 #include "pages/diffpage.h"
 #include "testutil.h"
+#include "mainwindow.h"
+#include "page_registry.h"
 #include "widgets/copynames.h"
 #include "widgets/diffdetailview.h"
 
@@ -19,7 +21,9 @@
 #include <QDir>
 #include <QFile>
 #include <QPushButton>
+#include <QHeaderView>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTest>
@@ -413,6 +417,43 @@ private Q_SLOTS:
         QTest::qWait(300);
         QCOMPARE(page.detailView()->tensorName(), QString());
         QCOMPARE(plotsShown(), 0);
+    }
+
+    void fitsAt1280x720()
+    {
+        // The workbench at 1280 × 720 with the demo compared: the table shows many rows and every plot of the
+        // detail fits the page's width (nothing cut at the right, no sideways scrolling).
+        MainWindow window;
+        window.resize(1280, 720);
+        window.show();
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        QVERIFY(window.openDemo());
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        window.showView(View::Diff);
+        DiffPage& page = *window.diffPage();
+        QSignalSpy detail(&page, &DiffPage::detailShown);
+        QVERIFY(page.compare());
+        QTRY_VERIFY_WITH_TIMEOUT(detail.count() >= 1 && !page.detailView()->tensorName().isEmpty(), 60000);
+        QTest::qWait(500);
+        window.grab().save(QStringLiteral("/tmp/wtdiff-1280.png"));
+        QTableView* table = page.tableView();
+        auto* scroll = qobject_cast<QScrollArea*>(page.detailView()->parentWidget()->parentWidget());
+        QVERIFY(scroll);
+        const int rowsShown = table->viewport()->height() / table->verticalHeader()->defaultSectionSize();
+        QVERIFY2(rowsShown >= 9, qPrintable(QString::number(rowsShown)));
+        QVERIFY2(scroll->viewport()->height() >= 200, qPrintable(QString::number(scroll->viewport()->height())));
+        QVERIFY(!scroll->horizontalScrollBar()->isVisible());
+        for (auto* inner : page.detailView()->findChildren<QScrollArea*>()) // the statistics are never cut either
+            QVERIFY(!inner->horizontalScrollBar()->isVisible());
+        const auto plots = page.detailView()->findChildren<QCustomPlot*>();
+        QCOMPARE(plots.size(), 3);
+        for (auto* plot : plots) {
+            QVERIFY(plot->isVisible());
+            const int right = plot->mapTo(scroll->viewport(), QPoint(plot->width(), 0)).x();
+            QVERIFY2(right <= scroll->viewport()->width(),
+                     qPrintable(QStringLiteral("%1 > %2").arg(right).arg(scroll->viewport()->width())));
+        }
+        window.grab().save(QStringLiteral("/tmp/wtdiff-1280.png"));
     }
 
     void anotherCheckpointClearsB()

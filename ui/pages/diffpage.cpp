@@ -195,8 +195,11 @@ void DiffPage::buildLayout()
     detailScroll->setWidgetResizable(true);
     detailScroll->setFrameShape(QFrame::NoFrame);
     splitter->addWidget(detailScroll);
-    splitter->setStretchFactor(0, 2);
-    splitter->setStretchFactor(1, 3);
+    // Half each, whatever the detail shows at first (nothing before a comparison): the table keeps a screenful of
+    // rows at 720 pixels, the detail scrolls.
+    splitter->setStretchFactor(0, 1);
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({ 1000, 1000 });
     splitter->setChildrenCollapsible(false);
 
     auto* layout = new QVBoxLayout(this);

@@ -11,6 +11,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QTableWidget>
 
 #include <algorithm>
@@ -90,7 +91,8 @@ void styleAxes(QCPAxisRect* rect, const QPalette& palette, const QFont& font)
 QCustomPlot* makePlot(QWidget* parent)
 {
     auto* plot = new QCustomPlot(parent);
-    plot->setMinimumSize(220, 150);
+    // Small enough that the statistics and both histograms fit the Diff page beside the tree at 1280 × 720.
+    plot->setMinimumSize(190, 150);
     plot->setNoAntialiasingOnDrag(true);
     return plot;
 }
@@ -153,8 +155,8 @@ void DiffDetailView::setUpTexts()
     m_worst->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_worst->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_worst->setAlternatingRowColors(true);
-    m_worst->setMinimumWidth(350);
-    m_worst->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // As wide as the statistics above it; in a narrow window the table scrolls, the plots beside it are never cut.
+    m_worst->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.9);
     m_worst->setFont(small);
@@ -462,6 +464,8 @@ void DiffDetailView::setDetail(const TensorDiffDetail& detail)
     m_stats->setText(statsHtml(t));
     // Every line shown: the window's detail area scrolls instead when it is shorter than that.
     m_statsScroll->setMinimumHeight(std::min(m_stats->sizeHint().height() + 4, 520));
+    // Every column too: the plots beside the statistics give up width before a number is cut.
+    m_statsScroll->setMinimumWidth(m_stats->sizeHint().width() + m_statsScroll->verticalScrollBar()->sizeHint().width());
     clearPlots();
     if (!t.numeric) {
         m_heatmapNote->setText(tr("%1 values are compared by their bytes only; there is nothing to plot.")
