@@ -938,26 +938,33 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
 
 namespace {
 
-/// A LoRA checkpoint as the model its merge writes: the fused view (or, with no base weights, the adapter).
-Result<CheckpointInfo> asMergedModel(const CheckpointInfo& checkpoint, std::vector<std::string>* warnings)
+/// A LoRA checkpoint as the model its merge writes with `reading`'s flags: the fused view (or, with no base
+/// weights, the adapter), or the adapter when --lora adapter asks for it.
+Result<CheckpointInfo> asMergedModel(const CheckpointInfo& checkpoint, std::vector<std::string>* warnings,
+                                     const LoraReading& reading)
 {
     if (!hasLoraTensors(checkpoint))
         return checkpoint;
-    auto lora = readLoraCheckpoint(checkpoint, {});
+    auto lora = readLoraCheckpoint(checkpoint, reading.settings, reading.base);
     if (!lora)
         return lora.error();
     if (warnings)
         warnings->insert(warnings->end(), lora->notes.begin(), lora->notes.end());
+    if (reading.output == LoraOutput::Adapter)
+        return std::move(lora->adapter);
+    if (reading.output == LoraOutput::Fused && !lora->hasBase)
+        return makeError(checkpoint.root + " holds only the LoRA adapter, no base weights to fuse it with: give "
+                                           "--base_model DIR, or --lora adapter to compare the adapter");
     return lora->hasBase ? std::move(lora->fused) : std::move(lora->adapter);
 }
 
 } // namespace
 
 Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::string& configDir,
-                                   std::vector<std::string>* warnings)
+                                   std::vector<std::string>* warnings, const LoraReading& lora)
 {
     if (!isMegatronLayout(checkpoint.layout))
-        return asMergedModel(checkpoint, warnings);
+        return asMergedModel(checkpoint, warnings, lora);
     MappingOptions mapping;
     mapping.configDir = configDir;
     mapping.strict = false; // the diff lists missing and extra tensors itself
@@ -966,7 +973,7 @@ Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::
         return mapped.error().withContext(checkpoint.root + ": mapping Megatron names to Hugging Face names");
     if (warnings)
         warnings->insert(warnings->end(), mapped->warnings.begin(), mapped->warnings.end());
-    return asMergedModel(mapped->mapped, warnings);
+    return asMergedModel(mapped->mapped, warnings, lora);
 }
 
 Shape unflattenIndex(std::uint64_t flat, const Shape& shape)

@@ -4,6 +4,8 @@
 // `tessera diff A B` and the workbench's diff view: two checkpoints of any layout compared tensor by tensor.
 
 #include "compare/config_compare.h"
+#include "mapping/lora.h"
+#include "merge/lora_plan.h"
 #include "model/checkpoint.h"
 #include "progress.h"
 #include "result.h"
@@ -197,11 +199,19 @@ struct TensorStatistics {
 Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, const std::string& name, int bins = 64,
                                           Progress& progress = silentProgress());
 
+/// How a LoRA checkpoint is read as a model, as `tessera merge` and `tessera test` read it with the same flags.
+struct LoraReading {
+    LoraSettings settings;                 ///< --lora_alpha, --use_rslora
+    LoraOutput output = LoraOutput::Both;  ///< --lora: the fused model, the adapter, or the fused model when it can
+    const CheckpointInfo* base = nullptr;  ///< --base_model, for an adapter-only checkpoint
+};
+
 /// `checkpoint` as the Hugging Face model its merge writes, so it pairs with one: Megatron names mapped, a LoRA
-/// checkpoint as its fused model (the adapter alone when it has no base weights), anything else a copy.
-/// `configDir` overrides where config.json is looked for; mapping warnings and LoRA notes go to `warnings`.
+/// checkpoint as its fused model (the adapter alone when it has no base weights, or when `lora` asks for it),
+/// anything else a copy. `configDir` overrides where config.json is looked for; mapping warnings and LoRA notes go
+/// to `warnings`.
 Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::string& configDir,
-                                   std::vector<std::string>* warnings = nullptr);
+                                   std::vector<std::string>* warnings = nullptr, const LoraReading& lora = {});
 
 /// The multi-dimensional index of the row-major `flat` index in `shape`.
 Shape unflattenIndex(std::uint64_t flat, const Shape& shape);
