@@ -130,11 +130,9 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_placement, &PlacementPage::statisticsRequested, this, &MainWindow::showStatistics);
     // One mapping for both views: the merge plan writes exactly the table the Mapping view shows.
     m_merge->setMappingJob(m_mapping->job());
-    connect(m_merge, &MergePage::openInDiffRequested, this, [this](const QString& reference, double atol, double rtol) {
-        m_diff->setReferenceDir(reference);
-        m_diff->setTolerances(atol, rtol);
+    connect(m_merge, &MergePage::openInDiffRequested, this, [this](const tessera::DiffRequest& request) {
         showView(View::Diff);
-        m_diff->compare();
+        m_diff->compareRequest(request);
     });
     // Split writes the model the Merge page's flags make, in another layout.
     connect(m_merge, &MergePage::modelRequestChanged, this, [this] {

@@ -3,7 +3,9 @@
 
 #include "models/difffilterproxy.h"
 #include "models/difftablemodel.h"
+#include "jobs/comparejob.h"
 #include "pages/diffpage.h"
+#include "pages/mergepage.h"
 #include "testutil.h"
 #include "mainwindow.h"
 #include "page_registry.h"
@@ -18,7 +20,9 @@
 #include "plots/qcp.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QDir>
+#include <QLineEdit>
 #include <QFile>
 #include <QPushButton>
 #include <QHeaderView>
@@ -324,6 +328,58 @@ private Q_SLOTS:
         // Not offered for a checkpoint without an adapter.
         page.setCheckpoint(scanFixture(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
         QVERIFY(!page.compareLoraUpdate());
+    }
+
+    void openInDiffGivesTheTestsAnswer()
+    {
+        // The Merge page tests a LoRA run as its fused model with α = 32 (the checkpoint records 16) and atol 1e-6:
+        // 31 of 39 tensors match. Open in Diff compares with the same flags and shows the same 8 tensors failing.
+        MainWindow window;
+        window.resize(1280, 720);
+        window.show();
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        window.openPath(QString::fromStdString(tessera::test::fixture("lora_llama_w2_fp32/global_step_10/actor")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        auto* merge = window.findChild<MergePage*>();
+        QVERIFY(merge);
+        merge->setReferenceDir(QString::fromStdString(tessera::test::fixture("lora_llama_w2_fp32/reference")));
+        for (auto* edit : merge->findChildren<QLineEdit*>()) {
+            if (edit->placeholderText() == QStringLiteral("from lora_train_meta.json"))
+                edit->setText(QStringLiteral("32"));
+            if (edit->toolTip().startsWith(QStringLiteral("Absolute tolerance")))
+                edit->setText(QStringLiteral("1e-6"));
+        }
+        for (auto* box : merge->findChildren<QComboBox*>())
+            if (const int fused = box->findData(QStringLiteral("fused")); fused >= 0)
+                box->setCurrentIndex(fused);
+        QTRY_VERIFY_WITH_TIMEOUT(merge->canTest() && !merge->isPlanning(), 60000);
+        QSignalSpy compared(merge->compareJob(), &CompareJob::finished);
+        merge->runTest();
+        QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 120000);
+        QVERIFY2(merge->statusText().contains(QStringLiteral("31 of 39")), qPrintable(merge->statusText()));
+        QPushButton* openInDiff = nullptr;
+        for (auto* button : merge->findChildren<QPushButton*>())
+            if (button->text() == QStringLiteral("Open in Diff"))
+                openInDiff = button;
+        QVERIFY(openInDiff && openInDiff->isEnabled());
+        DiffPage& page = *window.diffPage();
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        openInDiff->click();
+        QCOMPARE(window.currentView(), View::Diff);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY(!page.report()->ok());
+        QCOMPARE(page.report()->tensors.size(), std::size_t(39));
+        QCOMPARE(page.report()->count(tessera::DiffStatus::Identical), std::size_t(31));
+        QCOMPARE(page.report()->count(tessera::DiffStatus::Different), std::size_t(8));
+        const QString command = page.commandLine();
+        for (const char* flag : { "--lora fused", "--lora_alpha 32", "--atol 1e-6" })
+            QVERIFY2(command.contains(QLatin1String(flag)), qPrintable(command));
+
+        // Another checkpoint: the test's flags belonged to the old one.
+        window.openPath(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 60000);
+        QVERIFY(!page.commandLine().contains(QStringLiteral("--lora")));
+        QVERIFY(!page.request().loraAlpha.has_value());
     }
 
     void exportsCsvAndJson()

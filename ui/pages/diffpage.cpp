@@ -279,6 +279,7 @@ void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
         if (m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root) {
             m_right->clear();
             setTolerances(0, 0);
+            m_carried = tessera::DiffRequest();
             m_statusFilter->setCurrentIndex(0);
             m_filter->setText(QString());
         }
@@ -322,6 +323,13 @@ tessera::DiffRequest DiffPage::request(bool loraUpdate) const
     // The loaded checkpoint's config folder may be one its root alone would not find: named, as the command needs.
     if (other.isEmpty() && m_checkpoint && !m_checkpoint->hfConfigDir.empty())
         r.hfModelPath = m_checkpoint->hfConfigDir;
+    if (other.isEmpty() && m_carried.hfModelPath)
+        r.hfModelPath = m_carried.hfModelPath;
+    r.threads = m_carried.threads;
+    r.lora = m_carried.lora;
+    r.loraAlpha = m_carried.loraAlpha;
+    r.useRslora = m_carried.useRslora;
+    r.baseModel = m_carried.baseModel;
     r.loraUpdate = loraUpdate;
     if (!loraUpdate && !referenceDir().isEmpty())
         r.b = QDir(referenceDir()).absolutePath().toStdString();
@@ -336,6 +344,23 @@ QString DiffPage::commandLine(bool loraUpdate) const
     if (!m_checkpoint && otherA().isEmpty())
         return {};
     return qs(tessera::commandLineText("diff", request(loraUpdate).toArgs()));
+}
+
+bool DiffPage::compareRequest(const tessera::DiffRequest& request)
+{
+    // A path equal to the loaded checkpoint's is the loaded checkpoint: its scan is reused.
+    setPathA(request.a ? QDir::toNativeSeparators(qs(*request.a)) : QString());
+    setReferenceDir(request.b ? QDir::toNativeSeparators(qs(*request.b)) : QString());
+    m_atol->setText(request.atol ? qs(*request.atol) : QStringLiteral("0"));
+    m_rtol->setText(request.rtol ? qs(*request.rtol) : QStringLiteral("0"));
+    m_carried = tessera::DiffRequest();
+    m_carried.hfModelPath = request.hfModelPath;
+    m_carried.threads = request.threads;
+    m_carried.lora = request.lora;
+    m_carried.loraAlpha = request.loraAlpha;
+    m_carried.useRslora = request.useRslora;
+    m_carried.baseModel = request.baseModel;
+    return request.loraUpdate ? compareLoraUpdate() : compare();
 }
 
 bool DiffPage::compare() { return startComparison(false); }

@@ -6,6 +6,7 @@
 
 #include "ops/merge_request.h"
 #include "ops/prepare_model.h"
+#include "ops/diff_request.h"
 #include "ops/test_request.h"
 
 #include <QTimer>
@@ -107,8 +108,9 @@ Q_SIGNALS:
     void planChanged();
     /// The model flags changed: modelRequest() and prepareContext() say what the Split page writes.
     void modelRequestChanged();
-    /// "Open in Diff" after a test: compare the merge's checkpoint with `referenceDir` in the Diff view.
-    void openInDiffRequested(const QString& referenceDir, double atol, double rtol);
+    /// "Open in Diff" after a test: the diff of the test just run (its checkpoint, reference, tolerances and LoRA
+    /// flags), so the Diff view gives the test's answer tensor by tensor.
+    void openInDiffRequested(const tessera::DiffRequest& request);
 
 private:
     void createWidgets();
@@ -170,6 +172,7 @@ private:
     QLineEdit* m_atol;
     QLineEdit* m_rtol;
     QPushButton* m_openInDiff;
+    tessera::TestRequest m_tested; ///< the test last started: what Open in Diff shows
     QLabel* m_command;
     QLabel* m_planSummary;
     QTableView* m_planView;
