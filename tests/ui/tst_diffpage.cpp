@@ -21,6 +21,7 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QBrush>
 #include <QDir>
 #include <QLineEdit>
 #include <QFile>
@@ -380,6 +381,41 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 60000);
         QVERIFY(!page.commandLine().contains(QStringLiteral("--lora")));
         QVERIFY(!page.request().loraAlpha.has_value());
+    }
+
+    void loraUpdateIsNotAFailure()
+    {
+        // The LoRA update compares the fused model with its own base: the 8 adapted weights differ by design. They
+        // read as "updated", not as a red FAIL, and B (a reference typed before) is not shown as what was compared.
+        DiffPage page;
+        page.resize(1100, 800);
+        page.show();
+        page.setCheckpoint(scanFixture(tessera::test::fixture("lora_llama_w2_fp32/global_step_10/actor")));
+        const QString reference = QString::fromStdString(tessera::test::fixture("lora_llama_w2_fp32/reference"));
+        page.setReferenceDir(reference);
+        QSignalSpy finished(&page, &DiffPage::comparisonFinished);
+        QSignalSpy detail(&page, &DiffPage::detailShown);
+        QVERIFY(page.compareLoraUpdate());
+        QVERIFY(page.referenceDir().isEmpty());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY2(!page.summaryText().contains(QStringLiteral("FAIL")), qPrintable(page.summaryText()));
+        QVERIFY2(page.summaryText().contains(QStringLiteral("8 weights updated by the adapter, 31 unchanged")),
+                 qPrintable(page.summaryText()));
+        const int row = page.model()->rowOf(QStringLiteral("model.layers.0.self_attn.q_proj.weight"));
+        QVERIFY(row >= 0);
+        const QModelIndex status = page.model()->index(row, DiffTableModel::StatusColumn);
+        QCOMPARE(status.data().toString(), QStringLiteral("updated"));
+        QVERIFY(status.data(Qt::ForegroundRole).value<QBrush>().color() != QColor(0xd0, 0x30, 0x30));
+        QTRY_VERIFY_WITH_TIMEOUT(!page.detailView()->tensorName().isEmpty(), 60000);
+        QVERIFY2(page.detailView()->titleText().contains(QStringLiteral("updated")), qPrintable(page.detailView()->titleText()));
+        QVERIFY(!page.detailView()->titleText().contains(QStringLiteral("#d03030")));
+
+        // Back to a comparison with a reference: a difference is a difference again.
+        page.setReferenceDir(reference);
+        QVERIFY(page.compare());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        QVERIFY2(page.summaryText().contains(QStringLiteral("FAIL")), qPrintable(page.summaryText()));
+        QCOMPARE(page.model()->index(row, DiffTableModel::StatusColumn).data().toString(), QStringLiteral("different"));
     }
 
     void exportsCsvAndJson()

@@ -250,7 +250,7 @@ void DiffPage::connectSignals()
         m_summary->setText(tr("Comparison canceled; rows still pending were not compared."));
     });
     connect(m_detailJob, &DiffDetailJob::finished, this, [this](const DiffDetailPtr& detail) {
-        m_detail->setDetail(*detail);
+        m_detail->setDetail(*detail, m_model->isUpdateView());
         Q_EMIT detailShown(qs(detail->summary.name));
     });
     connect(m_detailJob, &DiffDetailJob::failed, this, [this](const QString& tensor, const QString& message) {
@@ -391,7 +391,13 @@ bool DiffPage::startComparison(bool loraUpdate)
     m_warnings->hide();
     m_detailJob->cancel();
     m_model->clear();
+    m_model->setUpdateView(loraUpdate);
     m_report.reset();
+    m_sideA.reset(); // the detail of a row waits for this comparison's sides
+    m_sideB.reset();
+    // A LoRA update's B is A's own base weights: a reference left in the field would say otherwise.
+    if (loraUpdate)
+        m_right->clear();
     m_detail->showMessage(tr("Comparing…"));
     m_progress->setValue(0);
     m_summary->setText(loraUpdate ? tr("Reading the LoRA adapter…") : tr("Scanning…"));
@@ -512,6 +518,12 @@ void DiffPage::onFinished(const DiffReportPtr& report)
                                                                                         : "#d03030"))
                          .arg(n)
                          .arg(QString::fromLatin1(tessera::diffStatusName(status)));
+    if (m_model->isUpdateView()) {
+        showUpdateSummary(*report, maxAbs);
+        selectMostInteresting();
+        Q_EMIT comparisonFinished(report);
+        return;
+    }
     const QString verdict = report->ok() ? QStringLiteral("<b style='color:#2e8b3e'>%1</b>").arg(tr("PASS"))
                                          : QStringLiteral("<b style='color:#d03030'>%1</b>").arg(tr("FAIL"));
     m_summary->setText(tr("%1 &nbsp;%2: %3 · max |a−b| %4 · atol %5, rtol %6")
@@ -520,6 +532,23 @@ void DiffPage::onFinished(const DiffReportPtr& report)
                                 DiffTableModel::numberText(report->atol), DiffTableModel::numberText(report->rtol)));
     selectMostInteresting();
     Q_EMIT comparisonFinished(report);
+}
+
+void DiffPage::showUpdateSummary(const tessera::DiffReport& report, double maxAbs)
+{
+    // The fused weights differ from their base by design: what matters is how many the adapter changed, and
+    // anything that went wrong on the way (a weight unreadable, missing or incomplete).
+    const std::size_t updated = report.count(DiffStatus::Different) + report.count(DiffStatus::WithinTolerance);
+    const std::size_t unchanged = report.count(DiffStatus::Identical);
+    const std::size_t problems = report.tensors.size() - updated - unchanged;
+    QString text = tr("<b>LoRA update</b>: %1 updated by the adapter, %2 unchanged · max |ΔW| %3")
+                       .arg(countText(static_cast<long long>(updated), tr("weight"), tr("weights")))
+                       .arg(unchanged)
+                       .arg(DiffTableModel::numberText(maxAbs));
+    if (problems)
+        text += QStringLiteral(" · <b style='color:#d03030'>%1</b>")
+                    .arg(tr("%1 with problems").arg(countText(static_cast<long long>(problems), tr("tensor"), tr("tensors"))));
+    m_summary->setText(text);
 }
 
 void DiffPage::onFailed(const QString& message)

@@ -96,6 +96,8 @@ private:
                   const QStringList& warnings, const QString& models);
     void onFinished(const DiffReportPtr& report);
     void onFailed(const QString& message);
+    /// The summary of a LoRA update: how many weights the adapter changed, not a pass or a fail.
+    void showUpdateSummary(const tessera::DiffReport& report, double maxAbs);
     void onCurrentRowChanged();
     void selectMostInteresting();
     void setRunning(bool running);

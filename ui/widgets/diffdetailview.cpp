@@ -448,14 +448,17 @@ QString DiffDetailView::statsHtml(const TensorDiff& t) const
     return html;
 }
 
-void DiffDetailView::setDetail(const TensorDiffDetail& detail)
+QString DiffDetailView::titleText() const { return m_title->text(); }
+
+void DiffDetailView::setDetail(const TensorDiffDetail& detail, bool updateView)
 {
     const TensorDiff& t = detail.summary;
     m_name = qs(t.name);
     const bool ok = tessera::diffStatusOk(t.status);
-    const QString color = ok ? QStringLiteral("#2e8b3e") : QStringLiteral("#d03030");
+    const bool update = updateView && (t.status == tessera::DiffStatus::Different || t.status == tessera::DiffStatus::WithinTolerance);
+    const QString color = update ? QStringLiteral("#1f77b4") : ok ? QStringLiteral("#2e8b3e") : QStringLiteral("#d03030");
     QString title = QStringLiteral("<b>%1</b> &nbsp; <span style='color:%2'><b>%3</b></span> &nbsp; %4")
-                        .arg(m_name.toHtmlEscaped(), color, QString::fromLatin1(tessera::diffStatusName(t.status)),
+                        .arg(m_name.toHtmlEscaped(), color, DiffTableModel::statusText(t.status, updateView),
                              shapeText(t.shapeA));
     if (!t.detail.empty() && t.status != tessera::DiffStatus::Identical)
         title += QStringLiteral(" &nbsp;·&nbsp; ") + qs(t.detail).toHtmlEscaped();

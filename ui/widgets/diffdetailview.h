@@ -23,7 +23,11 @@ public:
     explicit DiffDetailView(QWidget* parent = nullptr);
     ~DiffDetailView() override;
 
-    void setDetail(const tessera::TensorDiffDetail& detail);
+    /// Shows `detail`; in an `updateView` (a LoRA update: a fused model against its base) a differing weight is
+    /// labelled "updated", what its adapter adds, not a failure.
+    void setDetail(const tessera::TensorDiffDetail& detail, bool updateView = false);
+    /// The title line as shown (tests).
+    QString titleText() const;
     /// Empties the plots and shows `message` instead (no selection, computing, an error).
     void showMessage(const QString& message);
     /// The tensor shown, empty when none.
