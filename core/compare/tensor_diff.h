@@ -89,8 +89,11 @@ struct TensorDiff {
     std::int64_t worstIndex = -1;  ///< flat (row-major) index of the first element with the largest |a − b|
     std::uint64_t missingA = 0;    ///< elements no piece of A holds (a gap, never read as zeros): not compared,
     std::uint64_t missingB = 0;    ///< in no statistic; the status is then Incomplete
+    std::uint64_t gaps = 0;        ///< elements either side lacks: not compared (the pair statistics leave them out)
     SideStats a;
     SideStats b;
+    /// The elements both sides hold: what `differing` and `outsideTolerance` are counted of.
+    std::uint64_t comparedElements() const { return elements - gaps; }
 };
 
 /// Every tensor of A and B, paired by name.
@@ -149,8 +152,11 @@ struct Heatmap {
     std::vector<double> a;         ///< rows × cols, row-major; NaN where a block holds no finite value
     std::vector<double> b;
     std::vector<double> absDiff;
-    std::vector<std::uint8_t> missing; ///< rows × cols: 1 where the block holds an element a side lacks; empty when
-                                       ///< both sides are complete
+    /// rows × cols, each empty when both sides are complete: 1 where A (missingA) or B (missingB) holds none of the
+    /// block's elements, or where none of them is held by both and so compared (missingDiff).
+    std::vector<std::uint8_t> missingA;
+    std::vector<std::uint8_t> missingB;
+    std::vector<std::uint8_t> missingDiff;
     /// The source rows [rowBegin(r), rowBegin(r + 1)) make up cell row r.
     std::int64_t rowBegin(int r) const { return rows == 0 ? 0 : sourceRows * r / rows; }
     std::int64_t colBegin(int c) const { return cols == 0 ? 0 : sourceCols * c / cols; }

@@ -25,6 +25,7 @@
 #include <QDir>
 #include <QLineEdit>
 #include <QFile>
+#include <QFileInfo>
 #include <QPushButton>
 #include <QHeaderView>
 #include <QScrollArea>
@@ -253,6 +254,20 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(page.detailView()->tensorName(), QStringLiteral("model.embed_tokens.weight"), 30000);
         QVERIFY(page.detailView()->missingCellCount() > 0);
         QVERIFY2(page.detailView()->statsText().contains(QStringLiteral("missing")), qPrintable(page.detailView()->statsText()));
+        // Rank 1 held rows 256–511 of [512, 64]: A lacks exactly those (half its cells), B lacks nothing, and |A − B|
+        // is missing where A is. The rows A holds are never painted as missing.
+        const QSize cells = page.detailView()->heatmapCells();
+        QCOMPARE(page.detailView()->missingCellCount(0), cells.width() * cells.height() / 2);
+        QCOMPARE(page.detailView()->missingCellCount(1), 0);
+        QCOMPARE(page.detailView()->missingCellCount(2), page.detailView()->missingCellCount(0));
+        // "differing" counts of the elements both hold, not of the whole tensor.
+        QVERIFY2(page.detailView()->statsText().contains(QStringLiteral("0 of 16384 (0%)")), qPrintable(page.detailView()->statsText()));
+        // The row says why: the rank's file cannot be read, named — not that no rank has those elements.
+        const auto* row = page.model()->row(page.model()->rowOf(QStringLiteral("model.embed_tokens.weight")));
+        QVERIFY(row);
+        QCOMPARE(row->comparedElements(), std::uint64_t(16384));
+        QVERIFY2(QString::fromStdString(row->detail).contains(QStringLiteral("cannot be read")), row->detail.c_str());
+        QVERIFY2(QString::fromStdString(row->detail).contains(QFileInfo(QString::fromStdString(cut)).fileName()), row->detail.c_str());
     }
 
     void anyCheckpointCanBeAAndDifferentModelsAreSaidFirst()

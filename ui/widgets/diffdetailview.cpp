@@ -440,8 +440,10 @@ QString DiffDetailView::statsHtml(const TensorDiff& t) const
         pair(tr("max rel"), exact(t.maxRelDiff));
         pair(tr("cosine"), DiffTableModel::cosineText(t.cosine));
     }
-    const double share = t.elements ? 100.0 * static_cast<double>(t.differing) / static_cast<double>(t.elements) : 0;
-    pair(tr("differing"), tr("%1 of %2 (%3%)").arg(t.differing).arg(t.elements).arg(QString::number(share, 'g', 3)));
+    // Of the elements both sides hold: those a side lacks are not compared, so they are no part of the share.
+    const std::uint64_t compared = t.comparedElements();
+    const double share = compared ? 100.0 * static_cast<double>(t.differing) / static_cast<double>(compared) : 0;
+    pair(tr("differing"), tr("%1 of %2 (%3%)").arg(t.differing).arg(compared).arg(QString::number(share, 'g', 3)));
     pair(tr("outside tol."), QString::number(t.outsideTolerance));
     pair(tr("bytes equal"), t.bitEqual ? tr("yes") : tr("no"));
     html += QStringLiteral("</table>");
@@ -537,12 +539,12 @@ QSize DiffDetailView::heatmapCells() const
     return {};
 }
 
-int DiffDetailView::missingCellCount() const
+int DiffDetailView::missingCellCount(int map) const
 {
     int count = 0;
-    if (m_missingMaps.isEmpty())
+    if (map < 0 || map >= m_missingMaps.size())
         return 0;
-    auto* data = m_missingMaps.front()->data(); // QCPColorMapData::cell is not const
+    auto* data = m_missingMaps[map]->data(); // QCPColorMapData::cell is not const
     for (int c = 0; c < data->keySize(); ++c)
         for (int r = 0; r < data->valueSize(); ++r)
             count += data->cell(c, r) == 1.0 ? 1 : 0;
@@ -579,6 +581,9 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
     const double dataCellW = static_cast<double>(h.sourceCols) / dataCols;
     const double dataCellH = static_cast<double>(h.sourceRows) / dataRows;
     const std::vector<double>* sources[] = { &h.a, &h.b, &h.absDiff };
+    // Each map paints only its own gaps: A where A holds none of a cell's elements, B likewise, |A − B| where
+    // nothing was compared.
+    const std::vector<std::uint8_t>* gaps[] = { &h.missingA, &h.missingB, &h.missingDiff };
     for (int m = 0; m < 3; ++m) {
         auto* data = maps[m]->data();
         data->setSize(dataCols, dataRows);
@@ -595,7 +600,8 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
             }
         maps[m]->setDataRange(m == 2 ? QCPRange(0, diffMax > 0 ? diffMax : 1) : QCPRange(-extent, extent));
         auto* missing = m_missingMaps[m]->data();
-        if (h.missing.empty()) {
+        const std::vector<std::uint8_t>& gap = *gaps[m];
+        if (gap.empty()) {
             missing->clear();
         } else {
             missing->setSize(dataCols, dataRows);
@@ -603,7 +609,7 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
             for (int r = 0; r < dataRows; ++r)
                 for (int c = 0; c < dataCols; ++c)
                     missing->setCell(c, r,
-                                     h.missing[static_cast<std::size_t>(h.rows == 1 ? 0 : r) * static_cast<std::size_t>(h.cols)
+                                     gap[static_cast<std::size_t>(h.rows == 1 ? 0 : r) * static_cast<std::size_t>(h.cols)
                                                + static_cast<std::size_t>(h.cols == 1 ? 0 : c)]
                                          ? 1.0
                                          : qQNaN());
@@ -632,8 +638,9 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
                     .arg(blockCols);
     else
         note += tr("; every element shown");
-    if (!h.missing.empty())
-        note += tr(". Purple cells hold elements a side lacks (no rank's file has them): they are not compared");
+    if (!h.missingDiff.empty())
+        note += tr(". Purple cells: that side has none of their elements (a rank's file is missing or cannot be "
+                   "read; the row's detail names it), so they are not compared");
     if (diffMax == 0)
         note += tr(". No element differs.");
     else if (!detail.worst.empty())

@@ -37,8 +37,8 @@ public:
     QString worstIndexText(int row) const;
     /// The cells the A, B and |A − B| colour maps draw (columns, rows), for tests; (0, 0) when none.
     QSize heatmapCells() const;
-    /// Cells painted as missing (a side lacks their elements), for tests.
-    int missingCellCount() const;
+    /// Cells of map `map` (0: A, 1: B, 2: |A − B|) painted as missing, for tests.
+    int missingCellCount(int map = 0) const;
     /// The statistics panel's text (tests).
     QString statsText() const;
 
