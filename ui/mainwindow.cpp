@@ -136,11 +136,9 @@ MainWindow::MainWindow(QWidget* parent)
     // One answer to "would a merge refuse it?": the Merge page's plan, said by the Summary, tree and status bar.
     m_summary->followMergePlan(m_merge);
     connect(m_merge, &MergePage::planChanged, this, &MainWindow::showMergeVerdict);
-    connect(m_merge, &MergePage::openInDiffRequested, this, [this](const QString& reference, double atol, double rtol) {
-        m_diff->setReferenceDir(reference);
-        m_diff->setTolerances(atol, rtol);
+    connect(m_merge, &MergePage::openInDiffRequested, this, [this](const tessera::DiffRequest& request) {
         showView(View::Diff);
-        m_diff->compare();
+        m_diff->compareRequest(request);
     });
     // Split writes the model the Merge page's flags make, in another layout.
     connect(m_merge, &MergePage::modelRequestChanged, this, [this] {

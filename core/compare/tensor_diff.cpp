@@ -20,6 +20,7 @@
 #include <mutex>
 #include <queue>
 #include <sstream>
+#include <tuple>
 
 namespace tessera {
 
@@ -182,6 +183,16 @@ PairVerdict comparePair(double x, double y, bool rawDiffers, bool exactOnly, dou
     return v;
 }
 
+/// The chunk's gaps: `either` is 1 where a side lacks the element (it is then not compared), `a` and `b` where that
+/// side does (its own statistics leave out only those). Each null when there is no gap.
+struct ChunkGaps {
+    const std::uint8_t* either = nullptr;
+    const std::uint8_t* a = nullptr;
+    const std::uint8_t* b = nullptr;
+    bool lacksA(std::uint64_t i) const { return a && a[i]; }
+    bool lacksB(std::uint64_t i) const { return b && b[i]; }
+};
+
 /// Everything the summary row needs, accumulated chunk by chunk.
 struct PairAccumulator {
     double atol = 0, rtol = 0;
@@ -193,11 +204,13 @@ struct PairAccumulator {
     std::uint64_t gaps = 0; ///< elements a side lacks, left out of everything above
     std::int64_t worst = -1;
 
-    void addChunk(const double* x, const double* y, const std::uint8_t* rawNe, const std::uint8_t* gap,
+    void addChunk(const double* x, const double* y, const std::uint8_t* rawNe, const ChunkGaps& chunkGaps,
                   std::uint64_t n, std::uint64_t first)
     {
-        a.addChunk(x, n, gap);
-        b.addChunk(y, n, gap);
+        // Each side's statistics take every element it holds; the pair's only those both hold.
+        a.addChunk(x, n, chunkGaps.a);
+        b.addChunk(y, n, chunkGaps.b);
+        const std::uint8_t* gap = chunkGaps.either;
         for (std::uint64_t i = 0; i < n; ++i) {
             if (gap && gap[i]) {
                 ++gaps;
@@ -245,6 +258,7 @@ struct PairAccumulator {
         d.outsideTolerance = outside;
         d.nanOpposite = nanOpposite;
         d.worstIndex = worst;
+        d.gaps = gaps;
     }
 };
 
@@ -265,16 +279,35 @@ std::string problemsOf(const CheckpointInfo& info, const std::string& name)
     return text;
 }
 
-/// "A has no data for 512 of 4096 elements (…)" for a row with gaps.
-std::string incompleteText(const TensorDiff& row)
+/// Why a side has gaps: the files it could not read (a truncated or unreadable rank), as its scan reported them;
+/// empty when it reported none (a rank's file is absent).
+std::string unreadableFiles(const CheckpointInfo& info)
+{
+    constexpr std::size_t kListed = 2;
+    std::string text;
+    std::size_t count = 0;
+    for (const auto& p : info.problems)
+        if (p.tensor.empty() && !p.file.empty() && ++count <= kListed)
+            text += (text.empty() ? "" : "; ") + p.text();
+    if (count > kListed)
+        text += "; … and " + std::to_string(count - kListed) + " more";
+    return text;
+}
+
+/// "A has no data for 512 of 4096 elements (…)" for a row with gaps: the unreadable files named when the scan
+/// found them, else the rank's file is missing.
+std::string incompleteText(const TensorDiff& row, const std::string& whyA, const std::string& whyB)
 {
     std::string text;
-    for (const auto& [side, missing] : { std::pair<const char*, std::uint64_t> { "A", row.missingA },
-                                         std::pair<const char*, std::uint64_t> { "B", row.missingB } })
+    for (const auto& [side, missing, why] : { std::tuple<const char*, std::uint64_t, const std::string&> { "A", row.missingA, whyA },
+                                              std::tuple<const char*, std::uint64_t, const std::string&> { "B", row.missingB, whyB } })
         if (missing)
             text += (text.empty() ? "" : "; ") + std::string(side) + " has no data for " + std::to_string(missing)
-                + " of " + std::to_string(row.elements) + " elements";
-    return text + " (no piece holds them: a rank's file is missing or truncated); they are not compared";
+                + " of " + std::to_string(row.elements) + " elements ("
+                + (why.empty() ? std::string("no piece holds them: a rank's file is missing")
+                               : "a file holding them cannot be read: " + why)
+                + ")";
+    return text + "; they are not compared";
 }
 
 /// Reads the whole tensor in its own dtype into fresh anonymous memory.
@@ -312,6 +345,7 @@ struct LoadedPair {
     /// empty for a complete side.
     std::vector<std::uint8_t> missingA, missingB;
     ValueKind kindA = ValueKind::Bytes, kindB = ValueKind::Bytes;
+    std::string whyA, whyB; ///< for a side with gaps: the files it could not read (unreadableFiles())
     bool incomplete() const { return !missingA.empty() || !missingB.empty(); }
     bool numeric() const { return kindA != ValueKind::Bytes && kindB != ValueKind::Bytes; }
     bool exactOnly() const { return kindA == ValueKind::Integer || kindB == ValueKind::Integer; }
@@ -332,13 +366,16 @@ Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const C
     // After the buffers: a mask costs a byte per element, and only for a tensor with gaps.
     pair.missingA = missingElementMask(a.tensors[static_cast<std::size_t>(row.indexA)], row.missingA);
     pair.missingB = missingElementMask(b.tensors[static_cast<std::size_t>(row.indexB)], row.missingB);
+    if (!pair.missingA.empty())
+        pair.whyA = unreadableFiles(a);
+    if (!pair.missingB.empty())
+        pair.whyB = unreadableFiles(b);
     pair.kindA = valueKind(row.dtypeA);
     pair.kindB = valueKind(row.dtypeB);
     return pair;
 }
 
-/// Calls fn(x, y, rawNe, gap, n, first) over the pair's values converted to float64, chunk by chunk; `gap` (null
-/// for complete sides) is 1 where a side lacks the element.
+/// Calls fn(x, y, rawNe, gaps, n, first) over the pair's values converted to float64, chunk by chunk.
 template <typename Fn>
 Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
 {
@@ -360,7 +397,13 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
             for (std::uint64_t i = 0; i < n; ++i)
                 gap[i] = (!pair.missingA.empty() && pair.missingA[first + i])
                     || (!pair.missingB.empty() && pair.missingB[first + i]);
-        fn(x.data(), y.data(), ne.empty() ? nullptr : ne.data(), gap.empty() ? nullptr : gap.data(), n, first);
+        ChunkGaps gaps;
+        if (!gap.empty()) {
+            gaps.either = gap.data();
+            gaps.a = pair.missingA.empty() ? nullptr : pair.missingA.data() + first;
+            gaps.b = pair.missingB.empty() ? nullptr : pair.missingB.data() + first;
+        }
+        fn(x.data(), y.data(), ne.empty() ? nullptr : ne.data(), gaps, n, first);
     }
     return Status::success();
 }
@@ -388,7 +431,7 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
         if (pair.incomplete()) {
             row.bitEqual = false;
             row.status = DiffStatus::Incomplete;
-            row.detail = incompleteText(row) + "; " + row.detail;
+            row.detail = incompleteText(row, pair.whyA, pair.whyB) + "; " + row.detail;
         }
         return Status::success();
     }
@@ -397,8 +440,8 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
     acc.rtol = options.rtol;
     acc.exactOnly = pair.exactOnly();
     TESSERA_TRY(forEachChunk(pair, row, [&](const double* x, const double* y, const std::uint8_t* ne,
-                                            const std::uint8_t* gap, std::uint64_t n,
-                                            std::uint64_t first) { acc.addChunk(x, y, ne, gap, n, first); }));
+                                            const ChunkGaps& gaps, std::uint64_t n,
+                                            std::uint64_t first) { acc.addChunk(x, y, ne, gaps, n, first); }));
     acc.finish(row);
     if (keep)
         *keep = acc;
@@ -407,7 +450,7 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
         // The gathered bytes of a gap are zeros no rank wrote: never data, never "identical".
         row.bitEqual = false;
         row.status = DiffStatus::Incomplete;
-        s << incompleteText(row) << "; of the " << row.elements - acc.gaps << " elements both hold: ";
+        s << incompleteText(row, pair.whyA, pair.whyB) << "; of the " << row.elements - acc.gaps << " elements both hold: ";
     }
     if (row.status == DiffStatus::DtypeMismatch)
         s << "dtype " << torchName(row.dtypeA) << " vs " << torchName(row.dtypeB) << "; values: ";
@@ -416,7 +459,7 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
         return Status::success();
     }
     if (row.outsideTolerance > 0) {
-        s << row.outsideTolerance << " of " << row.elements << " elements outside ";
+        s << row.outsideTolerance << " of " << row.comparedElements() << " elements outside ";
         if (acc.exactOnly)
             s << "exact equality (integers)";
         else
@@ -424,7 +467,7 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
         s << "; max |a-b| " << numberText(row.maxAbsDiff) << " at "
           << formatShape(unflattenIndex(static_cast<std::uint64_t>(row.worstIndex), row.shapeA));
     } else if (row.differing > 0) {
-        s << row.differing << " of " << row.elements << " elements differ, all within tolerance";
+        s << row.differing << " of " << row.comparedElements() << " elements differ, all within tolerance";
     } else if (pair.incomplete()) {
         s << "all equal";
     } else {
@@ -517,6 +560,7 @@ struct HeatmapBuilder {
     Heatmap map;
     std::vector<double> sumA, sumB;
     std::vector<std::uint64_t> countA, countB;
+    std::vector<std::uint64_t> total, lackA, lackB, uncompared; ///< per cell, for a pair with gaps
     std::vector<int> colCell;       ///< source column → cell column
     std::int64_t row = 0, col = 0;  ///< source position of the next element
     int cellRow = 0;
@@ -543,16 +587,36 @@ struct HeatmapBuilder {
                 colCell[static_cast<std::size_t>(s)] = c;
     }
 
-    /// Keeps Heatmap::missing (for a pair with gaps).
-    void trackMissing() { map.missing.assign(map.absDiff.size(), 0); }
+    /// Keeps Heatmap::missingA/B/Diff (for a pair with gaps).
+    void trackMissing()
+    {
+        const std::size_t cells = map.absDiff.size();
+        total.assign(cells, 0);
+        lackA.assign(cells, 0);
+        lackB.assign(cells, 0);
+        uncompared.assign(cells, 0);
+    }
 
-    /// The next element is one a side lacks.
-    void addMissing()
+    /// The next element, which side A or B lacks (or both): a side's value is kept where it holds it.
+    void addGap(double x, double y, bool lacksA, bool lacksB)
     {
         if (map.rows == 0)
             return;
-        if (!map.missing.empty())
-            map.missing[cell()] = 1;
+        const std::size_t at = cell();
+        if (!lacksA && std::isfinite(x)) {
+            sumA[at] += x;
+            ++countA[at];
+        }
+        if (!lacksB && std::isfinite(y)) {
+            sumB[at] += y;
+            ++countB[at];
+        }
+        if (!total.empty()) {
+            ++total[at];
+            lackA[at] += lacksA ? 1 : 0;
+            lackB[at] += lacksB ? 1 : 0;
+            ++uncompared[at];
+        }
         advance();
     }
 
@@ -562,6 +626,8 @@ struct HeatmapBuilder {
         if (map.rows == 0)
             return;
         const std::size_t at = cell();
+        if (!total.empty())
+            ++total[at];
         if (std::isfinite(x)) {
             sumA[at] += x;
             ++countA[at];
@@ -595,6 +661,18 @@ public:
 
     Heatmap finish()
     {
+        // A cell is drawn as missing on a side only when that side holds none of its elements: a block it holds
+        // in part shows the mean of what it holds.
+        if (!total.empty()) {
+            map.missingA.assign(total.size(), 0);
+            map.missingB.assign(total.size(), 0);
+            map.missingDiff.assign(total.size(), 0);
+            for (std::size_t i = 0; i < total.size(); ++i) {
+                map.missingA[i] = total[i] > 0 && lackA[i] == total[i] ? 1 : 0;
+                map.missingB[i] = total[i] > 0 && lackB[i] == total[i] ? 1 : 0;
+                map.missingDiff[i] = total[i] > 0 && uncompared[i] == total[i] ? 1 : 0;
+            }
+        }
         map.a.resize(sumA.size());
         map.b.resize(sumB.size());
         for (std::size_t i = 0; i < sumA.size(); ++i) {
@@ -897,14 +975,17 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     if (pair->incomplete())
         heat.trackMissing();
     TESSERA_TRY(forEachChunk(*pair, row, [&](const double* x, const double* y, const std::uint8_t* ne,
-                                             const std::uint8_t* gap, std::uint64_t n, std::uint64_t first) {
+                                             const ChunkGaps& gaps, std::uint64_t n, std::uint64_t first) {
         for (std::uint64_t i = 0; i < n; ++i) {
-            if (gap && gap[i]) {
-                heat.addMissing();
+            // Each side's histogram takes every value it holds, as its statistics do.
+            if (!gaps.lacksA(i))
+                addToHistogram(detail.valuesA, x[i]);
+            if (!gaps.lacksB(i))
+                addToHistogram(detail.valuesB, y[i]);
+            if (gaps.either && gaps.either[i]) {
+                heat.addGap(x[i], y[i], gaps.lacksA(i), gaps.lacksB(i));
                 continue;
             }
-            addToHistogram(detail.valuesA, x[i]);
-            addToHistogram(detail.valuesB, y[i]);
             if (std::isfinite(x[i]) && std::isfinite(y[i]))
                 addToHistogram(detail.differences, x[i] - y[i]);
             const PairVerdict v = comparePair(x[i], y[i], ne && ne[i], exactOnly, options.atol, options.rtol);
@@ -938,26 +1019,33 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
 
 namespace {
 
-/// A LoRA checkpoint as the model its merge writes: the fused view (or, with no base weights, the adapter).
-Result<CheckpointInfo> asMergedModel(const CheckpointInfo& checkpoint, std::vector<std::string>* warnings)
+/// A LoRA checkpoint as the model its merge writes with `reading`'s flags: the fused view (or, with no base
+/// weights, the adapter), or the adapter when --lora adapter asks for it.
+Result<CheckpointInfo> asMergedModel(const CheckpointInfo& checkpoint, std::vector<std::string>* warnings,
+                                     const LoraReading& reading)
 {
     if (!hasLoraTensors(checkpoint))
         return checkpoint;
-    auto lora = readLoraCheckpoint(checkpoint, {});
+    auto lora = readLoraCheckpoint(checkpoint, reading.settings, reading.base);
     if (!lora)
         return lora.error();
     if (warnings)
         warnings->insert(warnings->end(), lora->notes.begin(), lora->notes.end());
+    if (reading.output == LoraOutput::Adapter)
+        return std::move(lora->adapter);
+    if (reading.output == LoraOutput::Fused && !lora->hasBase)
+        return makeError(checkpoint.root + " holds only the LoRA adapter, no base weights to fuse it with: give "
+                                           "--base_model DIR, or --lora adapter to compare the adapter");
     return lora->hasBase ? std::move(lora->fused) : std::move(lora->adapter);
 }
 
 } // namespace
 
 Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::string& configDir,
-                                   std::vector<std::string>* warnings)
+                                   std::vector<std::string>* warnings, const LoraReading& lora)
 {
     if (!isMegatronLayout(checkpoint.layout))
-        return asMergedModel(checkpoint, warnings);
+        return asMergedModel(checkpoint, warnings, lora);
     MappingOptions mapping;
     mapping.configDir = configDir;
     mapping.strict = false; // the diff lists missing and extra tensors itself
@@ -966,7 +1054,7 @@ Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::
         return mapped.error().withContext(checkpoint.root + ": mapping Megatron names to Hugging Face names");
     if (warnings)
         warnings->insert(warnings->end(), mapped->warnings.begin(), mapped->warnings.end());
-    return asMergedModel(mapped->mapped, warnings);
+    return asMergedModel(mapped->mapped, warnings, lora);
 }
 
 Shape unflattenIndex(std::uint64_t flat, const Shape& shape)

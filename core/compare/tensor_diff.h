@@ -4,6 +4,8 @@
 // `tessera diff A B` and the workbench's diff view: two checkpoints of any layout compared tensor by tensor.
 
 #include "compare/config_compare.h"
+#include "mapping/lora.h"
+#include "merge/lora_plan.h"
 #include "model/checkpoint.h"
 #include "progress.h"
 #include "result.h"
@@ -87,8 +89,11 @@ struct TensorDiff {
     std::int64_t worstIndex = -1;  ///< flat (row-major) index of the first element with the largest |a − b|
     std::uint64_t missingA = 0;    ///< elements no piece of A holds (a gap, never read as zeros): not compared,
     std::uint64_t missingB = 0;    ///< in no statistic; the status is then Incomplete
+    std::uint64_t gaps = 0;        ///< elements either side lacks: not compared (the pair statistics leave them out)
     SideStats a;
     SideStats b;
+    /// The elements both sides hold: what `differing` and `outsideTolerance` are counted of.
+    std::uint64_t comparedElements() const { return elements - gaps; }
 };
 
 /// Every tensor of A and B, paired by name.
@@ -147,8 +152,11 @@ struct Heatmap {
     std::vector<double> a;         ///< rows × cols, row-major; NaN where a block holds no finite value
     std::vector<double> b;
     std::vector<double> absDiff;
-    std::vector<std::uint8_t> missing; ///< rows × cols: 1 where the block holds an element a side lacks; empty when
-                                       ///< both sides are complete
+    /// rows × cols, each empty when both sides are complete: 1 where A (missingA) or B (missingB) holds none of the
+    /// block's elements, or where none of them is held by both and so compared (missingDiff).
+    std::vector<std::uint8_t> missingA;
+    std::vector<std::uint8_t> missingB;
+    std::vector<std::uint8_t> missingDiff;
     /// The source rows [rowBegin(r), rowBegin(r + 1)) make up cell row r.
     std::int64_t rowBegin(int r) const { return rows == 0 ? 0 : sourceRows * r / rows; }
     std::int64_t colBegin(int c) const { return cols == 0 ? 0 : sourceCols * c / cols; }
@@ -197,11 +205,19 @@ struct TensorStatistics {
 Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, const std::string& name, int bins = 64,
                                           Progress& progress = silentProgress());
 
+/// How a LoRA checkpoint is read as a model, as `tessera merge` and `tessera test` read it with the same flags.
+struct LoraReading {
+    LoraSettings settings;                 ///< --lora_alpha, --use_rslora
+    LoraOutput output = LoraOutput::Both;  ///< --lora: the fused model, the adapter, or the fused model when it can
+    const CheckpointInfo* base = nullptr;  ///< --base_model, for an adapter-only checkpoint
+};
+
 /// `checkpoint` as the Hugging Face model its merge writes, so it pairs with one: Megatron names mapped, a LoRA
-/// checkpoint as its fused model (the adapter alone when it has no base weights), anything else a copy.
-/// `configDir` overrides where config.json is looked for; mapping warnings and LoRA notes go to `warnings`.
+/// checkpoint as its fused model (the adapter alone when it has no base weights, or when `lora` asks for it),
+/// anything else a copy. `configDir` overrides where config.json is looked for; mapping warnings and LoRA notes go
+/// to `warnings`.
 Result<CheckpointInfo> withHfNames(const CheckpointInfo& checkpoint, const std::string& configDir,
-                                   std::vector<std::string>* warnings = nullptr);
+                                   std::vector<std::string>* warnings = nullptr, const LoraReading& lora = {});
 
 /// The multi-dimensional index of the row-major `flat` index in `shape`.
 Shape unflattenIndex(std::uint64_t flat, const Shape& shape);

@@ -2,6 +2,7 @@
 #include "ops/diff_request.h"
 
 #include "ops/flag_table.h"
+#include "mapping/lora_config.h"
 #include "ops/option_values.h"
 
 namespace tessera {
@@ -25,6 +26,15 @@ const std::vector<Flag<R>>& diffFlags()
         option<R>("hf_model_path_b", "DIR", "config.json folder for B, if not found", &R::hfModelPathB),
         option<R>("threads", "N", "tensors compared in parallel, 1 to " + std::to_string(kMaxThreads), &R::threads,
                   "number of cores"),
+        // The LoRA flags of merge and test, read the same way, so a diff can show what a test compared.
+        option<R>("lora", "WHAT", "LoRA checkpoint A: compare its fused model (fused), its PEFT adapter (adapter), "
+                                  "or the fused model when it has base weights (both)", &R::lora, "both"),
+        option<R>("lora_alpha", "A", "LoRA alpha, when the checkpoint does not record it (lora_train_meta.json)",
+                  &R::loraAlpha),
+        toggle<R>("use_rslora", "LoRA: scale by alpha/sqrt(r) (rank-stabilised LoRA) instead of alpha/r",
+                  &R::useRslora),
+        option<R>("base_model", "DIR", "LoRA: the base model (a Hugging Face folder, or an FSDP or DCP checkpoint) "
+                                       "for an adapter-only A", &R::baseModel),
     };
     return flags;
 }
@@ -87,6 +97,7 @@ Result<DiffOptions> diffSettings(const DiffRequest& r)
     TESSERA_TRY(rtol);
     auto threads = threadsValue(r.threads);
     TESSERA_TRY(threads);
+    TESSERA_TRY(diffLoraReading(r));
     options.atol = *atol;
     options.rtol = *rtol;
     options.threads = *threads;
@@ -96,6 +107,40 @@ Result<DiffOptions> diffSettings(const DiffRequest& r)
         return makeError(r.loraUpdate ? "--lora_update compares A with itself; give no B"
                                       : "B is required (or --lora_update for a LoRA checkpoint)");
     return options;
+}
+
+Result<LoraReading> diffLoraReading(const DiffRequest& r)
+{
+    LoraReading reading;
+    auto output = loraOutputFromName(r.lora.value_or("both"));
+    TESSERA_TRY(output);
+    reading.output = *output;
+    if (r.loraAlpha) {
+        // One bound for the flag, the adapter's files and the workbench (mapping/lora_config.h).
+        auto alpha = decimalValue("lora_alpha", *r.loraAlpha, 0, kMaxLoraAlpha, true);
+        TESSERA_TRY(alpha);
+        reading.settings.alpha = *alpha;
+    }
+    if (r.useRslora)
+        reading.settings.useRslora = true;
+    return reading;
+}
+
+DiffRequest diffRequestOfTest(const TestRequest& test)
+{
+    DiffRequest d;
+    d.a = test.localDir;
+    d.b = test.testHfDir;
+    d.hfModelPath = test.hfModelPath;
+    d.atol = test.atol;
+    d.rtol = test.rtol;
+    d.threads = test.threads;
+    d.lora = test.lora;
+    d.loraAlpha = test.loraAlpha;
+    d.useRslora = test.useRslora;
+    d.baseModel = test.baseModel;
+    // verl's --use_peft asks for the adapter as well: the test still compares the fused model.
+    return d;
 }
 
 Status DiffRequest::validate() const

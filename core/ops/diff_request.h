@@ -6,6 +6,7 @@
 
 #include "compare/tensor_diff.h"
 #include "ops/arg_parser.h"
+#include "ops/test_request.h"
 #include "result.h"
 
 #include <optional>
@@ -27,6 +28,10 @@ struct DiffRequest {
     std::optional<std::string> hfModelPath;  ///< A's config folder
     std::optional<std::string> hfModelPathB; ///< B's config folder
     std::optional<std::string> threads;
+    std::optional<std::string> lora;         ///< --lora: how a LoRA checkpoint is read (both)
+    std::optional<std::string> loraAlpha;    ///< --lora_alpha
+    bool useRslora = false;                  ///< --use_rslora
+    std::optional<std::string> baseModel;    ///< --base_model, for an adapter-only A
 
     static ArgParser parser();
     static DiffRequest fromParser(const ArgParser& parsed);
@@ -40,13 +45,23 @@ struct DiffRequest {
     bool silent() const { return json || quiet; }
     auto fields() const
     {
-        return std::tie(a, b, loraUpdate, atol, rtol, json, failuresOnly, quiet, hfModelPath, hfModelPathB, threads);
+        return std::tie(a, b, loraUpdate, atol, rtol, json, failuresOnly, quiet, hfModelPath, hfModelPathB, threads,
+                        lora, loraAlpha, useRslora, baseModel);
     }
     bool operator==(const DiffRequest& other) const { return fields() == other.fields(); }
     bool operator!=(const DiffRequest& other) const { return !(*this == other); }
 };
 
-/// The comparison the flags ask for (tolerances, threads), checked in the command line's order.
+/// The comparison the flags ask for (tolerances, threads), checked in the command line's order (the LoRA flags
+/// too).
 Result<DiffOptions> diffSettings(const DiffRequest& request);
+
+/// How the LoRA flags ask a LoRA checkpoint to be read (its `base` left for the caller to read); the error is a
+/// usage error naming the flag.
+Result<LoraReading> diffLoraReading(const DiffRequest& request);
+
+/// The diff that shows `test`'s comparison tensor by tensor: its checkpoint as A, its reference as B, and the
+/// same config folder, tolerances and LoRA flags, so both give one answer.
+DiffRequest diffRequestOfTest(const TestRequest& test);
 
 } // namespace tessera

@@ -4,6 +4,8 @@
 #include "compare/config_compare.h"
 #include "formats/scan.h"
 #include "mapping/hf_parameter_check.h"
+#include "mapping/lora.h"
+#include "mapping/megatron_mapping.h"
 
 #include <filesystem>
 
@@ -73,14 +75,58 @@ void listProblems(PreparedDiff& p, const CheckpointInfo& info, const std::string
                              + " more tensors with problems (each in its row below)");
 }
 
-/// One side read, its problems listed and its names made Hugging Face's.
+/// --base_model read as a Hugging Face model of its own, as a merge reads it.
+Result<std::shared_ptr<const CheckpointInfo>> readBaseModel(PreparedDiff& p, const PrepareContext& context,
+                                                            const std::string& path, const CheckpointInfo& a)
+{
+    auto info = readSide(p, context, path, "", "--base_model");
+    TESSERA_TRY(info);
+    if (isMegatronLayout((*info)->layout))
+        return makeError("--base_model: " + path + " is a Megatron checkpoint; merge it into a Hugging Face folder "
+                                                   "first and give that folder");
+    if (!(*info)->hfConfigDir.empty())
+        return *info;
+    CheckpointInfo base = **info;
+    base.hfConfigDir = a.hfConfigDir; // as the fused model takes it (readLoraCheckpoint)
+    return std::make_shared<const CheckpointInfo>(std::move(base));
+}
+
+/// The LoRA flags are for LoRA checkpoints: given for another A, they are refused as a merge refuses them.
+Status checkLoraFlags(const DiffRequest& request, const CheckpointInfo& a)
+{
+    if (hasLoraTensors(a) || (!request.lora && !request.loraAlpha && !request.useRslora && !request.baseModel))
+        return Status::success();
+    const char* flag = request.baseModel ? "--base_model"
+        : request.loraAlpha              ? "--lora_alpha"
+        : request.useRslora              ? "--use_rslora"
+                                         : "--lora";
+    return makeError(std::string(flag) + " is for LoRA checkpoints, and " + a.root
+                     + " holds no LoRA tensors (no lora_A/lora_B or adapter.linear_in/out names)");
+}
+
+/// One side read, its problems listed and its names made Hugging Face's (A's LoRA read as `lora` asks).
 Result<CheckpointInfo> preparedSide(PreparedDiff& p, const PrepareContext& context, const std::string& path,
-                                    const std::string& hfModelPath, const std::string& side)
+                                    const std::string& hfModelPath, const std::string& side,
+                                    const DiffRequest* loraFlags = nullptr)
 {
     auto info = readSide(p, context, path, hfModelPath, side);
     TESSERA_TRY(info);
     listProblems(p, **info, side);
-    return withHfNames(**info, hfModelPath, &p.warnings);
+    LoraReading lora;
+    std::shared_ptr<const CheckpointInfo> base;
+    if (loraFlags) {
+        TESSERA_TRY(checkLoraFlags(*loraFlags, **info));
+        auto reading = diffLoraReading(*loraFlags);
+        TESSERA_TRY(reading);
+        lora = *reading;
+        if (loraFlags->baseModel) {
+            auto read = readBaseModel(p, context, *loraFlags->baseModel, **info);
+            TESSERA_TRY(read);
+            base = *read;
+            lora.base = base.get();
+        }
+    }
+    return withHfNames(**info, hfModelPath, &p.warnings, lora);
 }
 
 } // namespace
@@ -96,7 +142,7 @@ PreparedDiff prepareDiff(const DiffRequest& request, const PrepareContext& conte
     }
     p.options = *options;
     const std::string pathA = *request.a;
-    auto a = preparedSide(p, context, pathA, request.hfModelPath.value_or(""), "A");
+    auto a = preparedSide(p, context, pathA, request.hfModelPath.value_or(""), "A", &request);
     if (!a) {
         p.refusal = Refusal { a.error() };
         return p;

@@ -173,6 +173,40 @@ private Q_SLOTS:
         QVERIFY2(err.contains(QStringLiteral("incomplete: ")), qPrintable(err));
     }
 
+    void loraFlagsReadTheCheckpointAsTestDoes()
+    {
+        // A LoRA run tested with α = 32 (the checkpoint records 16): the diff with the test's flags gives the
+        // test's answer, 8 of the 39 tensors outside the tolerance.
+        const QString a = actor("lora_llama_w2_fp32"), b = reference("lora_llama_w2_fp32");
+        const QStringList flags { QStringLiteral("--atol"), QStringLiteral("1e-6"), QStringLiteral("--lora"),
+                                  QStringLiteral("fused"), QStringLiteral("--lora_alpha"), QStringLiteral("32") };
+        QString out, err;
+        QCOMPARE(test::runTessera(QStringList { QStringLiteral("test"), QStringLiteral("--local_dir"), a,
+                                                QStringLiteral("--test_hf_dir"), b, QStringLiteral("--quiet") } + flags,
+                                  &out, &err),
+                 1);
+        QVERIFY2(out.contains(QStringLiteral("31 of 39 tensors match")), qPrintable(out + err));
+        QCOMPARE(test::runTessera(QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--quiet") } + flags, &out, &err), 1);
+        QVERIFY2(out.contains(QStringLiteral("39 tensors: 31 identical, 8 different")), qPrintable(out + err));
+        // Without them, the recorded α: every tensor passes.
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, b, QStringLiteral("--quiet"), QStringLiteral("--atol"),
+                                    QStringLiteral("1e-6") },
+                                  &out, &err),
+                 0);
+        // --lora adapter compares the PEFT adapter.
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, q(test::fixture("lora_llama_w2_fp32/reference_adapter")),
+                                    QStringLiteral("--lora"), QStringLiteral("adapter"), QStringLiteral("--quiet") },
+                                  &out, &err),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("OK: 16 tensors: 16 identical")), qPrintable(out + err));
+        // The LoRA flags are for LoRA checkpoints.
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), actor("hsdp_qwen2_2x2"), reference("hsdp_qwen2_2x2"),
+                                    QStringLiteral("--lora_alpha"), QStringLiteral("32"), QStringLiteral("--quiet") },
+                                  &out, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("--lora_alpha is for LoRA checkpoints")), qPrintable(err));
+    }
+
     void megatronIsMappedToHuggingFaceNames()
     {
         QString out, err;
@@ -190,6 +224,8 @@ private Q_SLOTS:
         QTest::newRow("no B") << QStringList { QStringLiteral("diff"), a };
         QTest::newRow("negative atol") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--atol"), QStringLiteral("-1") };
         QTest::newRow("bad rtol") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--rtol=abc") };
+        QTest::newRow("bad lora") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--lora"), QStringLiteral("sideways") };
+        QTest::newRow("bad lora_alpha") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--lora_alpha"), QStringLiteral("-1") };
         QTest::newRow("unknown flag") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--frobnicate") };
     }
     void usageErrors()

@@ -15,6 +15,7 @@
 #include "merge/merge_plan.h"
 #include "split/split_plan.h"
 
+#include <algorithm>
 #include <QTest>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,26 @@ std::string actor(const char* name) { return fixture(std::string(name) + "/globa
 class TestOpsRequests : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // A test opened in the Diff compares what the test compared: every flag that changes the answer is carried.
+    void diffOfATestCarriesItsFlags()
+    {
+        auto test = TestRequest::fromArgs({ "--local_dir", "/ckpt", "--test_hf_dir", "/ref", "--hf_model_path", "/cfg",
+                                            "--atol", "1e-6", "--rtol", "2e-3", "--lora", "fused", "--lora_alpha", "32",
+                                            "--use_rslora", "--base_model", "/base", "--threads", "2" });
+        QVERIFY(test);
+        const DiffRequest diff = diffRequestOfTest(*test);
+        const auto words = diff.toArgs();
+        const std::vector<std::string> expected { "/ckpt", "/ref", "--atol", "1e-6", "--rtol", "2e-3",
+                                                  "--hf_model_path", "/cfg", "--threads", "2", "--lora", "fused",
+                                                  "--lora_alpha", "32", "--use_rslora", "--base_model", "/base" };
+        std::vector<std::string> sortedWords = words, sortedExpected = expected;
+        std::sort(sortedWords.begin(), sortedWords.end());
+        std::sort(sortedExpected.begin(), sortedExpected.end());
+        QCOMPARE(sortedWords, sortedExpected);
+        QVERIFY(diff.validate());
+        QCOMPARE(*DiffRequest::fromArgs(words), diff);
+    }
+
     // Each flag, set alone, changes the request and survives toArgs() → fromArgs().
     void everyFlagRoundTrips_data()
     {

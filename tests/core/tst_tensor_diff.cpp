@@ -256,7 +256,9 @@ private Q_SLOTS:
         QVERIFY(!embed.bitEqual);
         QCOMPARE(embed.differing, std::uint64_t(0)); // the elements both hold are equal
         QCOMPARE(embed.a.finite + embed.a.nan + embed.a.inf, embed.elements - embed.missingA);
-        QCOMPARE(embed.b.finite + embed.b.nan + embed.b.inf, embed.elements - embed.missingA);
+        // B holds every element: its own statistics take them all; only the pair's leave A's gaps out.
+        QCOMPARE(embed.b.finite + embed.b.nan + embed.b.inf, embed.elements);
+        QCOMPARE(embed.comparedElements(), embed.elements - embed.missingA);
         QVERIFY2(embed.detail.find("A has no data for 8192 of 32768 elements") == 0, embed.detail.c_str());
 
         // Swapped, B lacks them; the detail view draws the missing rows as missing cells.
@@ -265,20 +267,30 @@ private Q_SLOTS:
         QCOMPARE(detail->summary.status, DiffStatus::Incomplete);
         QCOMPARE(detail->summary.missingB, embed.missingA);
         const Heatmap& h = detail->heatmap;
-        QCOMPARE(h.missing.size(), h.absDiff.size());
-        // Rows 256:384 of 512 are rank 2's: cell rows 64:96 of 128.
+        QCOMPARE(h.missingB.size(), h.absDiff.size());
+        // Rows 256:384 of 512 are rank 2's: cell rows 64:96 of 128, missing in B and in |A − B|, never in A.
         for (int r = 0; r < h.rows; ++r)
-            for (int c = 0; c < h.cols; ++c)
-                QCOMPARE(int(h.missing[std::size_t(r * h.cols + c)]), r >= 64 && r < 96 ? 1 : 0);
-        double counted = 0;
-        for (double c : detail->valuesA.counts)
-            counted += c;
-        QCOMPARE(counted, static_cast<double>(embed.elements - embed.missingA));
+            for (int c = 0; c < h.cols; ++c) {
+                const std::size_t at = std::size_t(r * h.cols + c);
+                QCOMPARE(int(h.missingB[at]), r >= 64 && r < 96 ? 1 : 0);
+                QCOMPARE(int(h.missingDiff[at]), int(h.missingB[at]));
+                QCOMPARE(int(h.missingA[at]), 0);
+                QVERIFY(std::isfinite(h.a[at])); // A's values where B has none
+            }
+        // Each side's histogram holds every value it has.
+        for (const auto& [histogram, expected] : { std::pair { &detail->valuesA, embed.elements },
+                                                   std::pair { &detail->valuesB, embed.elements - embed.missingA } }) {
+            double counted = 0;
+            for (double c : histogram->counts)
+                counted += c;
+            QCOMPARE(counted, static_cast<double>(expected));
+        }
 
         // A complete pair has no missing cells at all.
         auto complete = diffTensorDetail(infoB, infoB, "model.embed_tokens.weight", DiffOptions {});
         QVERIFY_RESULT(complete);
-        QVERIFY(complete->heatmap.missing.empty());
+        QVERIFY(complete->heatmap.missingA.empty() && complete->heatmap.missingB.empty()
+                && complete->heatmap.missingDiff.empty());
         QCOMPARE(complete->summary.status, DiffStatus::Identical);
     }
 

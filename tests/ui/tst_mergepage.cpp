@@ -309,8 +309,9 @@ private Q_SLOTS:
         QSignalSpy requested(&page, &MergePage::openInDiffRequested);
         openInDiff->click();
         QCOMPARE(requested.count(), 1);
-        QCOMPARE(requested.first().at(0).toString(), QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/reference")));
-        QCOMPARE(requested.first().at(1).toDouble(), 1e-3);
+        const auto diff = requested.first().at(0).value<tessera::DiffRequest>(); // the test's own request
+        QCOMPARE(diff.b.value_or(""), tessera::test::fixture("fsdp2_llama_w4/reference"));
+        QCOMPARE(diff.atol.value_or(""), std::string("1e-3"));
         // Another reference, or another checkpoint: the test it offered no longer applies.
         page.setReferenceDir(QStringLiteral("/elsewhere"));
         QVERIFY(!openInDiff->isEnabled());

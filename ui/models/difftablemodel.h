@@ -45,6 +45,12 @@ public:
     /// Replaces rows by their index in the report.
     void updateRows(const std::vector<std::pair<std::size_t, tessera::TensorDiff>>& rows);
     void clear();
+    /// A LoRA update view (a fused model against its own base weights): a differing weight is what its adapter
+    /// adds, shown as "updated" rather than as a failure, and an equal one as "unchanged".
+    void setUpdateView(bool updateView);
+    bool isUpdateView() const { return m_updateView; }
+    /// The status as the table shows it: diffStatusName(), or "updated"/"unchanged" in an update view.
+    static QString statusText(tessera::DiffStatus status, bool updateView);
     const tessera::TensorDiff* row(int row) const;
     int rowOf(const QString& name) const;
 
@@ -66,6 +72,7 @@ private:
     QVariant sortValue(const tessera::TensorDiff& t, int column) const;
 
     std::vector<tessera::TensorDiff> m_rows;
+    bool m_updateView = false;
 };
 
 } // namespace tessera::ui

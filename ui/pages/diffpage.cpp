@@ -195,8 +195,11 @@ void DiffPage::buildLayout()
     detailScroll->setWidgetResizable(true);
     detailScroll->setFrameShape(QFrame::NoFrame);
     splitter->addWidget(detailScroll);
-    splitter->setStretchFactor(0, 2);
-    splitter->setStretchFactor(1, 3);
+    // Half each, whatever the detail shows at first (nothing before a comparison): the table keeps a screenful of
+    // rows at 720 pixels, the detail scrolls.
+    splitter->setStretchFactor(0, 1);
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({ 1000, 1000 });
     splitter->setChildrenCollapsible(false);
 
     auto* layout = new QVBoxLayout(this);
@@ -247,7 +250,7 @@ void DiffPage::connectSignals()
         m_summary->setText(tr("Comparison canceled; rows still pending were not compared."));
     });
     connect(m_detailJob, &DiffDetailJob::finished, this, [this](const DiffDetailPtr& detail) {
-        m_detail->setDetail(*detail);
+        m_detail->setDetail(*detail, m_model->isUpdateView());
         Q_EMIT detailShown(qs(detail->summary.name));
     });
     connect(m_detailJob, &DiffDetailJob::failed, this, [this](const QString& tensor, const QString& message) {
@@ -275,6 +278,8 @@ void DiffPage::setCheckpoint(CheckpointPtr checkpoint)
         // B and the filters belonged to the old A: a reference kept by mistake would compare the wrong models.
         if (m_checkpoint && checkpoint && checkpoint->root != m_checkpoint->root) {
             m_right->clear();
+            setTolerances(0, 0);
+            m_carried = tessera::DiffRequest();
             m_statusFilter->setCurrentIndex(0);
             m_filter->setText(QString());
         }
@@ -318,6 +323,13 @@ tessera::DiffRequest DiffPage::request(bool loraUpdate) const
     // The loaded checkpoint's config folder may be one its root alone would not find: named, as the command needs.
     if (other.isEmpty() && m_checkpoint && !m_checkpoint->hfConfigDir.empty())
         r.hfModelPath = m_checkpoint->hfConfigDir;
+    if (other.isEmpty() && m_carried.hfModelPath)
+        r.hfModelPath = m_carried.hfModelPath;
+    r.threads = m_carried.threads;
+    r.lora = m_carried.lora;
+    r.loraAlpha = m_carried.loraAlpha;
+    r.useRslora = m_carried.useRslora;
+    r.baseModel = m_carried.baseModel;
     r.loraUpdate = loraUpdate;
     if (!loraUpdate && !referenceDir().isEmpty())
         r.b = QDir(referenceDir()).absolutePath().toStdString();
@@ -332,6 +344,23 @@ QString DiffPage::commandLine(bool loraUpdate) const
     if (!m_checkpoint && otherA().isEmpty())
         return {};
     return qs(tessera::commandLineText("diff", request(loraUpdate).toArgs()));
+}
+
+bool DiffPage::compareRequest(const tessera::DiffRequest& request)
+{
+    // A path equal to the loaded checkpoint's is the loaded checkpoint: its scan is reused.
+    setPathA(request.a ? QDir::toNativeSeparators(qs(*request.a)) : QString());
+    setReferenceDir(request.b ? QDir::toNativeSeparators(qs(*request.b)) : QString());
+    m_atol->setText(request.atol ? qs(*request.atol) : QStringLiteral("0"));
+    m_rtol->setText(request.rtol ? qs(*request.rtol) : QStringLiteral("0"));
+    m_carried = tessera::DiffRequest();
+    m_carried.hfModelPath = request.hfModelPath;
+    m_carried.threads = request.threads;
+    m_carried.lora = request.lora;
+    m_carried.loraAlpha = request.loraAlpha;
+    m_carried.useRslora = request.useRslora;
+    m_carried.baseModel = request.baseModel;
+    return request.loraUpdate ? compareLoraUpdate() : compare();
 }
 
 bool DiffPage::compare() { return startComparison(false); }
@@ -362,7 +391,13 @@ bool DiffPage::startComparison(bool loraUpdate)
     m_warnings->hide();
     m_detailJob->cancel();
     m_model->clear();
+    m_model->setUpdateView(loraUpdate);
     m_report.reset();
+    m_sideA.reset(); // the detail of a row waits for this comparison's sides
+    m_sideB.reset();
+    // A LoRA update's B is A's own base weights: a reference left in the field would say otherwise.
+    if (loraUpdate)
+        m_right->clear();
     m_detail->showMessage(tr("Comparing…"));
     m_progress->setValue(0);
     m_summary->setText(loraUpdate ? tr("Reading the LoRA adapter…") : tr("Scanning…"));
@@ -483,6 +518,12 @@ void DiffPage::onFinished(const DiffReportPtr& report)
                                                                                         : "#d03030"))
                          .arg(n)
                          .arg(QString::fromLatin1(tessera::diffStatusName(status)));
+    if (m_model->isUpdateView()) {
+        showUpdateSummary(*report, maxAbs);
+        selectMostInteresting();
+        Q_EMIT comparisonFinished(report);
+        return;
+    }
     const QString verdict = report->ok() ? QStringLiteral("<b style='color:#2e8b3e'>%1</b>").arg(tr("PASS"))
                                          : QStringLiteral("<b style='color:#d03030'>%1</b>").arg(tr("FAIL"));
     m_summary->setText(tr("%1 &nbsp;%2: %3 · max |a−b| %4 · atol %5, rtol %6")
@@ -491,6 +532,23 @@ void DiffPage::onFinished(const DiffReportPtr& report)
                                 DiffTableModel::numberText(report->atol), DiffTableModel::numberText(report->rtol)));
     selectMostInteresting();
     Q_EMIT comparisonFinished(report);
+}
+
+void DiffPage::showUpdateSummary(const tessera::DiffReport& report, double maxAbs)
+{
+    // The fused weights differ from their base by design: what matters is how many the adapter changed, and
+    // anything that went wrong on the way (a weight unreadable, missing or incomplete).
+    const std::size_t updated = report.count(DiffStatus::Different) + report.count(DiffStatus::WithinTolerance);
+    const std::size_t unchanged = report.count(DiffStatus::Identical);
+    const std::size_t problems = report.tensors.size() - updated - unchanged;
+    QString text = tr("<b>LoRA update</b>: %1 updated by the adapter, %2 unchanged · max |ΔW| %3")
+                       .arg(countText(static_cast<long long>(updated), tr("weight"), tr("weights")))
+                       .arg(unchanged)
+                       .arg(DiffTableModel::numberText(maxAbs));
+    if (problems)
+        text += QStringLiteral(" · <b style='color:#d03030'>%1</b>")
+                    .arg(tr("%1 with problems").arg(countText(static_cast<long long>(problems), tr("tensor"), tr("tensors"))));
+    m_summary->setText(text);
 }
 
 void DiffPage::onFailed(const QString& message)

@@ -57,6 +57,10 @@ public:
     /// For a LoRA checkpoint: compares its fused model with its base weights, so every fused weight shows the
     /// update its adapter adds; false (with a message) for other checkpoints.
     bool compareLoraUpdate();
+    /// Shows `request` on the page and runs it: A, B, the tolerances, and the flags the page has no field for (the
+    /// LoRA flags, A's config folder, threads), kept and shown in the command line until another A is chosen. The
+    /// Merge page's "Open in Diff" runs its test's diff so.
+    bool compareRequest(const tessera::DiffRequest& request);
     void cancel();
     bool isRunning() const;
     /// Selects the row of `tensor` (shows its detail); false when the table has no such row.
@@ -92,6 +96,8 @@ private:
                   const QStringList& warnings, const QString& models);
     void onFinished(const DiffReportPtr& report);
     void onFailed(const QString& message);
+    /// The summary of a LoRA update: how many weights the adapter changed, not a pass or a fail.
+    void showUpdateSummary(const tessera::DiffReport& report, double maxAbs);
     void onCurrentRowChanged();
     void selectMostInteresting();
     void setRunning(bool running);
@@ -102,6 +108,7 @@ private:
     CheckpointPtr m_sideB;
     DiffReportPtr m_report;
     tessera::DiffOptions m_options;
+    tessera::DiffRequest m_carried; ///< flags of compareRequest() the page has no field for
     std::vector<std::string> m_warningTexts; ///< its sides' problems and mapping warnings
     bool m_loraCheckpoint = false;
     DiffJob* m_job;

@@ -439,7 +439,7 @@ void MergePage::connectOptions()
     // The diff it offers is of the reference just tested.
     connect(m_reference, &QLineEdit::textChanged, m_openInDiff, [this] { m_openInDiff->setEnabled(false); });
     connect(m_openInDiff, &QPushButton::clicked, this, [this] {
-        Q_EMIT openInDiffRequested(m_reference->text().trimmed(), m_atol->text().toDouble(), m_rtol->text().toDouble());
+        Q_EMIT openInDiffRequested(tessera::diffRequestOfTest(m_tested));
     });
 }
 
@@ -941,6 +941,7 @@ void MergePage::runTest()
     if (m_prepared && m_prepared->model.planned())
         m_meter.start(m_prepared->model.primary().totalBytes);
     m_outcome.clear();
+    m_tested = request;
     m_compare->start(request, prepareContext());
     m_progress->setValue(0);
     m_progressText->setText(tr("Comparing…"));

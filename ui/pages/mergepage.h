@@ -6,6 +6,7 @@
 
 #include "ops/merge_request.h"
 #include "ops/prepare_model.h"
+#include "ops/diff_request.h"
 #include "ops/test_request.h"
 
 #include <QTimer>
@@ -109,8 +110,9 @@ Q_SIGNALS:
     void planChanged();
     /// The model flags changed: modelRequest() and prepareContext() say what the Split page writes.
     void modelRequestChanged();
-    /// "Open in Diff" after a test: compare the merge's checkpoint with `referenceDir` in the Diff view.
-    void openInDiffRequested(const QString& referenceDir, double atol, double rtol);
+    /// "Open in Diff" after a test: the diff of the test just run (its checkpoint, reference, tolerances and LoRA
+    /// flags), so the Diff view gives the test's answer tensor by tensor.
+    void openInDiffRequested(const tessera::DiffRequest& request);
 
 private:
     void createWidgets();
@@ -175,6 +177,7 @@ private:
     QPushButton* m_openInDiff;
     QPushButton* m_openOutput; ///< the folder the last merge wrote, until the options change
     QString m_writtenDir;
+    tessera::TestRequest m_tested; ///< the test last started: what Open in Diff shows
     QLabel* m_command;
     QLabel* m_planSummary;
     QTableView* m_planView;

@@ -11,6 +11,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QTableWidget>
 
 #include <algorithm>
@@ -90,7 +91,8 @@ void styleAxes(QCPAxisRect* rect, const QPalette& palette, const QFont& font)
 QCustomPlot* makePlot(QWidget* parent)
 {
     auto* plot = new QCustomPlot(parent);
-    plot->setMinimumSize(220, 150);
+    // Small enough that the statistics and both histograms fit the Diff page beside the tree at 1280 × 720.
+    plot->setMinimumSize(190, 150);
     plot->setNoAntialiasingOnDrag(true);
     return plot;
 }
@@ -132,14 +134,19 @@ void DiffDetailView::setUpTexts()
     m_stats->setTextFormat(Qt::RichText);
     m_stats->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    // Each plot saves itself (right-click), named after the tensor it shows.
+    // Each plot saves itself (right-click), named after the tensor it shows, which the saved file names above its
+    // own title. The lambdas return QString: with QT_USE_QSTRINGBUILDER an `auto` return would be a builder
+    // pointing at temporaries gone by the time the name is read.
     const std::pair<QCustomPlot*, const char*> plots[] = { { m_values, "values" },
                                                            { m_differences, "differences" },
                                                            { m_heatmaps, "heatmap" } };
     for (const auto& [plot, kind] : plots)
-        addSavePlotAction(plot, [this, kind = QLatin1String(kind)] {
-            return (m_name.isEmpty() ? QStringLiteral("tensor") : m_name) + QLatin1Char('-') + kind;
-        });
+        addSavePlotAction(
+            plot,
+            [this, kind = QString::fromLatin1(kind)]() -> QString {
+                return (m_name.isEmpty() ? QStringLiteral("tensor") : m_name) + QLatin1Char('-') + kind;
+            },
+            [this]() -> QString { return m_name; });
     m_worst->setColumnCount(5);
     m_worst->setHorizontalHeaderLabels({ tr("index"), tr("A"), tr("B"), tr("|a−b|"), tr("rel") });
     m_worst->verticalHeader()->setVisible(false);
@@ -148,8 +155,8 @@ void DiffDetailView::setUpTexts()
     m_worst->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_worst->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_worst->setAlternatingRowColors(true);
-    m_worst->setMinimumWidth(350);
-    m_worst->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // As wide as the statistics above it; in a narrow window the table scrolls, the plots beside it are never cut.
+    m_worst->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.9);
     m_worst->setFont(small);
@@ -201,11 +208,14 @@ void DiffDetailView::setUpHeatmaps()
 {
     const QFont bold = boldFont();
     // Heatmaps: A and B share one colour scale, |A − B| has its own.
+    // The five columns in a grid of their own, so a line added above them (a saved plot's caption) spans them all.
     m_heatmaps->plotLayout()->clear();
+    auto* grid = new QCPLayoutGrid;
+    m_heatmaps->plotLayout()->addElement(0, 0, grid);
     auto* margins = new QCPMarginGroup(m_heatmaps);
     const QString titles[] = { tr("A"), tr("B"), QString(), tr("|A − B|"), QString() };
     for (int c = 0; c < 5; ++c)
-        m_heatmaps->plotLayout()->addElement(0, c, new QCPTextElement(m_heatmaps, titles[c], bold));
+        grid->addElement(0, c, new QCPTextElement(m_heatmaps, titles[c], bold));
     QCPColorScale* scales[2];
     for (int i = 0; i < 2; ++i) {
         scales[i] = new QCPColorScale(m_heatmaps);
@@ -223,7 +233,7 @@ void DiffDetailView::setUpHeatmaps()
         // A third of the window each: a few round ticks, so labels such as 150000 never run into each other.
         rect->axis(QCPAxis::atBottom)->ticker()->setTickCount(3);
         rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(4);
-        m_heatmaps->plotLayout()->addElement(1, rectColumns[i], rect);
+        grid->addElement(1, rectColumns[i], rect);
         auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
         map->setInterpolate(false);
         map->setColorScale(scales[i == 2 ? 1 : 0]);
@@ -247,11 +257,11 @@ void DiffDetailView::setUpHeatmaps()
     m_worstMarks->setLineStyle(QCPGraph::lsNone);
     m_worstMarks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(0x20, 0x20, 0x20), 1.2),
                                                   Qt::NoBrush, 11));
-    m_heatmaps->plotLayout()->addElement(1, 2, scales[0]);
-    m_heatmaps->plotLayout()->addElement(1, 4, scales[1]);
+    grid->addElement(1, 2, scales[0]);
+    grid->addElement(1, 4, scales[1]);
     for (int c = 0; c < 5; ++c)
-        m_heatmaps->plotLayout()->setColumnStretchFactor(c, c == 2 || c == 4 ? 0.01 : 1);
-    m_heatmaps->plotLayout()->setRowStretchFactor(0, 0.01);
+        grid->setColumnStretchFactor(c, c == 2 || c == 4 ? 0.01 : 1);
+    grid->setRowStretchFactor(0, 0.01);
     m_heatmaps->setMinimumHeight(190);
 }
 
@@ -271,7 +281,7 @@ void DiffDetailView::layOut()
     statsScroll->setMinimumWidth(m_stats->fontMetrics().horizontalAdvance(QStringLiteral("mean |a−b|  -0.0004176988  -0.0004176988")));
     // The statistics and the worst elements share the left column over both rows of plots: the statistics take
     // the height their lines need, the table the rest.
-    auto* leftBox = new QWidget(this);
+    auto* leftBox = m_leftBox = new QWidget(this);
     auto* leftLayout = new QVBoxLayout(leftBox);
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->setSpacing(2);
@@ -283,7 +293,7 @@ void DiffDetailView::layOut()
     layout->addWidget(leftBox, 1, 0, 2, 1);
     layout->addWidget(m_values, 1, 1);
     layout->addWidget(m_differences, 1, 2);
-    auto* heatBox = new QWidget(this);
+    auto* heatBox = m_heatBox = new QWidget(this);
     auto* heatLayout = new QVBoxLayout(heatBox);
     heatLayout->setContentsMargins(0, 0, 0, 0);
     heatLayout->setSpacing(0);
@@ -363,8 +373,19 @@ void DiffDetailView::clearPlots()
         plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void DiffDetailView::showBody(bool statistics, bool plots)
+{
+    m_leftBox->setVisible(statistics);
+    m_heatBox->setVisible(statistics);
+    for (QWidget* plot : { static_cast<QWidget*>(m_values), static_cast<QWidget*>(m_differences),
+                           static_cast<QWidget*>(m_heatmaps) })
+        plot->setVisible(plots);
+}
+
 void DiffDetailView::showMessage(const QString& message)
 {
+    // Only the message: empty axes would look like a result.
+    showBody(false, false);
     m_name.clear();
     m_title->setText(message);
     m_stats->clear();
@@ -419,29 +440,37 @@ QString DiffDetailView::statsHtml(const TensorDiff& t) const
         pair(tr("max rel"), exact(t.maxRelDiff));
         pair(tr("cosine"), DiffTableModel::cosineText(t.cosine));
     }
-    const double share = t.elements ? 100.0 * static_cast<double>(t.differing) / static_cast<double>(t.elements) : 0;
-    pair(tr("differing"), tr("%1 of %2 (%3%)").arg(t.differing).arg(t.elements).arg(QString::number(share, 'g', 3)));
+    // Of the elements both sides hold: those a side lacks are not compared, so they are no part of the share.
+    const std::uint64_t compared = t.comparedElements();
+    const double share = compared ? 100.0 * static_cast<double>(t.differing) / static_cast<double>(compared) : 0;
+    pair(tr("differing"), tr("%1 of %2 (%3%)").arg(t.differing).arg(compared).arg(QString::number(share, 'g', 3)));
     pair(tr("outside tol."), QString::number(t.outsideTolerance));
     pair(tr("bytes equal"), t.bitEqual ? tr("yes") : tr("no"));
     html += QStringLiteral("</table>");
     return html;
 }
 
-void DiffDetailView::setDetail(const TensorDiffDetail& detail)
+QString DiffDetailView::titleText() const { return m_title->text(); }
+
+void DiffDetailView::setDetail(const TensorDiffDetail& detail, bool updateView)
 {
     const TensorDiff& t = detail.summary;
     m_name = qs(t.name);
     const bool ok = tessera::diffStatusOk(t.status);
-    const QString color = ok ? QStringLiteral("#2e8b3e") : QStringLiteral("#d03030");
+    const bool update = updateView && (t.status == tessera::DiffStatus::Different || t.status == tessera::DiffStatus::WithinTolerance);
+    const QString color = update ? QStringLiteral("#1f77b4") : ok ? QStringLiteral("#2e8b3e") : QStringLiteral("#d03030");
     QString title = QStringLiteral("<b>%1</b> &nbsp; <span style='color:%2'><b>%3</b></span> &nbsp; %4")
-                        .arg(m_name.toHtmlEscaped(), color, QString::fromLatin1(tessera::diffStatusName(t.status)),
+                        .arg(m_name.toHtmlEscaped(), color, DiffTableModel::statusText(t.status, updateView),
                              shapeText(t.shapeA));
     if (!t.detail.empty() && t.status != tessera::DiffStatus::Identical)
         title += QStringLiteral(" &nbsp;·&nbsp; ") + qs(t.detail).toHtmlEscaped();
     m_title->setText(title);
+    showBody(true, t.numeric);
     m_stats->setText(statsHtml(t));
     // Every line shown: the window's detail area scrolls instead when it is shorter than that.
     m_statsScroll->setMinimumHeight(std::min(m_stats->sizeHint().height() + 4, 520));
+    // Every column too: the plots beside the statistics give up width before a number is cut.
+    m_statsScroll->setMinimumWidth(m_stats->sizeHint().width() + m_statsScroll->verticalScrollBar()->sizeHint().width());
     clearPlots();
     if (!t.numeric) {
         m_heatmapNote->setText(tr("%1 values are compared by their bytes only; there is nothing to plot.")
@@ -510,12 +539,12 @@ QSize DiffDetailView::heatmapCells() const
     return {};
 }
 
-int DiffDetailView::missingCellCount() const
+int DiffDetailView::missingCellCount(int map) const
 {
     int count = 0;
-    if (m_missingMaps.isEmpty())
+    if (map < 0 || map >= m_missingMaps.size())
         return 0;
-    auto* data = m_missingMaps.front()->data(); // QCPColorMapData::cell is not const
+    auto* data = m_missingMaps[map]->data(); // QCPColorMapData::cell is not const
     for (int c = 0; c < data->keySize(); ++c)
         for (int r = 0; r < data->valueSize(); ++r)
             count += data->cell(c, r) == 1.0 ? 1 : 0;
@@ -552,6 +581,9 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
     const double dataCellW = static_cast<double>(h.sourceCols) / dataCols;
     const double dataCellH = static_cast<double>(h.sourceRows) / dataRows;
     const std::vector<double>* sources[] = { &h.a, &h.b, &h.absDiff };
+    // Each map paints only its own gaps: A where A holds none of a cell's elements, B likewise, |A − B| where
+    // nothing was compared.
+    const std::vector<std::uint8_t>* gaps[] = { &h.missingA, &h.missingB, &h.missingDiff };
     for (int m = 0; m < 3; ++m) {
         auto* data = maps[m]->data();
         data->setSize(dataCols, dataRows);
@@ -568,7 +600,8 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
             }
         maps[m]->setDataRange(m == 2 ? QCPRange(0, diffMax > 0 ? diffMax : 1) : QCPRange(-extent, extent));
         auto* missing = m_missingMaps[m]->data();
-        if (h.missing.empty()) {
+        const std::vector<std::uint8_t>& gap = *gaps[m];
+        if (gap.empty()) {
             missing->clear();
         } else {
             missing->setSize(dataCols, dataRows);
@@ -576,7 +609,7 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
             for (int r = 0; r < dataRows; ++r)
                 for (int c = 0; c < dataCols; ++c)
                     missing->setCell(c, r,
-                                     h.missing[static_cast<std::size_t>(h.rows == 1 ? 0 : r) * static_cast<std::size_t>(h.cols)
+                                     gap[static_cast<std::size_t>(h.rows == 1 ? 0 : r) * static_cast<std::size_t>(h.cols)
                                                + static_cast<std::size_t>(h.cols == 1 ? 0 : c)]
                                          ? 1.0
                                          : qQNaN());
@@ -605,8 +638,9 @@ void DiffDetailView::plotHeatmaps(const TensorDiffDetail& detail)
                     .arg(blockCols);
     else
         note += tr("; every element shown");
-    if (!h.missing.empty())
-        note += tr(". Purple cells hold elements a side lacks (no rank's file has them): they are not compared");
+    if (!h.missingDiff.empty())
+        note += tr(". Purple cells: that side has none of their elements (a rank's file is missing or cannot be "
+                   "read; the row's detail names it), so they are not compared");
     if (diffMax == 0)
         note += tr(". No element differs.");
     else if (!detail.worst.empty())

@@ -23,7 +23,11 @@ public:
     explicit DiffDetailView(QWidget* parent = nullptr);
     ~DiffDetailView() override;
 
-    void setDetail(const tessera::TensorDiffDetail& detail);
+    /// Shows `detail`; in an `updateView` (a LoRA update: a fused model against its base) a differing weight is
+    /// labelled "updated", what its adapter adds, not a failure.
+    void setDetail(const tessera::TensorDiffDetail& detail, bool updateView = false);
+    /// The title line as shown (tests).
+    QString titleText() const;
     /// Empties the plots and shows `message` instead (no selection, computing, an error).
     void showMessage(const QString& message);
     /// The tensor shown, empty when none.
@@ -33,8 +37,8 @@ public:
     QString worstIndexText(int row) const;
     /// The cells the A, B and |A − B| colour maps draw (columns, rows), for tests; (0, 0) when none.
     QSize heatmapCells() const;
-    /// Cells painted as missing (a side lacks their elements), for tests.
-    int missingCellCount() const;
+    /// Cells of map `map` (0: A, 1: B, 2: |A − B|) painted as missing, for tests.
+    int missingCellCount(int map = 0) const;
     /// The statistics panel's text (tests).
     QString statsText() const;
 
@@ -54,6 +58,8 @@ private:
     void layOut();
     void applyPalette();
     void clearPlots();
+    /// Shows the statistics and worst elements (`statistics`) and the plots (`plots`), or hides them.
+    void showBody(bool statistics, bool plots);
     void plotHistograms(const tessera::TensorDiffDetail& detail);
     void plotHeatmaps(const tessera::TensorDiffDetail& detail);
     QString statsHtml(const tessera::TensorDiff& t) const;
@@ -69,6 +75,8 @@ private:
     QCustomPlot* m_heatmaps;
     QCPGraph* m_worstMarks = nullptr;
     QLabel* m_heatmapNote;
+    QWidget* m_leftBox = nullptr; ///< the statistics and the worst elements
+    QWidget* m_heatBox = nullptr; ///< the heatmaps and their note
     QList<QCPColorMap*> m_maps;        ///< A, B, |A − B|
     QList<QCPColorMap*> m_missingMaps; ///< over each: the cells a side lacks elements of
 };
