@@ -109,15 +109,13 @@ bool matchDtypes(const PlannedTensor& planned, const TensorInfo& ref, TensorComp
 {
     if (ref.dtype == planned.dtype)
         return true;
-    const bool floating = isFloatingPoint(ref.dtype) && isFloatingPoint(planned.dtype) && dtypeSize(ref.dtype) >= 2
-        && dtypeSize(planned.dtype) >= 2;
-    if (!floating || dtypeSize(ref.dtype) == dtypeSize(planned.dtype) || !canConvert(planned.dtype, ref.dtype)
-        || !canConvert(ref.dtype, planned.dtype)) {
+    const auto narrower = narrowerComparisonDtype(planned.dtype, ref.dtype);
+    if (!narrower) {
         c.verdict = TensorComparison::Verdict::DtypeMismatch;
         c.detail = "dtype " + std::string(torchName(planned.dtype)) + ", reference " + std::string(torchName(ref.dtype));
         return false;
     }
-    if (dtypeSize(ref.dtype) < dtypeSize(planned.dtype)) {
+    if (*narrower == ref.dtype) {
         plan.merged.dtype = ref.dtype;
         plan.merged.bytes = ref.numel() * dtypeSize(ref.dtype);
     } else {

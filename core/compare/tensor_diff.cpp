@@ -310,12 +310,19 @@ std::string incompleteText(const TensorDiff& row, const std::string& whyA, const
     return text + "; they are not compared";
 }
 
-/// Reads the whole tensor in its own dtype into fresh anonymous memory.
+/// "compared as bfloat16: A is float32, B bfloat16", for a row rounded to the narrower of its dtypes.
+std::string comparedAsText(const TensorDiff& row)
+{
+    return "compared as " + std::string(torchName(*row.comparedAs)) + ": A is " + std::string(torchName(row.dtypeA))
+        + ", B " + std::string(torchName(row.dtypeB));
+}
+
+/// Reads the whole tensor into fresh anonymous memory, in `dtype` as a merge converts (nullopt: its own dtype).
 Result<PageBuffer> readTensor(SourceFiles& files, const CheckpointInfo& info, int index,
-                              const std::function<bool()>& canceled)
+                              const std::function<bool()>& canceled, std::optional<DType> dtype = std::nullopt)
 {
     const TensorInfo& t = info.tensors[static_cast<std::size_t>(index)];
-    auto planned = planTensorCopy(t, static_cast<std::size_t>(index), std::nullopt);
+    auto planned = planTensorCopy(t, static_cast<std::size_t>(index), dtype);
     TESSERA_TRY(planned);
     if (const LoraDelta* d = info.loraDeltaFor(t.name)) {
         // A LoRA checkpoint's fused view: the weight is compared as the merge writes it, W + (B·A)·scale.
@@ -344,6 +351,7 @@ struct LoadedPair {
     /// One byte per element, 1 where no piece of that side holds it (its gathered bytes are zeros, not data);
     /// empty for a complete side.
     std::vector<std::uint8_t> missingA, missingB;
+    DType dtypeA = DType::Unknown, dtypeB = DType::Unknown; ///< of the buffers: the row's, or its comparedAs
     ValueKind kindA = ValueKind::Bytes, kindB = ValueKind::Bytes;
     std::string whyA, whyB; ///< for a side with gaps: the files it could not read (unreadableFiles())
     bool incomplete() const { return !missingA.empty() || !missingB.empty(); }
@@ -351,16 +359,33 @@ struct LoadedPair {
     bool exactOnly() const { return kindA == ValueKind::Integer || kindB == ValueKind::Integer; }
 };
 
+/// `buffer` of `count` elements rounded from `from` to `to` in fresh memory, as the test rounds the wider side.
+Result<PageBuffer> rounded(const PageBuffer& buffer, DType from, DType to, std::uint64_t count)
+{
+    auto out = PageBuffer::allocate(std::max<std::uint64_t>(count * dtypeSize(to), 1));
+    TESSERA_TRY(out);
+    TESSERA_TRY(convertElements(buffer.data(), from, out->data(), to, count));
+    return std::move(*out);
+}
+
 Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, TensorDiff& row,
-                            const std::function<bool()>& canceled)
+                            const DiffOptions& options, const std::function<bool()>& canceled)
 {
     LoadedPair pair;
-    auto bufA = readTensor(files, a, row.indexA, canceled);
+    // A is read in the dtype it is compared at, converted from its source as the test's merge converts it.
+    pair.dtypeA = row.comparedAs && *row.comparedAs == row.dtypeB ? *row.comparedAs : row.dtypeA;
+    pair.dtypeB = row.dtypeB;
+    auto bufA = readTensor(files, a, row.indexA, canceled, pair.dtypeA);
     if (!bufA)
         return bufA.error().withContext("A");
     auto bufB = readTensor(files, b, row.indexB, canceled);
     if (!bufB)
         return bufB.error().withContext("B");
+    if (row.comparedAs && pair.dtypeB != *row.comparedAs) {
+        bufB = rounded(*bufB, pair.dtypeB, *row.comparedAs, row.elements);
+        TESSERA_TRY(bufB);
+        pair.dtypeB = *row.comparedAs;
+    }
     pair.a = std::move(*bufA);
     pair.b = std::move(*bufB);
     // After the buffers: a mask costs a byte per element, and only for a tensor with gaps.
@@ -370,8 +395,8 @@ Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const C
         pair.whyA = unreadableFiles(a);
     if (!pair.missingB.empty())
         pair.whyB = unreadableFiles(b);
-    pair.kindA = valueKind(row.dtypeA);
-    pair.kindB = valueKind(row.dtypeB);
+    pair.kindA = valueKind(pair.dtypeA);
+    pair.kindB = valueKind(pair.dtypeB);
     return pair;
 }
 
@@ -379,8 +404,8 @@ Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const C
 template <typename Fn>
 Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
 {
-    const std::size_t esA = dtypeSize(row.dtypeA), esB = dtypeSize(row.dtypeB);
-    const bool sameType = row.dtypeA == row.dtypeB;
+    const std::size_t esA = dtypeSize(pair.dtypeA), esB = dtypeSize(pair.dtypeB);
+    const bool sameType = pair.dtypeA == pair.dtypeB;
     std::vector<double> x(std::min(kChunkElements, row.elements)), y(x.size());
     std::vector<std::uint8_t> ne(pair.exactOnly() ? x.size() : 0);
     std::vector<std::uint8_t> gap(pair.incomplete() ? x.size() : 0);
@@ -388,8 +413,8 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
         const std::uint64_t n = std::min(kChunkElements, row.elements - first);
         const std::uint8_t* pa = pair.a.data() + first * esA;
         const std::uint8_t* pb = pair.b.data() + first * esB;
-        TESSERA_TRY(toDouble(pa, row.dtypeA, x.data(), n));
-        TESSERA_TRY(toDouble(pb, row.dtypeB, y.data(), n));
+        TESSERA_TRY(toDouble(pa, pair.dtypeA, x.data(), n));
+        TESSERA_TRY(toDouble(pb, pair.dtypeB, y.data(), n));
         if (!ne.empty())
             for (std::uint64_t i = 0; i < n; ++i)
                 ne[i] = sameType ? std::memcmp(pa + i * esA, pb + i * esB, esA) != 0 : x[i] != y[i];
@@ -411,14 +436,14 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
 /// Fills the statistics and the verdict of `row` from the loaded values.
 Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options, PairAccumulator* keep = nullptr)
 {
-    const std::uint64_t bytesA = row.elements * dtypeSize(row.dtypeA);
+    const std::uint64_t bytesA = row.elements * dtypeSize(pair.dtypeA);
     row.compared = true;
     row.numeric = pair.numeric();
-    row.bitEqual = row.dtypeA == row.dtypeB && std::memcmp(pair.a.data(), pair.b.data(), bytesA) == 0;
+    row.bitEqual = pair.dtypeA == pair.dtypeB && std::memcmp(pair.a.data(), pair.b.data(), bytesA) == 0;
     if (!pair.numeric()) {
         // float8 and complex: no float64 conversion here, so only their bytes are compared.
-        const std::size_t es = dtypeSize(row.dtypeA);
-        if (row.dtypeA == row.dtypeB && !row.bitEqual)
+        const std::size_t es = dtypeSize(pair.dtypeA);
+        if (pair.dtypeA == pair.dtypeB && !row.bitEqual)
             for (std::uint64_t i = 0; i < row.elements; ++i)
                 row.differing += std::memcmp(pair.a.data() + i * es, pair.b.data() + i * es, es) != 0 ? 1 : 0;
         row.outsideTolerance = row.differing;
@@ -446,6 +471,8 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
     if (keep)
         *keep = acc;
     std::ostringstream s;
+    if (row.comparedAs)
+        s << comparedAsText(row) << "; ";
     if (pair.incomplete()) {
         // The gathered bytes of a gap are zeros no rank wrote: never data, never "identical".
         row.bitEqual = false;
@@ -479,14 +506,21 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
     return Status::success();
 }
 
+/// The memory one row's comparison holds: both sides, and B's rounded copy when it is compared at a narrower dtype.
+std::uint64_t pairBytes(const TensorDiff& row)
+{
+    const std::size_t rounded = row.comparedAs && *row.comparedAs != row.dtypeB ? dtypeSize(*row.comparedAs) : 0;
+    return row.elements * (dtypeSize(row.dtypeA) + dtypeSize(row.dtypeB) + rounded);
+}
+
 /// Reads and compares one row; failures become the row's status.
 void diffRow(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, TensorDiff& row,
              const DiffOptions& options, MemoryBudget& budget, const std::function<bool()>& canceled)
 {
     const std::string problems = problemsOf(a, row.name) + problemsOf(b, row.name);
-    const std::uint64_t bytes = row.elements * (dtypeSize(row.dtypeA) + dtypeSize(row.dtypeB));
+    const std::uint64_t bytes = pairBytes(row);
     const std::uint64_t held = budget.acquire(bytes);
-    auto pair = loadPair(files, a, b, row, canceled);
+    auto pair = loadPair(files, a, b, row, options, canceled);
     // A gap is compared around (Incomplete); any other reported problem leaves the values untrusted.
     if (pair && !problems.empty() && !pair->incomplete())
         pair = makeError("the checkpoint reports a problem with this tensor: " + problems);
@@ -683,9 +717,10 @@ public:
     }
 };
 
-Result<TensorDiff> rowFor(const CheckpointInfo& a, const CheckpointInfo& b, const std::string& name)
+Result<TensorDiff> rowFor(const CheckpointInfo& a, const CheckpointInfo& b, const std::string& name,
+                          const DiffOptions& options)
 {
-    for (auto& row : pairTensors(a, b))
+    for (auto& row : pairTensors(a, b, options))
         if (row.name == name) {
             if (row.indexA < 0 || row.indexB < 0)
                 return makeError(printableText(name) + ": " + diffStatusName(row.status)
@@ -774,7 +809,7 @@ std::string DiffReport::summary() const
     return s.str();
 }
 
-std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInfo& b)
+std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInfo& b, const DiffOptions& options)
 {
     // LoRA factors of a fused view are part of their weights, not tensors of the model.
     std::map<std::string, int> inB;
@@ -791,7 +826,7 @@ std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInf
         TensorDiff row;
         row.name = t.name;
         row.indexA = static_cast<int>(i);
-        row.dtypeA = t.dtype;
+        row.dtypeA = convertedDtype(t.dtype, options.dtypeA);
         row.shapeA = t.outputShape(); // the saved shape: the one the other side has, same element order
         auto it = inB.find(t.name);
         if (it == inB.end()) {
@@ -807,10 +842,14 @@ std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInf
                 row.detail = "shape " + formatShape(row.shapeA) + " in A, " + formatShape(row.shapeB) + " in B";
             } else {
                 row.elements = t.numel();
-                if (t.dtype != u.dtype) {
+                if (row.dtypeA != u.dtype && options.atNarrowerDtype)
+                    row.comparedAs = narrowerComparisonDtype(row.dtypeA, u.dtype);
+                if (row.comparedAs) {
+                    row.detail = comparedAsText(row);
+                } else if (row.dtypeA != u.dtype) {
                     row.status = DiffStatus::DtypeMismatch;
-                    row.detail = "dtype " + std::string(torchName(t.dtype)) + " in A, " + std::string(torchName(u.dtype))
-                        + " in B";
+                    row.detail = "dtype " + std::string(torchName(row.dtypeA)) + " in A, "
+                        + std::string(torchName(u.dtype)) + " in B";
                 }
             }
         }
@@ -842,7 +881,7 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
     report.pathB = b.root;
     report.atol = options.atol;
     report.rtol = options.rtol;
-    report.tensors = pairTensors(a, b);
+    report.tensors = pairTensors(a, b, options);
     report.configDifferences = compareModelConfigs(a.hfConfigDir, b.hfConfigDir);
 
     std::vector<std::size_t> work;
@@ -851,7 +890,7 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
         const TensorDiff& row = report.tensors[i];
         if (valuesComparable(row)) {
             work.push_back(i);
-            largestPair = std::max(largestPair, row.elements * (dtypeSize(row.dtypeA) + dtypeSize(row.dtypeB)));
+            largestPair = std::max(largestPair, pairBytes(row));
         }
     }
     const unsigned threads = resolveThreads(static_cast<int>(options.threads));
@@ -940,14 +979,14 @@ Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, cons
 Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const CheckpointInfo& b, const std::string& name,
                                           const DiffOptions& options, Progress& progress)
 {
-    auto found = rowFor(a, b, name);
+    auto found = rowFor(a, b, name, options);
     TESSERA_TRY(found);
     TensorDiffDetail detail;
     detail.summary = std::move(*found);
     TensorDiff& row = detail.summary;
     SourceFiles files;
     auto canceled = [&] { return progress.isCanceled(); };
-    auto pair = loadPair(files, a, b, row, canceled);
+    auto pair = loadPair(files, a, b, row, options, canceled);
     TESSERA_TRY(pair);
     if (const std::string problems = problemsOf(a, name) + problemsOf(b, name); !problems.empty() && !pair->incomplete())
         return makeError(printableText(name) + ": the checkpoint reports a problem with this tensor: " + problems);

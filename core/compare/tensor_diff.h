@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct DiffOptions {
     int histogramBins = 64;    ///< bins of the value and difference histograms (detail only)
     int worstCount = 10;       ///< elements listed with the largest |a − b| (detail only)
     int heatmapMax = 128;      ///< the 2-D slice is reduced to at most this many rows and columns (detail only)
+    std::optional<DType> dtypeA; ///< A's floating tensors read as a merge with this --dtype writes them
+    bool atNarrowerDtype = false; ///< floating pairs of different widths compared at the narrower dtype, the wider
+                                  ///< side rounded to it, as `tessera test` compares (else a dtype mismatch)
 };
 
 /// The verdict on one tensor name.
@@ -72,6 +76,7 @@ struct TensorDiff {
     int indexB = -1;
     DType dtypeA = DType::Unknown;
     DType dtypeB = DType::Unknown;
+    std::optional<DType> comparedAs; ///< both sides rounded to this dtype first (DiffOptions::atNarrowerDtype)
     Shape shapeA;
     Shape shapeB;
     std::uint64_t elements = 0;    ///< when the shapes match
@@ -119,7 +124,7 @@ struct DiffReport {
 /// Pairs the tensors of `a` and `b` by name, in report order, with their dtypes, shapes and the statuses known
 /// without reading values (missing, shape mismatch); everything else is Pending. The rows the workbench shows
 /// before any statistic is computed.
-std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInfo& b);
+std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInfo& b, const DiffOptions& options = {});
 
 /// Called (serialised, from worker threads) when the row at `index` of DiffReport::tensors is finished.
 using DiffRowSink = std::function<void(std::size_t index, const TensorDiff& row)>;

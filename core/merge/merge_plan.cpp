@@ -60,9 +60,7 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     p.source = index;
     p.sourceDtype = t.dtype;
     p.shape = t.outputShape(); // what the file says; the boxes are in t.shape
-    p.dtype = t.dtype;
-    if (dtype && isFloatingPoint(t.dtype) && dtypeSize(t.dtype) >= 2 && canConvert(t.dtype, *dtype))
-        p.dtype = *dtype; // integer, bool and fp8 tensors are never converted
+    p.dtype = convertedDtype(t.dtype, dtype);
     if (safetensorsCode(p.dtype).empty())
         return makeError(printableText(t.name) + ": dtype " + std::string(torchName(p.dtype))
                          + " cannot be stored in safetensors");

@@ -202,6 +202,21 @@ bool canConvert(DType from, DType to)
     return isConvertibleFloat(from) && isConvertibleFloat(to);
 }
 
+DType convertedDtype(DType source, std::optional<DType> requested)
+{
+    if (requested && isFloatingPoint(source) && dtypeSize(source) >= 2 && canConvert(source, *requested))
+        return *requested;
+    return source;
+}
+
+std::optional<DType> narrowerComparisonDtype(DType a, DType b)
+{
+    const bool floating = isFloatingPoint(a) && isFloatingPoint(b) && dtypeSize(a) >= 2 && dtypeSize(b) >= 2;
+    if (!floating || dtypeSize(a) == dtypeSize(b) || !canConvert(a, b) || !canConvert(b, a))
+        return std::nullopt;
+    return dtypeSize(a) < dtypeSize(b) ? a : b;
+}
+
 Status convertElements(const void* src, DType srcType, void* dst, DType dstType, std::uint64_t count)
 {
     TESSERA_TRY(checkArgs(src, srcType, dst, count, "convert"));

@@ -5,11 +5,22 @@
 #include "result.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace tessera {
 
 /// True when convertElements() can convert `from` into `to`.
 bool canConvert(DType from, DType to);
+
+/// The dtype a tensor of `source` has after a `--dtype requested` conversion: only floating tensors of two bytes or
+/// more convert (integer, bool and float8 tensors keep theirs); nullopt keeps every dtype.
+DType convertedDtype(DType source, std::optional<DType> requested);
+
+/// The dtype two floating tensors of different widths are compared at: the narrower one, the wider side rounded to
+/// it as torch rounds (an fp32 run against a bf16 reference, as verl's test compares by casting). Nullopt when they
+/// are not both floating of two bytes or more, have the same width (fp16 vs bf16 must match as they are) or cannot
+/// be converted.
+std::optional<DType> narrowerComparisonDtype(DType a, DType b);
 
 /// Converts `count` contiguous elements of `srcType` at `src` into `dstType` at `dst` (which must not overlap
 /// `src`). Float16, BFloat16, Float32 and Float64 convert in any direction bit-exactly as torch's `.to()` does:

@@ -4,6 +4,7 @@
 #include "ops/flag_table.h"
 #include "mapping/lora_config.h"
 #include "ops/option_values.h"
+#include "ops/vocabulary.h"
 
 namespace tessera {
 
@@ -35,6 +36,12 @@ const std::vector<Flag<R>>& diffFlags()
                   &R::useRslora),
         option<R>("base_model", "DIR", "LoRA: the base model (a Hugging Face folder, or an FSDP or DCP checkpoint) "
                                        "for an adapter-only A", &R::baseModel),
+        // The test's dtype handling, so a diff can give a test's answer (Open in Diff).
+        option<R>("dtype", "TYPE", "bf16, fp16 or fp32: A's floating-point tensors converted as a merge with --dtype "
+                                   "converts them", &R::dtype, "keep A's"),
+        toggle<R>("round_to_narrower", "floating tensors of different widths are compared at the narrower dtype, "
+                                       "the wider side rounded to it, as tessera test compares (otherwise they are "
+                                       "a dtype mismatch)", &R::roundToNarrower),
     };
     return flags;
 }
@@ -98,6 +105,10 @@ Result<DiffOptions> diffSettings(const DiffRequest& r)
     auto threads = threadsValue(r.threads);
     TESSERA_TRY(threads);
     TESSERA_TRY(diffLoraReading(r));
+    auto dtype = outputDtypeValue(r.dtype);
+    TESSERA_TRY(dtype);
+    options.dtypeA = *dtype;
+    options.atNarrowerDtype = r.roundToNarrower;
     options.atol = *atol;
     options.rtol = *rtol;
     options.threads = *threads;
@@ -139,6 +150,8 @@ DiffRequest diffRequestOfTest(const TestRequest& test)
     d.loraAlpha = test.loraAlpha;
     d.useRslora = test.useRslora;
     d.baseModel = test.baseModel;
+    d.dtype = test.dtype;
+    d.roundToNarrower = true; // the test compares floating tensors of different widths at the narrower
     // verl's --use_peft asks for the adapter as well: the test still compares the fused model.
     return d;
 }

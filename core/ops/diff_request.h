@@ -31,7 +31,9 @@ struct DiffRequest {
     std::optional<std::string> lora;         ///< --lora: how a LoRA checkpoint is read (both)
     std::optional<std::string> loraAlpha;    ///< --lora_alpha
     bool useRslora = false;                  ///< --use_rslora
-    std::optional<std::string> baseModel;    ///< --base_model, for an adapter-only A
+    std::optional<std::string> baseModel;
+    std::optional<std::string> dtype;        ///< --dtype: A's floating tensors as a merge with it writes them
+    bool roundToNarrower = false;            ///< --round_to_narrower: compare as `tessera test` compares    ///< --base_model, for an adapter-only A
 
     static ArgParser parser();
     static DiffRequest fromParser(const ArgParser& parsed);
@@ -46,7 +48,7 @@ struct DiffRequest {
     auto fields() const
     {
         return std::tie(a, b, loraUpdate, atol, rtol, json, failuresOnly, quiet, hfModelPath, hfModelPathB, threads,
-                        lora, loraAlpha, useRslora, baseModel);
+                        lora, loraAlpha, useRslora, baseModel, dtype, roundToNarrower);
     }
     bool operator==(const DiffRequest& other) const { return fields() == other.fields(); }
     bool operator!=(const DiffRequest& other) const { return !(*this == other); }

@@ -29,11 +29,9 @@ Result<ModelSettings> modelSettings(const ModelRequest& request)
     s.backend = request.backend.value_or("auto");
     if (!isBackendName(s.backend))
         return makeError("--backend must be " + backendNameList() + " (got '" + s.backend + "')");
-    if (request.dtype) {
-        s.dtype = dtypeFromUserName(*request.dtype);
-        if (!s.dtype)
-            return makeError("--dtype must be " + outputDtypeList() + " (got '" + *request.dtype + "')");
-    }
+    auto dtype = outputDtypeValue(request.dtype);
+    TESSERA_TRY(dtype);
+    s.dtype = *dtype;
     auto threads = threadsValue(request.threads);
     TESSERA_TRY(threads);
     s.threads = *threads;

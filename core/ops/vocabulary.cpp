@@ -78,6 +78,16 @@ std::string outputDtypeList()
     return listed(names);
 }
 
+Result<std::optional<DType>> outputDtypeValue(const std::optional<std::string>& name)
+{
+    if (!name)
+        return std::optional<DType>();
+    const auto dtype = dtypeFromUserName(*name);
+    if (!dtype)
+        return makeError("--dtype must be " + outputDtypeList() + " (got '" + *name + "')");
+    return std::optional<DType>(dtype);
+}
+
 const std::vector<LoraOutput>& loraOutputs()
 {
     static const std::vector<LoraOutput> modes { LoraOutput::Both, LoraOutput::Fused, LoraOutput::Adapter };

@@ -9,6 +9,7 @@
 #include "merge/gguf_plan.h"
 #include "merge/lora_plan.h"
 #include "model/dtype.h"
+#include "result.h"
 #include "split/split_plan.h"
 
 #include <optional>
@@ -44,6 +45,8 @@ struct DtypeEntry {
 const std::vector<DtypeEntry>& outputDtypes();
 /// "bf16, fp16 or fp32".
 std::string outputDtypeList();
+/// --dtype's value read (nullopt when not given: each tensor keeps its dtype); the error names the flag's choices.
+Result<std::optional<DType>> outputDtypeValue(const std::optional<std::string>& name);
 
 /// both, fused, adapter: the --lora modes, the default first.
 const std::vector<LoraOutput>& loraOutputs();

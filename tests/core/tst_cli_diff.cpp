@@ -207,6 +207,49 @@ private Q_SLOTS:
         QVERIFY2(err.contains(QStringLiteral("--lora_alpha is for LoRA checkpoints")), qPrintable(err));
     }
 
+    void dtypeFlagsCompareAsTheTestDoes()
+    {
+        // An fp32 run against a bf16 model: the test compares at bf16 and passes; a plain diff says the dtypes
+        // differ; with the test's flags the diff gives the test's answer.
+        const QString a = actor("fsdp2_qwen2_w2_fp32");
+        const QString bf16 = q(test::makeTempDir() + "/bf16");
+        QString out, err;
+        QCOMPARE(test::runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), a, QStringLiteral("--target_dir"),
+                                    bf16, QStringLiteral("--dtype"), QStringLiteral("bf16"), QStringLiteral("--quiet") },
+                                  &out, &err),
+                 0);
+        QCOMPARE(test::runTessera({ QStringLiteral("test"), QStringLiteral("--local_dir"), a, QStringLiteral("--test_hf_dir"),
+                                    bf16, QStringLiteral("--quiet") },
+                                  &out, &err),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("51 of 51 tensors match")), qPrintable(out + err));
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, bf16, QStringLiteral("--quiet") }, &out, &err), 1);
+        QVERIFY2(out.contains(QStringLiteral("51 dtype mismatch")), qPrintable(out + err));
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, bf16, QStringLiteral("--round_to_narrower"),
+                                    QStringLiteral("--quiet") },
+                                  &out, &err),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("51 tensors: 51 identical")), qPrintable(out + err));
+        QVERIFY2(out.contains(QStringLiteral("compared as bfloat16: A is float32, B bfloat16")), qPrintable(out));
+        // --dtype converts A as the merge converts it: the same bytes as the bf16 merge.
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, bf16, QStringLiteral("--dtype"), QStringLiteral("bf16"),
+                                    QStringLiteral("--quiet") },
+                                  &out, &err),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("51 tensors: 51 identical")), qPrintable(out + err));
+        // A in bf16 against the fp32 reference: the reference is rounded to bf16, as the test rounds it.
+        const QString fp32 = reference("fsdp2_qwen2_w2_fp32");
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, fp32, QStringLiteral("--dtype"), QStringLiteral("bf16"),
+                                    QStringLiteral("--quiet") },
+                                  &out, &err),
+                 1);
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, fp32, QStringLiteral("--dtype"), QStringLiteral("bf16"),
+                                    QStringLiteral("--round_to_narrower"), QStringLiteral("--quiet") },
+                                  &out, &err),
+                 0);
+        QVERIFY2(out.contains(QStringLiteral("compared as bfloat16: A is bfloat16, B float32")), qPrintable(out));
+    }
+
     void megatronIsMappedToHuggingFaceNames()
     {
         QString out, err;
@@ -226,6 +269,7 @@ private Q_SLOTS:
         QTest::newRow("bad rtol") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--rtol=abc") };
         QTest::newRow("bad lora") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--lora"), QStringLiteral("sideways") };
         QTest::newRow("bad lora_alpha") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--lora_alpha"), QStringLiteral("-1") };
+        QTest::newRow("bad dtype") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--dtype"), QStringLiteral("int8") };
         QTest::newRow("unknown flag") << QStringList { QStringLiteral("diff"), a, b, QStringLiteral("--frobnicate") };
     }
     void usageErrors()

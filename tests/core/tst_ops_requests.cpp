@@ -82,13 +82,16 @@ private Q_SLOTS:
     {
         auto test = TestRequest::fromArgs({ "--local_dir", "/ckpt", "--test_hf_dir", "/ref", "--hf_model_path", "/cfg",
                                             "--atol", "1e-6", "--rtol", "2e-3", "--lora", "fused", "--lora_alpha", "32",
-                                            "--use_rslora", "--base_model", "/base", "--threads", "2" });
+                                            "--use_rslora", "--base_model", "/base", "--threads", "2",
+                                            "--dtype", "bf16" });
         QVERIFY(test);
         const DiffRequest diff = diffRequestOfTest(*test);
         const auto words = diff.toArgs();
+        // The test converts to --dtype and compares floating tensors of different widths at the narrower.
         const std::vector<std::string> expected { "/ckpt", "/ref", "--atol", "1e-6", "--rtol", "2e-3",
                                                   "--hf_model_path", "/cfg", "--threads", "2", "--lora", "fused",
-                                                  "--lora_alpha", "32", "--use_rslora", "--base_model", "/base" };
+                                                  "--lora_alpha", "32", "--use_rslora", "--base_model", "/base",
+                                                  "--dtype", "bf16", "--round_to_narrower" };
         std::vector<std::string> sortedWords = words, sortedExpected = expected;
         std::sort(sortedWords.begin(), sortedWords.end());
         std::sort(sortedExpected.begin(), sortedExpected.end());

@@ -388,7 +388,7 @@ private Q_SLOTS:
         QCOMPARE(page.report()->count(tessera::DiffStatus::Identical), std::size_t(31));
         QCOMPARE(page.report()->count(tessera::DiffStatus::Different), std::size_t(8));
         const QString command = page.commandLine();
-        for (const char* flag : { "--lora fused", "--lora_alpha 32", "--atol 1e-6" })
+        for (const char* flag : { "--lora fused", "--lora_alpha 32", "--atol 1e-6", "--round_to_narrower" })
             QVERIFY2(command.contains(QLatin1String(flag)), qPrintable(command));
 
         // Another checkpoint: the test's flags belonged to the old one.

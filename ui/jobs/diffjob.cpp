@@ -147,7 +147,8 @@ void DiffJob::start(const tessera::DiffRequest& request, tessera::PrepareContext
             QStringList warnings;
             for (const auto& w : prepared.warnings)
                 warnings << QString::fromStdString(w);
-            post([this, a = prepared.a, b = prepared.b, rows = tessera::pairTensors(*prepared.a, *prepared.b), warnings,
+            post([this, a = prepared.a, b = prepared.b,
+                  rows = tessera::pairTensors(*prepared.a, *prepared.b, prepared.options), warnings,
                   models = QString::fromStdString(prepared.models)] { Q_EMIT paired(a, b, rows, warnings, models); });
             auto report = tessera::runPreparedDiff(prepared, streaming, [&](std::size_t index, const tessera::TensorDiff& row) {
                 streaming.addRow(index, row);

@@ -315,6 +315,21 @@ void DiffPage::setTolerances(double atol, double rtol)
     m_rtol->setText(QString::number(rtol, 'g', 10));
 }
 
+namespace {
+/// The flags of a request the page has no field for (the LoRA reading and dtype of a test, its threads), copied
+/// from `from` into `to`.
+void carryFlags(const tessera::DiffRequest& from, tessera::DiffRequest& to)
+{
+    to.threads = from.threads;
+    to.lora = from.lora;
+    to.loraAlpha = from.loraAlpha;
+    to.useRslora = from.useRslora;
+    to.baseModel = from.baseModel;
+    to.dtype = from.dtype;
+    to.roundToNarrower = from.roundToNarrower;
+}
+} // namespace
+
 tessera::DiffRequest DiffPage::request(bool loraUpdate) const
 {
     tessera::DiffRequest r;
@@ -325,11 +340,7 @@ tessera::DiffRequest DiffPage::request(bool loraUpdate) const
         r.hfModelPath = m_checkpoint->hfConfigDir;
     if (other.isEmpty() && m_carried.hfModelPath)
         r.hfModelPath = m_carried.hfModelPath;
-    r.threads = m_carried.threads;
-    r.lora = m_carried.lora;
-    r.loraAlpha = m_carried.loraAlpha;
-    r.useRslora = m_carried.useRslora;
-    r.baseModel = m_carried.baseModel;
+    carryFlags(m_carried, r);
     r.loraUpdate = loraUpdate;
     if (!loraUpdate && !referenceDir().isEmpty())
         r.b = QDir(referenceDir()).absolutePath().toStdString();
@@ -355,11 +366,7 @@ bool DiffPage::compareRequest(const tessera::DiffRequest& request)
     m_rtol->setText(request.rtol ? qs(*request.rtol) : QStringLiteral("0"));
     m_carried = tessera::DiffRequest();
     m_carried.hfModelPath = request.hfModelPath;
-    m_carried.threads = request.threads;
-    m_carried.lora = request.lora;
-    m_carried.loraAlpha = request.loraAlpha;
-    m_carried.useRslora = request.useRslora;
-    m_carried.baseModel = request.baseModel;
+    carryFlags(request, m_carried);
     return request.loraUpdate ? compareLoraUpdate() : compare();
 }
 
