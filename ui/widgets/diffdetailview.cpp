@@ -137,7 +137,7 @@ void DiffDetailView::setUpTexts()
                                                            { m_differences, "differences" },
                                                            { m_heatmaps, "heatmap" } };
     for (const auto& [plot, kind] : plots)
-        addSavePlotAction(plot, [this, kind = QLatin1String(kind)] {
+        addSavePlotAction(plot, [this, kind = QLatin1String(kind)]() -> QString {
             return (m_name.isEmpty() ? QStringLiteral("tensor") : m_name) + QLatin1Char('-') + kind;
         });
     m_worst->setColumnCount(5);

@@ -36,7 +36,9 @@ StatisticsWindow::StatisticsWindow(QWidget* parent)
     bars->setPen(QPen(QColor(0x1f, 0x77, 0xb4)));
     bars->setBrush(QColor(0x1f, 0x77, 0xb4, 120));
     bars->setWidthType(QCPBars::wtPlotCoords);
-    addSavePlotAction(m_histogram, [this] { return (m_name.isEmpty() ? QStringLiteral("tensor") : m_name) + QStringLiteral("-values"); });
+    addSavePlotAction(m_histogram, [this]() -> QString {
+        return (m_name.isEmpty() ? QStringLiteral("tensor") : m_name) + QStringLiteral("-values");
+    });
 
     auto* body = new QHBoxLayout;
     body->addWidget(m_stats);
