@@ -11,6 +11,9 @@
 #include <QThread>
 #include <QTimer>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -27,15 +30,51 @@ struct SlowEvent {
     std::string what;
 };
 
+/// One long gap between two turns of the event loop, and what the GUI thread did in it: `cpuMs` on the CPU,
+/// `queuedMs` ready to run but waiting for a core (the scheduler's share; the rest it slept: on a lock, the disk,
+/// the X server), `eventsMs` delivering events, the slowest of them `worst`.
+struct Gap {
+    double ms = 0, cpuMs = 0, queuedMs = 0, eventsMs = 0;
+    SlowEvent worst;
+};
+
 /// The longest gaps and slowest events of one phase.
 struct PhaseStalls {
     std::string name;
     double seconds = 0;
     double longestGapMs = 0;
     int gapsOverLimit = 0;
-    std::vector<double> gapsMs;     ///< every gap over 20 ms, in order
+    std::vector<Gap> longest;       ///< the longest gaps, longest first
     std::vector<SlowEvent> slowest; ///< events over 20 ms, slowest first
 };
+
+/// Keeps the `keep` largest of `list` by `key`, largest first, after adding `item`.
+template <typename T, typename Key>
+void keepLargest(std::vector<T>& list, T item, std::size_t keep, Key key)
+{
+    list.push_back(std::move(item));
+    std::sort(list.begin(), list.end(), [&](const T& a, const T& b) { return key(a) > key(b); });
+    if (list.size() > keep)
+        list.pop_back();
+}
+
+/// The calling thread's time on a CPU and waiting in the run queue for one, in ms (Linux schedstat).
+struct ThreadTimes {
+    double cpuMs = 0, queuedMs = 0;
+};
+inline ThreadTimes threadTimes()
+{
+    char text[128] = {};
+    const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY);
+    if (fd < 0)
+        return {};
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    unsigned long long onCpu = 0, queued = 0;
+    if (n <= 0 || std::sscanf(text, "%llu %llu", &onCpu, &queued) != 2)
+        return {};
+    return { onCpu / 1e6, queued / 1e6 };
+}
 
 class StallMonitor {
 public:
@@ -51,6 +90,8 @@ public:
         m_phases.push_back({ phase, 0, 0, 0, {}, {} });
         m_phaseClock.start();
         m_sinceTick.start();
+        m_atTick = threadTimes();
+        m_gapEvents = {};
         m_ticker.start();
         std::cout << phase << "…\n" << std::flush;
     }
@@ -65,13 +106,13 @@ public:
     /// loop's events are inside its caller's time).
     void delivered(double ms, const std::string& what)
     {
-        if (m_phases.empty() || !m_ticker.isActive() || ms < 20)
+        if (m_phases.empty() || !m_ticker.isActive())
             return;
-        auto& slow = m_phases.back().slowest;
-        slow.push_back({ ms, what });
-        std::sort(slow.begin(), slow.end(), [](const SlowEvent& a, const SlowEvent& b) { return a.ms > b.ms; });
-        if (slow.size() > 8)
-            slow.pop_back();
+        m_gapEvents.eventsMs += ms;
+        if (ms > m_gapEvents.worst.ms)
+            m_gapEvents.worst = { ms, what };
+        if (ms >= 20)
+            keepLargest(m_phases.back().slowest, SlowEvent { ms, what }, 8, [](const SlowEvent& e) { return e.ms; });
     }
 
     /// Prints every phase; true when no phase's longest gap exceeds `limitMs`.
@@ -88,6 +129,15 @@ public:
         }
         out << "machine load after: " << loadAfter << " (1-minute average) on " << QThread::idealThreadCount() << " cores\n";
         for (const auto& p : m_phases) {
+            if (!p.longest.empty())
+                out << "\nlongest gaps during " << p.name
+                    << " (ms: gap; GUI thread on a CPU, waiting for one, delivering events; slowest event):\n";
+            for (const auto& g : p.longest) {
+                char line[96];
+                std::snprintf(line, sizeof line, "  %7.1f  %7.1f %7.1f %7.1f  %6.1f ", g.ms, g.cpuMs, g.queuedMs, g.eventsMs,
+                              g.worst.ms);
+                out << line << g.worst.what << "\n";
+            }
             if (p.slowest.empty())
                 continue;
             out << "\nslowest deliveries during " << p.name << ":\n";
@@ -107,17 +157,27 @@ private:
     {
         // The gap is the time since the previous tick less the timer's own interval.
         const double gap = m_sinceTick.nsecsElapsed() / 1e6 - 1.0;
+        const ThreadTimes times = threadTimes();
         m_sinceTick.start();
         auto& p = m_phases.back();
         p.longestGapMs = std::max(p.longestGapMs, gap);
         if (gap > limitMs)
             ++p.gapsOverLimit;
-        if (gap > 20)
-            p.gapsMs.push_back(gap);
+        if (gap > 20) {
+            Gap g = m_gapEvents;
+            g.ms = gap;
+            g.cpuMs = times.cpuMs - m_atTick.cpuMs;
+            g.queuedMs = times.queuedMs - m_atTick.queuedMs;
+            keepLargest(p.longest, g, 6, [](const Gap& x) { return x.ms; });
+        }
+        m_atTick = threadTimes();
+        m_gapEvents = {};
     }
 
     QTimer m_ticker;
     QElapsedTimer m_phaseClock, m_sinceTick;
+    ThreadTimes m_atTick;
+    Gap m_gapEvents; ///< the events delivered since the last tick
     std::vector<PhaseStalls> m_phases;
 };
 
