@@ -340,7 +340,7 @@ Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const C
 /// Calls fn(x, y, rawNe, gap, n, first) over the pair's values converted to float64, chunk by chunk; `gap` (null
 /// for complete sides) is 1 where a side lacks the element.
 template <typename Fn>
-Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
+Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn, const std::function<bool()>& canceled = {})
 {
     const std::size_t esA = dtypeSize(row.dtypeA), esB = dtypeSize(row.dtypeB);
     const bool sameType = row.dtypeA == row.dtypeB;
@@ -348,6 +348,9 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
     std::vector<std::uint8_t> ne(pair.exactOnly() ? x.size() : 0);
     std::vector<std::uint8_t> gap(pair.incomplete() ? x.size() : 0);
     for (std::uint64_t first = 0; first < row.elements; first += kChunkElements) {
+        // A chunk at a time, so that a detail no longer wanted (another row chosen, the window closed) stops now.
+        if (canceled && canceled())
+            return canceledError();
         const std::uint64_t n = std::min(kChunkElements, row.elements - first);
         const std::uint8_t* pa = pair.a.data() + first * esA;
         const std::uint8_t* pb = pair.b.data() + first * esB;
@@ -366,7 +369,8 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
 }
 
 /// Fills the statistics and the verdict of `row` from the loaded values.
-Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options, PairAccumulator* keep = nullptr)
+Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options, PairAccumulator* keep = nullptr,
+                     const std::function<bool()>& canceled = {})
 {
     const std::uint64_t bytesA = row.elements * dtypeSize(row.dtypeA);
     row.compared = true;
@@ -398,7 +402,8 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
     acc.exactOnly = pair.exactOnly();
     TESSERA_TRY(forEachChunk(pair, row, [&](const double* x, const double* y, const std::uint8_t* ne,
                                             const std::uint8_t* gap, std::uint64_t n,
-                                            std::uint64_t first) { acc.addChunk(x, y, ne, gap, n, first); }));
+                                            std::uint64_t first) { acc.addChunk(x, y, ne, gap, n, first); },
+                             canceled));
     acc.finish(row);
     if (keep)
         *keep = acc;
@@ -875,7 +880,7 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
         return makeError(printableText(name) + ": the checkpoint reports a problem with this tensor: " + problems);
     progress.report(1, 3, name);
     PairAccumulator acc;
-    TESSERA_TRY(compareLoaded(*pair, row, options, &acc));
+    TESSERA_TRY(compareLoaded(*pair, row, options, &acc, canceled));
     if (!pair->numeric())
         return detail; // no values to plot
     if (canceled())
@@ -923,7 +928,7 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
                     worst.pop();
             }
         }
-    }));
+    }, canceled));
     detail.heatmap = heat.finish();
     while (!worst.empty()) {
         detail.worst.push_back(worst.top());
