@@ -35,6 +35,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <vector>
 
 using namespace tessera;
 using namespace tessera::bench;
@@ -90,6 +91,16 @@ std::string syntheticCheckpoint(const std::string& work, double gb, int ranks)
     return dir;
 }
 
+/// Connections to locals of one phase, cut when the phase returns.
+struct PhaseConnections {
+    std::vector<QMetaObject::Connection> list;
+    ~PhaseConnections()
+    {
+        for (const auto& c : list)
+            QObject::disconnect(c);
+    }
+};
+
 struct Phases {
     MainWindow& window;
     StallMonitor& monitor;
@@ -99,8 +110,11 @@ struct Phases {
     {
         monitor.begin("scan");
         bool loaded = false;
-        QObject::connect(&window, &MainWindow::checkpointLoaded, &window, [&] { loaded = true; });
-        QObject::connect(&window, &MainWindow::scanFailed, &window, [](const QString& m) { std::cerr << m.toStdString() << "\n"; });
+        PhaseConnections connections;
+        connections.list.push_back(
+            QObject::connect(&window, &MainWindow::checkpointLoaded, &window, [&] { loaded = true; }));
+        connections.list.push_back(QObject::connect(&window, &MainWindow::scanFailed, &window,
+                                                    [](const QString& m) { std::cerr << m.toStdString() << "\n"; }));
         window.openPath(QString::fromStdString(checkpoint));
         const bool ok = waitFor([&] { return loaded; });
         settle(3000); // the Mapping, Summary and Merge plan that follow a scan
@@ -118,11 +132,12 @@ struct Phases {
             return false;
         monitor.begin("merge");
         bool finished = false, ok = false;
-        QObject::connect(page->job(), &MergeJob::finished, page, [&](const MergeResult& r) {
+        PhaseConnections connections;
+        connections.list.push_back(QObject::connect(page->job(), &MergeJob::finished, page, [&](const MergeResult& r) {
             finished = true;
             ok = r.ok;
             std::cout << "  " << r.message.toStdString() << "\n";
-        });
+        }));
         page->run();
         waitFor([&] { return finished; });
         settle(1000);
@@ -142,11 +157,12 @@ struct Phases {
             return false;
         monitor.begin("split");
         bool finished = false, ok = false;
-        QObject::connect(page->job(), &SplitJob::finished, page, [&](const SplitResult& r) {
+        PhaseConnections connections;
+        connections.list.push_back(QObject::connect(page->job(), &SplitJob::finished, page, [&](const SplitResult& r) {
             finished = true;
             ok = r.ok;
             std::cout << "  " << r.message.toStdString() << "\n";
-        });
+        }));
         page->run();
         waitFor([&] { return finished; });
         settle(1000);
@@ -162,11 +178,12 @@ struct Phases {
         page->setReferenceDir(QString::fromStdString(work + "/merged"));
         monitor.begin("diff");
         bool finished = false;
-        QObject::connect(page, &DiffPage::comparisonFinished, page, [&] { finished = true; });
-        QObject::connect(page, &DiffPage::comparisonFailed, page, [&](const QString& m) {
+        PhaseConnections connections;
+        connections.list.push_back(QObject::connect(page, &DiffPage::comparisonFinished, page, [&] { finished = true; }));
+        connections.list.push_back(QObject::connect(page, &DiffPage::comparisonFailed, page, [&](const QString& m) {
             finished = true;
             std::cerr << m.toStdString() << "\n";
-        });
+        }));
         const bool started = page->compare();
         waitFor([&] { return finished || !started; });
         settle(3000); // the detail of the most interesting tensor, computed after the table

@@ -127,15 +127,16 @@ public:
             out << line;
             within = within && p.longestGapMs <= limitMs;
         }
-        out << "machine load after: " << loadAfter << " (1-minute average) on " << QThread::idealThreadCount() << " cores\n";
+        out << "machine load after: " << loadAfter << " (1-minute average) on " << QThread::idealThreadCount()
+            << " cores\n";
         for (const auto& p : m_phases) {
             if (!p.longest.empty())
                 out << "\nlongest gaps during " << p.name
                     << " (ms: gap; GUI thread on a CPU, waiting for one, delivering events; slowest event):\n";
             for (const auto& g : p.longest) {
                 char line[96];
-                std::snprintf(line, sizeof line, "  %7.1f  %7.1f %7.1f %7.1f  %6.1f ", g.ms, g.cpuMs, g.queuedMs, g.eventsMs,
-                              g.worst.ms);
+                std::snprintf(line, sizeof line, "  %7.1f  %7.1f %7.1f %7.1f  %6.1f ", g.ms, g.cpuMs, g.queuedMs,
+                              g.eventsMs, g.worst.ms);
                 out << line << g.worst.what << "\n";
             }
             if (p.slowest.empty())

@@ -369,8 +369,8 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn, cons
 }
 
 /// Fills the statistics and the verdict of `row` from the loaded values.
-Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options, PairAccumulator* keep = nullptr,
-                     const std::function<bool()>& canceled = {})
+Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options,
+                     PairAccumulator* keep = nullptr, const std::function<bool()>& canceled = {})
 {
     const std::uint64_t bytesA = row.elements * dtypeSize(row.dtypeA);
     row.compared = true;

@@ -132,7 +132,8 @@ std::optional<Lambda> lambdaAt(const std::string& code, std::size_t at)
     std::string between = code.substr(i, brace - i);
     const std::size_t arrow = between.find("->");
     for (const char* word : { "mutable", "constexpr", "noexcept" })
-        if (const std::size_t w = between.find(word); w != std::string::npos && (arrow == std::string::npos || w < arrow))
+        if (const std::size_t w = between.find(word);
+            w != std::string::npos && (arrow == std::string::npos || w < arrow))
             between.replace(w, std::string(word).size(), std::string(std::string(word).size(), ' '));
     if (arrow != std::string::npos) {
         lambda.returnType = between.substr(arrow + 2);
@@ -218,7 +219,8 @@ std::vector<Offender> deducedStringLambdas(const std::string& text, const std::s
                 continue;
             std::size_t end = r + 6;
             for (int depth = 0; end < code.size() && !(depth == 0 && code[end] == ';'); ++end)
-                depth += (code[end] == '(' || code[end] == '{' || code[end] == '[') - (code[end] == ')' || code[end] == '}' || code[end] == ']');
+                depth += (code[end] == '(' || code[end] == '{' || code[end] == '[')
+                    - (code[end] == ')' || code[end] == '}' || code[end] == ']');
             std::string expression = code.substr(r + 6, end - r - 6);
             std::replace(expression.begin(), expression.end(), '\n', ' ');
             expression.erase(0, expression.find_first_not_of(' '));

@@ -45,7 +45,9 @@ private Q_SLOTS:
         QVERIFY(readme);
         const QRect available = readme->screen()->availableGeometry();
         QVERIFY2(readme->frameGeometry().height() <= available.height(),
-                 qPrintable(QStringLiteral("%1 px tall on a screen of %2").arg(readme->frameGeometry().height()).arg(available.height())));
+                 qPrintable(QStringLiteral("%1 px tall on a screen of %2")
+                                .arg(readme->frameGeometry().height())
+                                .arg(available.height())));
         QVERIFY(readme->frameGeometry().width() <= available.width());
         // Nothing in it forces a window taller or wider than a 1280×720 screen.
         QVERIFY(readme->minimumSizeHint().height() <= 720 * 9 / 10);
