@@ -39,7 +39,9 @@ private Q_SLOTS:
             child.join();
             return std::make_pair(threadNice(), inherited);
         }).result();
-        QVERIFY2(niceness.first > gui, qPrintable(QStringLiteral("worker %1, GUI thread %2").arg(niceness.first).arg(gui)));
+        // Below the GUI thread however the workbench was started (`nice tessera gui` too), unless nothing is lower.
+        QVERIFY2(niceness.first > gui || gui == 19,
+                 qPrintable(QStringLiteral("worker %1, GUI thread %2").arg(niceness.first).arg(gui)));
         QCOMPARE(niceness.second, niceness.first);
         QCOMPARE(threadNice(), gui); // the GUI thread keeps its own
     }
@@ -58,7 +60,7 @@ private Q_SLOTS:
             };
         });
         QTRY_VERIFY_WITH_TIMEOUT(delivered, 10000);
-        QVERIFY(worker > gui);
+        QVERIFY(worker > gui || gui == 19);
     }
 
     /// Every job starts its work through runInBackground (or, for a QPromise worker, calls yieldToInterface).

@@ -5,14 +5,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace tessera::ui {
 
 namespace {
-/// Enough for the GUI thread (weight 1024) to outweigh a busy worker (335) three to one, while the job still runs
-/// ahead of other programs' background builds (nice 10).
+/// Five steps below the thread that started the worker (the GUI thread's weight outweighs it three to one), so that
+/// a workbench started with `nice` keeps its GUI thread above its workers too.
 constexpr int kBackgroundNice = 5;
+constexpr int kLowestNice = 19;
 } // namespace
 
 void yieldToInterface()
@@ -27,8 +29,8 @@ void yieldToInterface()
     const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
     errno = 0;
     const int current = ::getpriority(PRIO_PROCESS, tid);
-    if (errno == 0 && current < kBackgroundNice)
-        ::setpriority(PRIO_PROCESS, tid, kBackgroundNice);
+    if (errno == 0 && current < kLowestNice)
+        ::setpriority(PRIO_PROCESS, tid, std::min(current + kBackgroundNice, kLowestNice));
 #endif
 }
 

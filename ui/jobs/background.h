@@ -8,8 +8,8 @@
 
 namespace tessera::ui {
 
-/// Makes the calling worker thread give way to the GUI thread: on Linux it raises the thread's nice value by
-/// kBackgroundNice (once; threads it starts inherit it). A merge, split or diff keeps every core busy; at the
+/// Makes the calling worker thread give way to the GUI thread: on Linux it raises the thread's nice value by 5
+/// (once per thread, at most to 19; threads it starts inherit it). A merge, split or diff keeps every core busy; at the
 /// same priority the GUI thread, the X server and Qt's paint helpers wait behind it for a core, and the window
 /// stalls for up to a tenth of a second at a time on a loaded 2-core machine (bench_gui_stalls). A lower
 /// priority costs the job nothing when the machine has cores to spare.
