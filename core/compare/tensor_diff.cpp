@@ -402,7 +402,7 @@ Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const C
 
 /// Calls fn(x, y, rawNe, gaps, n, first) over the pair's values converted to float64, chunk by chunk.
 template <typename Fn>
-Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
+Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn, const std::function<bool()>& canceled = {})
 {
     const std::size_t esA = dtypeSize(pair.dtypeA), esB = dtypeSize(pair.dtypeB);
     const bool sameType = pair.dtypeA == pair.dtypeB;
@@ -410,6 +410,9 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
     std::vector<std::uint8_t> ne(pair.exactOnly() ? x.size() : 0);
     std::vector<std::uint8_t> gap(pair.incomplete() ? x.size() : 0);
     for (std::uint64_t first = 0; first < row.elements; first += kChunkElements) {
+        // A chunk at a time, so that a detail no longer wanted (another row chosen, the window closed) stops now.
+        if (canceled && canceled())
+            return canceledError();
         const std::uint64_t n = std::min(kChunkElements, row.elements - first);
         const std::uint8_t* pa = pair.a.data() + first * esA;
         const std::uint8_t* pb = pair.b.data() + first * esB;
@@ -434,7 +437,8 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn)
 }
 
 /// Fills the statistics and the verdict of `row` from the loaded values.
-Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options, PairAccumulator* keep = nullptr)
+Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options,
+                     PairAccumulator* keep = nullptr, const std::function<bool()>& canceled = {})
 {
     const std::uint64_t bytesA = row.elements * dtypeSize(pair.dtypeA);
     row.compared = true;
@@ -466,7 +470,8 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
     acc.exactOnly = pair.exactOnly();
     TESSERA_TRY(forEachChunk(pair, row, [&](const double* x, const double* y, const std::uint8_t* ne,
                                             const ChunkGaps& gaps, std::uint64_t n,
-                                            std::uint64_t first) { acc.addChunk(x, y, ne, gaps, n, first); }));
+                                            std::uint64_t first) { acc.addChunk(x, y, ne, gaps, n, first); },
+                             canceled));
     acc.finish(row);
     if (keep)
         *keep = acc;
@@ -992,7 +997,7 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
         return makeError(printableText(name) + ": the checkpoint reports a problem with this tensor: " + problems);
     progress.report(1, 3, name);
     PairAccumulator acc;
-    TESSERA_TRY(compareLoaded(*pair, row, options, &acc));
+    TESSERA_TRY(compareLoaded(*pair, row, options, &acc, canceled));
     if (!pair->numeric())
         return detail; // no values to plot
     if (canceled())
@@ -1043,7 +1048,7 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
                     worst.pop();
             }
         }
-    }));
+    }, canceled));
     detail.heatmap = heat.finish();
     while (!worst.empty()) {
         detail.worst.push_back(worst.top());

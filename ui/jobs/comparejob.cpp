@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "comparejob.h"
 
+#include "background.h"
 #include "ops/prepare_test.h"
 
 #include <QElapsedTimer>
@@ -71,7 +72,7 @@ void CompareJob::start(const tessera::TestRequest& request, tessera::PrepareCont
         Q_EMIT finished(watcher->future().result());
     });
     // `this` outlives the worker (the destructor waits), so the queued progress may point at it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, request, context, cancel = m_cancel]() mutable {
+    m_watcher->setFuture(runInBackground(&m_pool, [this, request, context, cancel = m_cancel]() mutable {
         CompareResult result;
         QueuedProgress progress(this, cancel.get());
         try {

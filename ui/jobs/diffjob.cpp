@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "diffjob.h"
 
+#include "background.h"
 #include "retirewatcher.h"
 #include "ops/prepare_diff.h"
 
@@ -124,7 +125,7 @@ void DiffJob::start(const tessera::DiffRequest& request, tessera::PrepareContext
             },
             Qt::QueuedConnection);
     };
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, request, context, cancelFlag, post]() mutable {
+    m_watcher->setFuture(runInBackground(&m_pool, [this, request, context, cancelFlag, post]() mutable {
         DiffOutcome outcome;
         StreamingProgress streaming(cancelFlag, [this, post](int permille, const QString& text, DiffRowBatch rows) {
             post([this, permille, text, rows = std::move(rows)] {

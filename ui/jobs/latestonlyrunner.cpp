@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "latestonlyrunner.h"
 
+#include "background.h"
 #include "retirewatcher.h"
 
 #include <QtConcurrent>
@@ -42,7 +43,7 @@ void LatestOnlyRunner::start(Work work)
         if (const auto deliver = watcher->future().result())
             deliver();
     });
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [work = std::move(work), flag]() {
+    m_watcher->setFuture(runInBackground(&m_pool, [work = std::move(work), flag]() {
         FlagProgress progress(flag);
         return work(progress);
     }));

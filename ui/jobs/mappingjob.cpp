@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mappingjob.h"
 
+#include "background.h"
 #include "mapping/megatron_mapping.h"
 #include "ops/name_mapping.h"
 
@@ -193,7 +194,7 @@ void MappingJob::launch()
 {
     m_running = true;
     const quint64 generation = m_generation;
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [generation, checkpoint = m_checkpoint, settings = m_settings] {
+    m_watcher->setFuture(runInBackground(&m_pool, [generation, checkpoint = m_checkpoint, settings = m_settings] {
         MappingOutcome outcome = evaluate(checkpoint, settings);
         outcome.generation = generation;
         return outcome;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "mergejob.h"
 
+#include "background.h"
 #include "coreconvert.h"
 #include "ops/prepare_merge.h"
 
@@ -38,7 +39,7 @@ void MergeJob::start(std::shared_ptr<const tessera::PreparedMerge> prepared)
         Q_EMIT finished(watcher->future().result());
     });
     // `this` outlives the worker (the destructor waits), so the queued progress calls may capture it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, prepared, cancelFlag]() {
+    m_watcher->setFuture(runInBackground(&m_pool, [this, prepared, cancelFlag]() {
         MergeResult result;
         tessera::MergeRunOptions options;
         options.cancel = cancelFlag.get();

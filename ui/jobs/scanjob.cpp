@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "scanjob.h"
 
+#include "background.h"
 #include "retirewatcher.h"
 #include "formats/scan.h"
 #include "mapping/hf_parameter_check.h"
@@ -57,6 +58,7 @@ ScanJob::~ScanJob()
 
 void ScanJob::run(QPromise<ScanOutcome>& promise, const QString& path, const QString& hfModelPath)
 {
+    yieldToInterface();
     promise.setProgressRange(0, 1000);
     PromiseProgress progress(promise);
     tessera::ScanOptions options;

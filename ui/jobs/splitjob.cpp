@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "splitjob.h"
 
+#include "background.h"
 #include "coreconvert.h"
 #include "ops/prepare_split.h"
 
@@ -62,7 +63,7 @@ void SplitJob::start(std::shared_ptr<const tessera::PreparedSplit> prepared)
         Q_EMIT finished(watcher->future().result());
     });
     // `this` outlives the worker (the destructor waits), so the queued progress calls may use it.
-    m_watcher->setFuture(QtConcurrent::run(&m_pool, [this, prepared, cancelFlag]() {
+    m_watcher->setFuture(runInBackground(&m_pool, [this, prepared, cancelFlag]() {
         SplitResult result;
         ThrottledProgress progress(this, cancelFlag.get());
         tessera::SplitRunOptions options;

@@ -279,7 +279,9 @@ void SplitPage::setSource(const tessera::ModelRequest& model, const tessera::Pre
 {
     tessera::ModelRequest flags = model;
     flags.json = flags.quiet = flags.debug = false; // how a command prints is not the model
-    auto rulesText = [](const tessera::PrepareContext& c) { return c.rules ? c.rules->text : std::string(); };
+    auto rulesText = [](const tessera::PrepareContext& c) -> std::string {
+        return c.rules ? c.rules->text : std::string();
+    };
     const bool same = checkpoint == m_checkpoint && flags == m_model && rulesText(context) == rulesText(m_context);
     m_context = context; // newer scans to reuse, whatever else changed
     if (same)
@@ -376,7 +378,7 @@ tessera::SplitRequest SplitPage::request() const
     r.targetDir = m_targetDir->text().trimmed().toStdString(); // empty until chosen: the split refuses that
     const QString format = formatName();
     r.format = format.toStdString();
-    auto number = [](const QSpinBox* box) { return std::to_string(box->value()); };
+    auto number = [](const QSpinBox* box) -> std::string { return std::to_string(box->value()); };
     if (format.startsWith(QLatin1String("megatron"))) {
         r.tp = number(m_tp);
         r.pp = number(m_pp);

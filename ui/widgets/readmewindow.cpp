@@ -5,11 +5,16 @@
 #include <QDesktopServices>
 #include <QFile>
 #include <QImage>
+#include <QKeySequence>
 #include <QLabel>
+#include <QScreen>
 #include <QScrollBar>
+#include <QShortcut>
 #include <QTextBrowser>
 #include <QUrl>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace tessera::ui {
 
@@ -17,6 +22,8 @@ namespace {
 /// Where ui/CMakeLists.txt puts README.md and the screenshots it shows (under their paths in the repository).
 const QLatin1String kReadmeRoot(":/tessera/readme/");
 constexpr int kMaxImageWidth = 960;
+/// The size the window opens at on a large screen; a smaller one gets its available area less a margin.
+constexpr QSize kPreferredSize(1060, 760);
 
 /// A text browser that finds the README's images in the resources and fits wide screenshots to a readable width.
 class ReadmeBrowser : public QTextBrowser {
@@ -81,7 +88,24 @@ ReadmeWindow::ReadmeWindow(QWidget* parent)
         if (url.scheme() == QLatin1String("http") || url.scheme() == QLatin1String("https"))
             QDesktopServices::openUrl(url);
     });
-    resize(1060, 760);
+    // Esc and Ctrl+W close it, as they close a help window anywhere else.
+    for (const QKeySequence& keys : { QKeySequence(Qt::Key_Escape), QKeySequence(QKeySequence::Close) })
+        connect(new QShortcut(keys, this), &QShortcut::activated, this, &QWidget::close);
+    fitToScreen();
+}
+
+void ReadmeWindow::fitToScreen()
+{
+    // A window taller than the screen hides its own title bar or bottom (a 1280×720 laptop): open inside the
+    // screen it will appear on, with room for the window frame.
+    const QScreen* shownOn = parentWidget() ? parentWidget()->screen() : screen();
+    if (!shownOn) {
+        resize(kPreferredSize);
+        return;
+    }
+    const QRect available = shownOn->availableGeometry();
+    resize(std::min(kPreferredSize.width(), available.width() * 9 / 10),
+           std::min(kPreferredSize.height(), available.height() * 9 / 10));
 }
 
 ReadmeWindow::~ReadmeWindow() = default;

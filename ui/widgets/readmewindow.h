@@ -30,6 +30,7 @@ private:
         QString title, markdown;
     };
     static QList<Section> sections();
+    void fitToScreen();
 
     QLabel* m_navigation;
     QTextBrowser* m_text;
