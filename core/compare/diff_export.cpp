@@ -33,6 +33,8 @@ nlohmann::json rowJsonOf(const TensorDiff& t)
                          { "detail", t.detail },
                          { "dtype_a", t.indexA >= 0 ? nlohmann::json(torchName(t.dtypeA)) : nlohmann::json() },
                          { "dtype_b", t.indexB >= 0 ? nlohmann::json(torchName(t.dtypeB)) : nlohmann::json() },
+                         // --round_to_narrower: the dtype both sides were rounded to (bit_equal is then of those bytes)
+                         { "compared_as", t.comparedAs ? nlohmann::json(torchName(*t.comparedAs)) : nlohmann::json() },
                          { "shape_a", t.indexA >= 0 ? nlohmann::json(t.shapeA) : nlohmann::json() },
                          { "shape_b", t.indexB >= 0 ? nlohmann::json(t.shapeB) : nlohmann::json() },
                          { "elements", t.elements },

@@ -369,7 +369,7 @@ Result<PageBuffer> rounded(const PageBuffer& buffer, DType from, DType to, std::
 }
 
 Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, TensorDiff& row,
-                            const DiffOptions& options, const std::function<bool()>& canceled)
+                            const std::function<bool()>& canceled)
 {
     LoadedPair pair;
     // A is read in the dtype it is compared at, converted from its source as the test's merge converts it.
@@ -525,7 +525,7 @@ void diffRow(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& 
     const std::string problems = problemsOf(a, row.name) + problemsOf(b, row.name);
     const std::uint64_t bytes = pairBytes(row);
     const std::uint64_t held = budget.acquire(bytes);
-    auto pair = loadPair(files, a, b, row, options, canceled);
+    auto pair = loadPair(files, a, b, row, canceled);
     // A gap is compared around (Incomplete); any other reported problem leaves the values untrusted.
     if (pair && !problems.empty() && !pair->incomplete())
         pair = makeError("the checkpoint reports a problem with this tensor: " + problems);
@@ -991,7 +991,7 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     TensorDiff& row = detail.summary;
     SourceFiles files;
     auto canceled = [&] { return progress.isCanceled(); };
-    auto pair = loadPair(files, a, b, row, options, canceled);
+    auto pair = loadPair(files, a, b, row, canceled);
     TESSERA_TRY(pair);
     if (const std::string problems = problemsOf(a, name) + problemsOf(b, name); !problems.empty() && !pair->incomplete())
         return makeError(printableText(name) + ": the checkpoint reports a problem with this tensor: " + problems);
