@@ -120,7 +120,8 @@ void DiffPage::configureTable()
     m_table->setWordWrap(false);
     m_table->setTextElideMode(Qt::ElideMiddle);
     // Long names drop whole components, never the layer, expert or projection that tell rows apart.
-    m_table->setItemDelegateForColumn(DiffTableModel::NameColumn, new TensorNameDelegate(m_table));
+    m_names = new TensorNameDelegate(m_table);
+    m_table->setItemDelegateForColumn(DiffTableModel::NameColumn, m_names);
     addCopyNamesAction(m_table, DiffTableModel::NameColumn);
     m_table->verticalHeader()->setVisible(false);
     m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
@@ -150,8 +151,18 @@ void DiffPage::configureTable()
     header->moveSection(header->visualIndex(DiffTableModel::NanColumn), header->visualIndex(DiffTableModel::StatusColumn) + 1);
     header->moveSection(header->visualIndex(DiffTableModel::InfColumn), header->visualIndex(DiffTableModel::NanColumn) + 1);
     // The name takes what the numbers leave, never less than a readable width.
-    new ColumnFitter(m_table, m_table->horizontalHeader(), { DiffTableModel::NameColumn },
-                     fm.horizontalAdvance(QStringLiteral("model.layers.00.mlp.down_proj.weight")));
+    m_nameColumn = new ColumnFitter(m_table, m_table->horizontalHeader(), { DiffTableModel::NameColumn },
+                                    fm.horizontalAdvance(QStringLiteral("model.layers.00.mlp.down_proj.weight")));
+}
+
+void DiffPage::fitNames(const std::vector<tessera::TensorDiff>& rows)
+{
+    QStringList names;
+    for (const auto& row : rows)
+        names << qs(row.name);
+    m_names->setSharedPrefix(sharedNamePrefix(names));
+    m_nameColumn->setMinimumWidth(compactNamesWidth(names, m_names->sharedPrefix(), QFontMetrics(m_table->font())));
+    m_nameColumn->fit();
 }
 
 void DiffPage::buildLayout()
@@ -478,6 +489,7 @@ void DiffPage::onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const st
     m_sideA = a;
     m_sideB = b;
     m_model->setRows(rows);
+    fitNames(rows);
     // The models first: two different configs explain every missing tensor and shape mismatch that follows.
     m_models->setText(QStringLiteral("<b style='color:#d03030'>%1</b>").arg(models.toHtmlEscaped()));
     m_models->setVisible(!models.isEmpty());

@@ -21,10 +21,12 @@ class QTableView;
 
 namespace tessera::ui {
 
+class ColumnFitter;
 class DiffDetailView;
 class DiffFilterProxy;
 class DiffTableModel;
 class FilterBar;
+class TensorNameDelegate;
 
 /// Compares the loaded checkpoint (A) with a reference (B, any layout) tensor by tensor, as `tessera diff A B`
 /// does: a sortable, filterable table of every tensor streamed in as the worker finishes them, and the detail of the
@@ -90,6 +92,8 @@ private:
     void browseReference();
     void createWidgets();
     void configureTable();
+    /// The name column fitted to `rows`: their shared prefix dropped first, wide enough for every kept part.
+    void fitNames(const std::vector<tessera::TensorDiff>& rows);
     void buildLayout();
     void connectSignals();
     void onPaired(const CheckpointPtr& a, const CheckpointPtr& b, const std::vector<tessera::TensorDiff>& rows,
@@ -133,6 +137,8 @@ private:
     QComboBox* m_statusFilter;
     FilterBar* m_filter;
     QTableView* m_table;
+    TensorNameDelegate* m_names;  ///< the name column's: whole components dropped, the shared prefix first
+    ColumnFitter* m_nameColumn;   ///< never narrower than the rows' kept name parts
     DiffDetailView* m_detail;
 };
 
