@@ -5,6 +5,8 @@
 #include "mainwindow.h"
 #include "pages/diffpage.h"
 #include "pages/mappingpage.h"
+#include "pages/mergepage.h"
+#include "pages/splitpage.h"
 #include "terminal_text.h"
 #include "theme.h"
 
@@ -182,13 +184,20 @@ int runScreenshot(QApplication& app, tessera::ui::MainWindow& window, const GuiO
         window.showView(view);
         // The right-hand pages need room; the tree view shows the tree wide.
         window.setTreeShare(tessera::ui::pageSpec(view).treeShare);
-        // Let layouts and the tree settle before grabbing, and the name mapping (a worker; the merge plan of a
-        // Megatron checkpoint waits for it) finish, for at most ten seconds.
+        // Let layouts and the tree settle before grabbing, and the workers the pages show finish (the name mapping,
+        // then the merge and split plans that wait for it: the Summary says what the merge plan says), for at most
+        // ten seconds.
         auto* mapping = window.findChild<tessera::ui::MappingPage*>();
+        auto* merge = window.findChild<tessera::ui::MergePage*>();
+        auto* split = window.findChild<tessera::ui::SplitPage*>();
+        auto busy = [mapping, merge, split] {
+            return (mapping && mapping->job()->isBusy()) || (merge && merge->isPlanning())
+                || (split && split->isPlanning());
+        };
         auto* settle = new QTimer(&window);
         settle->setInterval(50);
-        QObject::connect(settle, &QTimer::timeout, &window, [&, loaded, mapping, settle, polls = 0]() mutable {
-            if (++polls < 2 || (mapping && mapping->job()->isBusy() && polls < 200))
+        QObject::connect(settle, &QTimer::timeout, &window, [&, loaded, busy, settle, polls = 0]() mutable {
+            if (++polls < 2 || (busy() && polls < 200))
                 return;
             settle->stop();
             exitCode = saveScreenshot(window, options) && loaded ? 0 : 1;

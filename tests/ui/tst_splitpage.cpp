@@ -48,8 +48,11 @@ private Q_SLOTS:
         QAbstractItemModelTester tester(page.planModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         QVERIFY(!page.plan());
         QVERIFY(!page.canRun());
+        QVERIFY(page.planText().startsWith(QStringLiteral("Open a checkpoint")));
         const CheckpointPtr hf = scanFixture("fsdp2_llama_w4/reference");
         page.setCheckpoint(hf);
+        // While the first plan is on its way the page no longer asks for a checkpoint.
+        QCOMPARE(page.planText(), QStringLiteral("Planning…"));
         page.setWorldSize(4);
         SETTLED(page);
         QVERIFY(page.plan());

@@ -436,6 +436,11 @@ void SplitPage::schedulePlan(int delayMs)
         showError(tr("Open a checkpoint or a Hugging Face folder to split it."));
         return;
     }
+    if (!m_prepared) {
+        // The first plan of this model is on its way: no longer "open a checkpoint".
+        m_planText = tr("Planning…");
+        m_planSummary->setText(m_planText);
+    }
     const tessera::SplitRequest request = this->request();
     const tessera::PrepareContext context = m_context;
     m_planner->schedule(
