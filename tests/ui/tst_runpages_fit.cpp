@@ -118,6 +118,33 @@ private Q_SLOTS:
         QVERIFY2(inSight(commandLineWidget(*merge, QStringLiteral("tessera merge"))), "the merge command line, scrolled");
     }
 
+    /// A long refusal (a GGUF export of a checkpoint without a tokenizer, naming its config folder) wraps in the
+    /// plan box and the status line: the page stays as wide as the window, nothing is cut at the right.
+    void longRefusalFitsAt1280By720()
+    {
+        MainWindow window;
+        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+        window.openPath(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        window.resize(1280, 720);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        window.showView(MainWindow::View::Merge);
+        auto* merge = window.findChild<MergePage*>();
+        QVERIFY(merge);
+        merge->setTargetDir(QString::fromStdString(tessera::test::makeTempDir()) + QStringLiteral("/out"));
+        for (auto* format : merge->findChildren<QComboBox*>())
+            if (const int gguf = format->findData(QStringLiteral("gguf")); gguf >= 0)
+                format->setCurrentIndex(gguf);
+        QTRY_VERIFY_WITH_TIMEOUT(!merge->isPlanning() && merge->statusText().startsWith(QStringLiteral("Refused")), 60000);
+        QTest::qWait(100);
+        QVERIFY2(window.width() <= 1280, qPrintable(QString::number(window.width())));
+        for (auto* area : merge->findChildren<QScrollArea*>())
+            QVERIFY2(!area->horizontalScrollBar()->isVisible(), qPrintable(area->objectName()));
+        QVERIFY2(inSight(button(*merge, QStringLiteral("Merge"))), "the Merge button");
+        QVERIFY2(merge->width() <= window.width(), qPrintable(QString::number(merge->width())));
+    }
+
     /// Point 12: Tab reaches each Browse button right after its folder field, the plan tables are one stop each,
     /// and the run button comes after the options and the plan.
     void tabReachesBrowseButtonsAndTheRunButton_data()

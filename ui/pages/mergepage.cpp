@@ -269,6 +269,7 @@ void MergePage::createWidgets()
     m_log->setFont(mono);
     m_planSummary->setWordWrap(true);
     m_planSummary->setTextFormat(Qt::RichText);
+    m_progressText->setWordWrap(true); // a refusal naming a long path wraps instead of widening the page
     m_planSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_planView->setModel(m_planModel);
     m_planView->verticalHeader()->hide();

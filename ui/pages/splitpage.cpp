@@ -153,6 +153,7 @@ void SplitPage::createWidgets()
     m_vocabDivisible->setToolTip(tr("make_vocab_size_divisible_by: the vocabulary is padded to a multiple of it × TP"));
     m_targetDir->setPlaceholderText(tr("a new or empty folder, e.g. …/global_step_0/actor"));
     m_planSummary->setWordWrap(true);
+    m_progressText->setWordWrap(true); // a refusal naming a long path wraps instead of widening the page
     m_planSummary->setTextFormat(Qt::RichText);
     m_planSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_planView->setModel(m_planModel);
