@@ -2,7 +2,7 @@
 #include "ops/diff_request.h"
 
 #include "ops/flag_table.h"
-#include "mapping/lora_config.h"
+#include "ops/model_request.h"
 #include "ops/option_values.h"
 #include "ops/vocabulary.h"
 
@@ -122,18 +122,11 @@ Result<DiffOptions> diffSettings(const DiffRequest& r)
 
 Result<LoraReading> diffLoraReading(const DiffRequest& r)
 {
+    auto values = loraFlagValues(r.lora, r.loraAlpha, r.useRslora);
+    TESSERA_TRY(values);
     LoraReading reading;
-    auto output = loraOutputFromName(r.lora.value_or("both"));
-    TESSERA_TRY(output);
-    reading.output = *output;
-    if (r.loraAlpha) {
-        // One bound for the flag, the adapter's files and the workbench (mapping/lora_config.h).
-        auto alpha = decimalValue("lora_alpha", *r.loraAlpha, 0, kMaxLoraAlpha, true);
-        TESSERA_TRY(alpha);
-        reading.settings.alpha = *alpha;
-    }
-    if (r.useRslora)
-        reading.settings.useRslora = true;
+    reading.output = values->output;
+    reading.settings = values->settings;
     return reading;
 }
 

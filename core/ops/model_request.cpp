@@ -20,6 +20,24 @@ void writeStrict(bool strict, std::vector<std::string>& args)
         args.push_back("--no_strict");
 }
 
+Result<LoraFlagValues> loraFlagValues(const std::optional<std::string>& lora, const std::optional<std::string>& alpha,
+                                      bool useRslora)
+{
+    LoraFlagValues values;
+    auto output = loraOutputFromName(lora.value_or("both"));
+    TESSERA_TRY(output);
+    values.output = *output;
+    if (alpha) {
+        // One bound for the flag, the adapter's files and the workbench (mapping/lora_config.h).
+        auto value = decimalValue("lora_alpha", *alpha, 0, kMaxLoraAlpha, true);
+        TESSERA_TRY(value);
+        values.settings.alpha = *value;
+    }
+    if (useRslora)
+        values.settings.useRslora = true;
+    return values;
+}
+
 Result<ModelSettings> modelSettings(const ModelRequest& request)
 {
     ModelSettings s;
@@ -39,19 +57,12 @@ Result<ModelSettings> modelSettings(const ModelRequest& request)
     if (request.ignoreMissingParams)
         if (auto re = Regex::compile(*request.ignoreMissingParams, "--ignore_missing_params"); !re)
             return re.error();
-    auto loraOutput = loraOutputFromName(request.lora.value_or("both"));
-    TESSERA_TRY(loraOutput);
-    s.loraOutput = *loraOutput;
+    auto lora = loraFlagValues(request.lora, request.loraAlpha, request.useRslora);
+    TESSERA_TRY(lora);
+    s.loraOutput = lora->output;
+    s.lora = lora->settings;
     if (request.usePeft && s.loraOutput == LoraOutput::Fused)
         s.loraOutput = LoraOutput::Both; // verl's --use_peft asks for the adapter
-    if (request.loraAlpha) {
-        // One bound for the flag, the adapter's files and the workbench (mapping/lora_config.h).
-        auto alpha = decimalValue("lora_alpha", *request.loraAlpha, 0, kMaxLoraAlpha, true);
-        TESSERA_TRY(alpha);
-        s.lora.alpha = *alpha;
-    }
-    if (request.useRslora)
-        s.lora.useRslora = true;
 
     s.check.ignoreMissing = request.ignoreMissingParams.value_or("");
     s.check.strict = request.strict;

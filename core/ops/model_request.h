@@ -68,6 +68,14 @@ struct ModelSettings {
     MappingOptions mapping;            ///< Megatron names (its userRulesFile is --param_mapping)
 };
 
+/// --lora, --lora_alpha and --use_rslora read as merge, test and diff read them; the error names the flag.
+struct LoraFlagValues {
+    LoraOutput output = LoraOutput::Both;
+    LoraSettings settings;
+};
+Result<LoraFlagValues> loraFlagValues(const std::optional<std::string>& lora, const std::optional<std::string>& alpha,
+                                      bool useRslora);
+
 /// Checks the model flags in the order the command line always has (--local_dir, --backend, --dtype, --threads,
 /// --ignore_missing_params, --lora, --lora_alpha) and converts them; the error is a usage error naming the flag.
 Result<ModelSettings> modelSettings(const ModelRequest& request);
