@@ -31,9 +31,9 @@ struct DiffRequest {
     std::optional<std::string> lora;         ///< --lora: how a LoRA checkpoint is read (both)
     std::optional<std::string> loraAlpha;    ///< --lora_alpha
     bool useRslora = false;                  ///< --use_rslora
-    std::optional<std::string> baseModel;
+    std::optional<std::string> baseModel;    ///< --base_model, for an adapter-only A
     std::optional<std::string> dtype;        ///< --dtype: A's floating tensors as a merge with it writes them
-    bool roundToNarrower = false;            ///< --round_to_narrower: compare as `tessera test` compares    ///< --base_model, for an adapter-only A
+    bool roundToNarrower = false;            ///< --round_to_narrower: compare as `tessera test` compares
 
     static ArgParser parser();
     static DiffRequest fromParser(const ArgParser& parsed);

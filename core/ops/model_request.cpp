@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ops/model_request.h"
 
+#include "formats/layout_registry.h"
 #include "io/regex.h"
 #include "mapping/lora_config.h"
 #include "ops/option_values.h"
@@ -36,6 +37,26 @@ Result<LoraFlagValues> loraFlagValues(const std::optional<std::string>& lora, co
     if (useRslora)
         values.settings.useRslora = true;
     return values;
+}
+
+Status loraFlagsApply(const CheckpointInfo& checkpoint, const std::string& root, const char* flag)
+{
+    if (!flag || hasLoraTensors(checkpoint))
+        return Status::success();
+    return makeError(std::string(flag) + " is for LoRA checkpoints, and " + root
+                     + " holds no LoRA tensors (no lora_A/lora_B or adapter.linear_in/out names)");
+}
+
+Result<CheckpointInfo> baseModelAsRead(const CheckpointInfo& scanned, const std::string& path,
+                                       const std::string& loraConfigDir)
+{
+    if (isMegatronLayout(scanned.layout))
+        return makeError("--base_model: " + path + " is a Megatron checkpoint; merge it into a Hugging Face folder "
+                                                   "first and give that folder");
+    CheckpointInfo base = scanned;
+    if (base.hfConfigDir.empty())
+        base.hfConfigDir = loraConfigDir;
+    return base;
 }
 
 Result<ModelSettings> modelSettings(const ModelRequest& request)

@@ -76,6 +76,15 @@ struct LoraFlagValues {
 Result<LoraFlagValues> loraFlagValues(const std::optional<std::string>& lora, const std::optional<std::string>& alpha,
                                       bool useRslora);
 
+/// The LoRA flags are for LoRA checkpoints: `flag`, the first one given (nullptr: none), refused for `checkpoint`
+/// (read from `root`) when it holds no LoRA tensors. One message for merge, test and diff.
+Status loraFlagsApply(const CheckpointInfo& checkpoint, const std::string& root, const char* flag);
+
+/// --base_model's scan (of `path`) as the fused model reads it: a Megatron checkpoint refused, and without a config
+/// folder of its own it takes the LoRA checkpoint's (`loraConfigDir`), as readLoraCheckpoint() does.
+Result<CheckpointInfo> baseModelAsRead(const CheckpointInfo& scanned, const std::string& path,
+                                       const std::string& loraConfigDir);
+
 /// Checks the model flags in the order the command line always has (--local_dir, --backend, --dtype, --threads,
 /// --ignore_missing_params, --lora, --lora_alpha) and converts them; the error is a usage error naming the flag.
 Result<ModelSettings> modelSettings(const ModelRequest& request);

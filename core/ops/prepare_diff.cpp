@@ -81,27 +81,20 @@ Result<std::shared_ptr<const CheckpointInfo>> readBaseModel(PreparedDiff& p, con
 {
     auto info = readSide(p, context, path, "", "--base_model");
     TESSERA_TRY(info);
-    if (isMegatronLayout((*info)->layout))
-        return makeError("--base_model: " + path + " is a Megatron checkpoint; merge it into a Hugging Face folder "
-                                                   "first and give that folder");
-    if (!(*info)->hfConfigDir.empty())
-        return *info;
-    CheckpointInfo base = **info;
-    base.hfConfigDir = a.hfConfigDir; // as the fused model takes it (readLoraCheckpoint)
-    return std::make_shared<const CheckpointInfo>(std::move(base));
+    auto base = baseModelAsRead(**info, path, a.hfConfigDir);
+    TESSERA_TRY(base);
+    return std::make_shared<const CheckpointInfo>(std::move(*base));
 }
 
 /// The LoRA flags are for LoRA checkpoints: given for another A, they are refused as a merge refuses them.
 Status checkLoraFlags(const DiffRequest& request, const CheckpointInfo& a)
 {
-    if (hasLoraTensors(a) || (!request.lora && !request.loraAlpha && !request.useRslora && !request.baseModel))
-        return Status::success();
     const char* flag = request.baseModel ? "--base_model"
         : request.loraAlpha              ? "--lora_alpha"
         : request.useRslora              ? "--use_rslora"
-                                         : "--lora";
-    return makeError(std::string(flag) + " is for LoRA checkpoints, and " + a.root
-                     + " holds no LoRA tensors (no lora_A/lora_B or adapter.linear_in/out names)");
+        : request.lora                   ? "--lora"
+                                         : nullptr;
+    return loraFlagsApply(a, a.root, flag);
 }
 
 /// One side read, its problems listed and its names made Hugging Face's (A's LoRA read as `lora` asks).

@@ -138,12 +138,10 @@ bool readBaseModel(PreparedModel& m, const std::string& path, const PrepareConte
     auto scan = scanned(m, context, path, "", true);
     if (!scan)
         return refuse(m, scan.error().withContext("--base_model"));
-    if (isMegatronLayout(scan->info->layout))
-        return refuse(m, makeError("--base_model: " + path + " is a Megatron checkpoint; merge it into a Hugging Face "
-                                   "folder first and give that folder"));
-    CheckpointInfo base = *scan->info;
-    if (base.hfConfigDir.empty())
-        base.hfConfigDir = m.input->hfConfigDir; // as the fused model takes it (readLoraCheckpoint)
+    auto read = baseModelAsRead(*scan->info, path, m.input->hfConfigDir);
+    if (!read)
+        return refuse(m, read.error());
+    CheckpointInfo base = std::move(*read);
     if (const Status checked = checkExpectedParameters(base, m.settings.check); !checked)
         return refuse(m, checked.error(), true);
     for (const auto& w : base.warnings)
@@ -156,12 +154,13 @@ bool readBaseModel(PreparedModel& m, const std::string& path, const PrepareConte
 bool readAdapter(PreparedModel& m, const ModelRequest& request, const PrepareContext& context)
 {
     if (!hasLoraTensors(*m.input)) {
-        if (!request.baseModel && !request.loraAlpha && !request.usePeft)
-            return true;
-        const char* flag = request.baseModel ? "--base_model" : request.loraAlpha ? "--lora_alpha" : "--use_peft";
-        return refuse(m, makeError(std::string(flag) + " is for LoRA checkpoints, and " + m.settings.localDir
-                                   + " holds no LoRA tensors (no lora_A/lora_B or adapter.linear_in/out names)"),
-                      true);
+        const char* flag = request.baseModel ? "--base_model"
+            : request.loraAlpha              ? "--lora_alpha"
+            : request.usePeft                ? "--use_peft"
+                                             : nullptr;
+        if (const Status applies = loraFlagsApply(*m.input, m.settings.localDir, flag); !applies)
+            return refuse(m, applies.error(), true);
+        return true;
     }
     if (request.baseModel && !readBaseModel(m, *request.baseModel, context))
         return false;
