@@ -6,6 +6,7 @@
 #include "model/convert.h"
 #include "formats/safetensors_reader.h"
 
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -254,6 +255,27 @@ private Q_SLOTS:
                                   &out, &err),
                  0);
         QVERIFY2(out.contains(QStringLiteral("51 tensors: 51 identical")), qPrintable(out + err));
+    }
+
+    void megatronBaseModelIsRefusedAsMergeRefusesIt()
+    {
+        // --base_model must be a Hugging Face model: diff and merge refuse a Megatron one in the same words, and the
+        // merge writes nothing.
+        const QString a = actor("lora_llama_w2_fp32"), megatron = actor("megatron_legacy_qwen2_tp2_pp2");
+        const QString target = q(test::makeTempDir() + "/out");
+        QString out, diffErr, mergeErr;
+        QCOMPARE(test::runTessera({ QStringLiteral("diff"), a, reference("lora_llama_w2_fp32"),
+                                    QStringLiteral("--base_model"), megatron, QStringLiteral("--quiet") },
+                                  &out, &diffErr),
+                 1);
+        QCOMPARE(test::runTessera({ QStringLiteral("merge"), QStringLiteral("--local_dir"), a, QStringLiteral("--target_dir"),
+                                    target, QStringLiteral("--base_model"), megatron, QStringLiteral("--quiet") },
+                                  &out, &mergeErr),
+                 1);
+        const QString why = QStringLiteral("is a Megatron checkpoint; merge it into a Hugging Face folder first");
+        QVERIFY2(diffErr.contains(why), qPrintable(diffErr));
+        QVERIFY2(mergeErr.contains(why), qPrintable(mergeErr));
+        QVERIFY(!QFileInfo::exists(target));
     }
 
     void megatronIsMappedToHuggingFaceNames()
