@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// tessera inspect PATH [--json] [--hf_model_path DIR]
+// tessera inspect PATH [--json] [--tensors] [--norms] [--hf_model_path DIR]
 
 #include "cli_args.h"
 #include "commands.h"
 #include "terminal_progress.h"
 #include "terminal_text.h"
 
+#include "compare/training_norms.h"
+#include "compare/training_report.h"
 #include "io/regex.h"
 #include "model/checkpoint_report.h"
 #include "mapping/hf_parameter_check.h"
@@ -21,15 +23,56 @@
 
 namespace tessera::cli {
 
+namespace {
+
+/// A verl FSDP folder's training state, and its optimizer norms when asked for (they read every moment tensor,
+/// so only then).
+struct TrainingReport {
+    std::optional<TrainingState> state;
+    std::optional<TrainingNorms> norms;
+    bool problems() const { return state && !state->problems.empty(); }
+};
+
+Result<TrainingReport> readTrainingReport(const CheckpointInfo& info, bool norms, int threads, bool quiet)
+{
+    TrainingReport report;
+    {
+        TerminalProgress progress("Reading the training state", TerminalProgress::Unit::Items, quiet);
+        auto state = readTrainingState(info, threads, progress);
+        progress.finish();
+        TESSERA_TRY(state);
+        if (state->any())
+            report.state = std::move(*state);
+    }
+    if (!norms)
+        return report;
+    if (!report.state || !report.state->hasOptimizer())
+        return makeError(info.root + ": no optimizer state to read (--norms reads a verl FSDP folder's "
+                                     "optim_world_size_W_rank_R.pt files)");
+    TerminalProgress progress("Reading the optimizer state", TerminalProgress::Unit::Bytes, quiet);
+    auto computed = computeTrainingNorms(*report.state, threads, progress);
+    progress.finish();
+    TESSERA_TRY(computed);
+    report.norms = std::move(*computed);
+    return report;
+}
+
+} // namespace
+
 int runInspect(const std::vector<std::string>& args)
 {
-    ArgParser parser("inspect", "PATH [--json] [--hf_model_path DIR]",
+    ArgParser parser("inspect", "PATH [--json] [--tensors] [--norms] [--hf_model_path DIR]",
                      "Detect the layout of a checkpoint and describe it: parallel configuration, every tensor with\n"
-                     "its dtype, global shape and the pieces each rank holds, and every problem found. Reads only\n"
-                     "headers and pickles, never tensor data.");
+                     "its dtype, global shape and the pieces each rank holds, and every problem found. Beside a verl\n"
+                     "FSDP model it describes the training state a resume loads: optimizer, hyper-parameters, Adam\n"
+                     "step, scheduler, RNG and dataloader state, and whether every rank has it. Reads only headers\n"
+                     "and pickles, never tensor data (unless --norms).");
     parser.addPositional("PATH", "checkpoint folder (run root, global_step_N, actor/, DCP, Megatron, HF) or file");
     parser.addSwitch("json", "print one JSON object on stdout instead of the summary");
-    parser.addSwitch("tensors", "list every tensor in the summary");
+    parser.addSwitch("tensors", "list every tensor in the summary (and with --norms every parameter's norms)");
+    parser.addSwitch("norms", "read the optimizer state and show each parameter's L2 norms of exp_avg and "
+                              "sqrt(exp_avg_sq), which layers are still moving: the 10 largest and smallest "
+                              "(all in --json)");
     parser.addOption("hf_model_path", "DIR", "folder with config.json and the tokenizer, if not found automatically");
     parser.addOption("threads", "N", "files read in parallel, 1 to " + std::to_string(kMaxThreads),
                      "number of cores");
@@ -76,6 +119,9 @@ int runInspect(const std::vector<std::string>& args)
         mapping = mapMegatronToHf(*info, mo);
     }
     const bool mappingOk = !mapping || (mapping->ok() && mapping->value().problems.empty());
+    const auto training = readTrainingReport(*info, parser.isSet("norms"), options.threads, parser.isSet("json"));
+    if (!training)
+        return reportFailure(parser, training.error().message);
     if (parser.isSet("json")) {
         auto j = checkpointToJson(*info);
         if (const auto lora = loraSummaryLines(mapping && mapping->ok() ? mapping->value().mapped : *info); !lora.empty())
@@ -83,6 +129,8 @@ int runInspect(const std::vector<std::string>& args)
         if (mapping)
             j["mapping"] = mapping->ok() ? mappingToJson(mapping->value())
                                          : nlohmann::json { { "error", mapping->error().message } };
+        if (training->state)
+            j["training_state"] = trainingStateToJson(*training->state, training->norms ? &*training->norms : nullptr);
         std::cout << jsonText(j) << "\n";
     } else {
         std::cout << checkpointSummary(*info, parser.isSet("tensors"));
@@ -94,8 +142,12 @@ int runInspect(const std::vector<std::string>& args)
             std::cout << "\n" << mappingSummary(mapping->value(), parser.isSet("tensors"));
         else if (mapping)
             std::cout << "\nMapping     not possible: " << printableMessage(mapping->error().message) << "\n";
+        if (training->state)
+            std::cout << "\n" << trainingStateSummary(*training->state);
+        if (training->norms)
+            std::cout << "\n" << trainingNormsText(*training->norms, parser.isSet("tensors"));
     }
-    return info->problems.empty() && mappingOk ? ExitOk : ExitProblems;
+    return info->problems.empty() && mappingOk && !training->problems() ? ExitOk : ExitProblems;
 }
 
 } // namespace tessera::cli

@@ -12,6 +12,7 @@
 #include "io/printable.h"
 #include "ops/prepare_split.h"
 #include "ops/target_entries.h"
+#include "split/split_training.h"
 
 #include <nlohmann/json.hpp>
 
@@ -56,7 +57,8 @@ void printSplit(const PreparedSplit& prepared, const SplitOutcome& outcome)
     if (prepared.request.quiet)
         return;
     const double rate = outcome.seconds > 0 ? static_cast<double>(outcome.bytesWritten) / outcome.seconds : 0;
-    std::cout << "Split " << prepared.model.primary().tensors.size() << " tensors (" << formatBytes(outcome.bytesWritten)
+    std::cout << "Split " << prepared.model.primary().tensors.size() << " tensors"
+              << (plan.training ? " and the training state" : "") << " (" << formatBytes(outcome.bytesWritten)
               << ") into " << printableText(outcome.outputDir) << " as " << plan.layout << " in " << std::fixed
               << std::setprecision(outcome.seconds < 10 ? 2 : 1) << outcome.seconds << " s ("
               << formatBytes(static_cast<std::uint64_t>(rate)) << "/s)\n";
@@ -76,6 +78,10 @@ int writeSplit(const ArgParser& parser, const PreparedSplit& prepared, DebugLog&
             printMessage("split", "warning", w);
         for (const auto& w : prepared.plan->warnings)
             printMessage("split", "note", w);
+        // What of the run's training state goes with the model, and what does not.
+        if (const auto& training = prepared.plan->training)
+            for (const auto& note : training->notes)
+                printMessage("split", "note", note);
     }
     noteOtherFiles(prepared);
     TerminalProgress progress("Splitting", TerminalProgress::Unit::Bytes, quiet);

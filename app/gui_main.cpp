@@ -7,6 +7,7 @@
 #include "pages/mappingpage.h"
 #include "pages/mergepage.h"
 #include "pages/splitpage.h"
+#include "pages/trainingpage.h"
 #include "terminal_text.h"
 #include "theme.h"
 
@@ -185,14 +186,16 @@ int runScreenshot(QApplication& app, tessera::ui::MainWindow& window, const GuiO
         // The right-hand pages need room; the tree view shows the tree wide.
         window.setTreeShare(tessera::ui::pageSpec(view).treeShare);
         // Let layouts and the tree settle before grabbing, and the workers the pages show finish (the name mapping,
-        // then the merge and split plans that wait for it: the Summary says what the merge plan says), for at most
+        // then the merge and split plans that wait for it: the Summary says what the merge plan says; the training
+        // state and a small optimizer's norms), for at most
         // ten seconds.
         auto* mapping = window.findChild<tessera::ui::MappingPage*>();
         auto* merge = window.findChild<tessera::ui::MergePage*>();
         auto* split = window.findChild<tessera::ui::SplitPage*>();
-        auto busy = [mapping, merge, split] {
+        auto* training = window.trainingPage();
+        auto busy = [mapping, merge, split, training] {
             return (mapping && mapping->job()->isBusy()) || (merge && merge->isPlanning())
-                || (split && split->isPlanning());
+                || (split && split->isPlanning()) || (training && training->isBusy());
         };
         auto* settle = new QTimer(&window);
         settle->setInterval(50);

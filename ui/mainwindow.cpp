@@ -17,6 +17,7 @@
 #include "pages/splitpage.h"
 #include "pages/placementpage.h"
 #include "pages/summarypage.h"
+#include "pages/trainingpage.h"
 #include "pages/treepage.h"
 #include "pages/welcomepage.h"
 #include "widgets/readmewindow.h"
@@ -309,6 +310,7 @@ void MainWindow::onScanFinished(const CheckpointPtr& checkpoint)
     m_mapping->setCheckpoint(checkpoint);
     m_merge->setCheckpoint(checkpoint);
     m_diff->setCheckpoint(checkpoint);
+    m_training->setCheckpoint(checkpoint);
     m_tree->setCheckpoint(checkpoint);
     if (m_statistics) {
         // Its tensor belonged to the checkpoint before.
@@ -510,6 +512,7 @@ void MainWindow::createPages()
     m_merge = qobject_cast<MergePage*>(pageOf(View::Merge));
     m_split = qobject_cast<SplitPage*>(pageOf(View::Split));
     m_diff = qobject_cast<DiffPage*>(pageOf(View::Diff));
+    m_training = qobject_cast<TrainingPage*>(pageOf(View::Training));
 }
 
 QString MainWindow::shortcutsHtml() const

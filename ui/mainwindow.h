@@ -21,6 +21,7 @@ class QToolButton;
 namespace tessera::ui {
 
 class DiffPage;
+class TrainingPage;
 class StatisticsWindow;
 class MappingPage;
 class MergePage;
@@ -69,6 +70,7 @@ public:
     TreePage* treePage() const { return m_tree; }
     PlacementPage* placementPage() const { return m_placement; }
     DiffPage* diffPage() const { return m_diff; }
+    TrainingPage* trainingPage() const { return m_training; }
     SplitPage* splitPage() const { return m_split; }
     /// The Statistics window, once a tensor's statistics were asked for; null before.
     StatisticsWindow* statisticsWindow() const { return m_statistics; }
@@ -128,6 +130,7 @@ private:
     MergePage* m_merge;
     SplitPage* m_split;
     DiffPage* m_diff;
+    TrainingPage* m_training;
     StatisticsWindow* m_statistics = nullptr; ///< created when first asked for
     ReadmeWindow* m_readme = nullptr;         ///< created when first asked for
     QLabel* m_statusText;

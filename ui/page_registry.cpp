@@ -7,6 +7,7 @@
 #include "pages/placementpage.h"
 #include "pages/splitpage.h"
 #include "pages/summarypage.h"
+#include "pages/trainingpage.h"
 
 #include <QCoreApplication>
 
@@ -59,6 +60,12 @@ const std::vector<PageSpec>& workbenchPages()
                                          "unless you choose another); select a row for histograms and heatmaps; "
                                          "Export… saves the table, a right-click saves a plot as PNG, SVG or PDF."),
           &make<DiffPage> },
+        { View::Training, "training", QT_TRANSLATE_NOOP("Workbench", "T&raining State"),
+          QT_TRANSLATE_NOOP("Workbench", "Training"), 7, false, 0.3,
+          QT_TRANSLATE_NOOP("Workbench", "<b>Training</b>: a verl checkpoint's optimizer, hyper-parameters, Adam step, "
+                                         "scheduler, RNG and dataloader state, whether every rank has it, and each "
+                                         "parameter's norms of exp_avg and √exp_avg_sq: which layers are still moving."),
+          &make<TrainingPage> },
     };
     return pages;
 }

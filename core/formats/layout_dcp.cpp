@@ -5,6 +5,7 @@
 #include "model/coverage.h"
 #include "io/printable.h"
 #include "formats/layouts.h"
+#include "formats/optimizer_keys.h"
 #include "io/path_kinds.h"
 #include "parallel.h"
 #include "pickle/torch_save.h"
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace fs = std::filesystem;
 
@@ -250,9 +252,52 @@ Status readDcpTensors(const std::vector<DcpTensor>& entries, DcpSources& sources
     return Status::success();
 }
 
+/// torchtitan saves the model's keys beside its training state (`optimizer`, `lr_scheduler`, `dataloader`,
+/// `train_state`): the optimizer's tensors go to info.optimizer, the rest of that state is counted, and `tensors`
+/// keeps the model alone, which a merge writes.
+void separateTrainingState(CheckpointInfo& info, const std::vector<std::string>& nonTensorEntries)
+{
+    moveOptimizerTensors(info, OptimizerState::Layout::TorchFlattened, torchFlattenedOptimizerKey);
+    std::map<std::string, std::size_t> entries; // training-state entry → its keys that are not the optimizer's
+    std::vector<TensorInfo> model;
+    std::set<std::string> dropped;
+    for (auto& t : info.tensors) {
+        const std::string entry = torchtitanStateEntry(t.name);
+        if (entry.empty()) {
+            model.push_back(std::move(t));
+            continue;
+        }
+        ++entries[entry];
+        dropped.insert(t.name);
+    }
+    info.tensors = std::move(model);
+    std::vector<Problem> problems;
+    for (auto& p : info.problems)
+        if (!dropped.count(p.tensor))
+            problems.push_back(std::move(p));
+    info.problems = std::move(problems);
+    for (const auto& name : nonTensorEntries) {
+        const std::string entry = torchtitanStateEntry(name);
+        if (entry == "optimizer")
+            ++info.optimizer.otherEntries;
+        else if (!entry.empty())
+            ++entries[entry];
+    }
+    if (info.optimizer.layout == OptimizerState::Layout::TorchFlattened)
+        info.optimizer.noMasterWeights = "its optimizer is torch.optim's state, which keeps no copy of "
+                                         "the weights (the model's keys are the weights it trains): merge without "
+                                         "--weights_from optimizer";
+    std::string listed;
+    for (const auto& [entry, count] : entries)
+        listed += (listed.empty() ? "" : ", ") + entry + " (" + std::to_string(count) + ")";
+    if (!listed.empty())
+        info.notes["training_state"] = listed + ", not part of the model";
+}
+
 } // namespace
 
-Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& progress)
+Result<CheckpointInfo> scanDcpEntries(const std::string& dir, int threads, Progress& progress,
+                                      std::vector<std::string>& nonTensorEntries)
 {
     CheckpointInfo info;
     info.layout = layout_names::kDcp;
@@ -264,7 +309,8 @@ Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& pr
     TESSERA_TRY(metadata);
     if (!*metadata || (*metadata)->kind != K::Object)
         return makeError(metaPath + ": not a DCP Metadata object");
-    std::vector<std::string> bytesEntries;
+    std::vector<std::string>& bytesEntries = nonTensorEntries;
+    bytesEntries.clear();
     auto entries = readTensorEntries(*metadata, metaPath, bytesEntries);
     TESSERA_TRY(entries);
     auto storage = readStorageData(*metadata, metaPath);
@@ -284,6 +330,63 @@ Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& pr
             maxRank = std::max(maxRank, p.rank);
     info.parallel.worldSize = maxRank + 1;
     return info;
+}
+
+Result<CheckpointInfo> scanDcp(const std::string& dir, int threads, Progress& progress)
+{
+    std::vector<std::string> nonTensorEntries;
+    auto info = scanDcpEntries(dir, threads, progress, nonTensorEntries);
+    TESSERA_TRY(info);
+    separateTrainingState(*info, nonTensorEntries);
+    return info;
+}
+
+Result<DcpTrainingEntries> scanDcpTrainingEntries(const std::string& dir, int threads, Progress& progress)
+{
+    DcpTrainingEntries out;
+    std::vector<std::string> nonTensorEntries;
+    auto all = scanDcpEntries(dir, threads, progress, nonTensorEntries);
+    TESSERA_TRY(all);
+    out.tensors = std::move(*all);
+    std::vector<TensorInfo> training;
+    for (auto& t : out.tensors.tensors)
+        if (!torchtitanStateEntry(t.name).empty())
+            training.push_back(std::move(t));
+    out.tensors.tensors = std::move(training);
+    std::vector<Problem> problems;
+    for (auto& p : out.tensors.problems)
+        if (p.tensor.empty() || !torchtitanStateEntry(p.tensor).empty())
+            problems.push_back(std::move(p));
+    out.tensors.problems = std::move(problems);
+
+    const std::string metaPath = (fs::path(out.tensors.root) / ".metadata").string();
+    auto metaFile = MappedFile::open(metaPath);
+    TESSERA_TRY(metaFile);
+    auto metadata = unpickle((*metaFile)->view(), metaPath);
+    TESSERA_TRY(metadata);
+    auto storage = readStorageData(*metadata, metaPath);
+    TESSERA_TRY(storage);
+    const PyRef planner = (*metadata)->attr("planner_data");
+    auto pathOf = [&](const std::string& fqn) -> PyRef {
+        return planner && planner->kind == K::Dict ? planner->get(fqn) : nullptr;
+    };
+    for (const auto& t : out.tensors.tensors)
+        out.plannerPaths[t.name] = pathOf(t.name);
+    for (const auto& fqn : nonTensorEntries) {
+        auto it = storage->find({ fqn, {} });
+        if (it == storage->end())
+            return makeError(metaPath + ": the entry '" + printableText(fqn) + "' has no storage entry");
+        const std::string& relative = it->second.relativePath;
+        const fs::path file = fs::path(out.tensors.root) / relative;
+        if (relative.empty() || relative.find("..") != std::string::npos || relative.front() == '/')
+            return makeError(metaPath + ": '" + printableText(fqn) + "' is stored outside the folder");
+        std::error_code ec;
+        const auto size = fs::file_size(file, ec);
+        if (ec || it->second.offset > size || it->second.length > size - it->second.offset)
+            return makeError(file.string() + ": shorter than the entry '" + printableText(fqn) + "' .metadata places in it");
+        out.bytes.push_back({ fqn, file.string(), it->second.offset, it->second.length, pathOf(fqn) });
+    }
+    return out;
 }
 
 } // namespace tessera

@@ -33,10 +33,58 @@ struct RankFile {
     std::shared_ptr<TorchSaveFile> archive;
     std::vector<Problem> problems;
     bool readable = false;
+    /// An optimizer file's state dict with its tensors replaced by placeholders (model files keep none).
+    PyRef skeleton;
 };
 
+/// What a rank file holds: a model's flat state dict, or an optimizer's nested state dict.
+enum class RankFileKind { Model, Optimizer };
+
+/// Deeper than any optimizer's state dict ({"state": {i: {key: tensor}}, "param_groups": [{…}]}) by far.
+constexpr int kMaxOptimizerNesting = 32;
+
+/// `value` with every tensor replaced by a placeholder (PyValue::Kind::Tensor, `integer` its index in
+/// `rank.tensors`), each tensor named by its path ("state.0.exp_avg"). Containers are copied; scalars shared.
+Result<PyRef> optimizerSkeleton(const PyRef& value, const std::string& path, RankFile& rank, int depth)
+{
+    if (depth > kMaxOptimizerNesting)
+        return makeError("the optimizer state nests deeper than " + std::to_string(kMaxOptimizerNesting) + " levels");
+    auto copy = std::make_shared<PyValue>();
+    copy->kind = value ? value->kind : PyValue::Kind::None;
+    auto at = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+    if (!value)
+        return copy;
+    if (value->kind == PyValue::Kind::Dict) {
+        for (const auto& [key, item] : value->entries) {
+            const std::string name = key && key->isStr() ? key->text : key && key->isInt() ? std::to_string(key->integer)
+                                                                                            : key ? key->repr(1) : "None";
+            auto child = optimizerSkeleton(item, at(name), rank, depth + 1);
+            TESSERA_TRY(child);
+            copy->entries.emplace_back(key, std::move(*child));
+        }
+        return copy;
+    }
+    if (value->isSequence()) {
+        for (std::size_t i = 0; i < value->items.size(); ++i) {
+            auto child = optimizerSkeleton(value->items[i], at(std::to_string(i)), rank, depth + 1);
+            TESSERA_TRY(child);
+            copy->items.push_back(std::move(*child));
+        }
+        return copy;
+    }
+    auto saved = interpretSavedTensor(value, *rank.archive);
+    if (!saved)
+        return saved.error().withContext(path);
+    if (!saved->has_value())
+        return value;
+    copy->kind = PyValue::Kind::Tensor;
+    copy->integer = static_cast<std::int64_t>(rank.tensors.size());
+    rank.tensors.emplace_back(path, std::move(**saved));
+    return copy;
+}
+
 /// Reads one rank's file into SavedTensors; problems are recorded, never thrown.
-void readRankFile(RankFile& rank)
+void readRankFile(RankFile& rank, RankFileKind kind)
 {
     auto archive = TorchSaveFile::open(rank.path);
     if (!archive) {
@@ -46,18 +94,28 @@ void readRankFile(RankFile& rank)
     rank.archive = std::make_shared<TorchSaveFile>(std::move(*archive));
     const auto& root = rank.archive->root();
     if (!root || root->kind != PyValue::Kind::Dict) {
-        rank.problems.push_back({ rank.path, "", "the file does not hold a state dict (found "
-                                                 + (root ? root->repr(1) : std::string("nothing")) + ")" });
+        rank.problems.push_back({ rank.path, "", std::string("the file does not hold ")
+                                                     + (kind == RankFileKind::Model ? "a state dict" : "an optimizer's state dict")
+                                                     + " (found " + (root ? root->repr(1) : std::string("nothing")) + ")" });
         return;
     }
-    for (auto& [name, value] : stateDictItems(root)) {
-        auto saved = interpretSavedTensor(value, *rank.archive);
-        if (!saved) {
-            rank.problems.push_back({ rank.path, name, saved.error().message });
-            continue;
+    if (kind == RankFileKind::Optimizer) {
+        auto skeleton = optimizerSkeleton(root, "", rank, 0);
+        if (!skeleton) {
+            rank.problems.push_back({ rank.path, "", skeleton.error().message });
+            return;
         }
-        if (saved->has_value())
-            rank.tensors.emplace_back(name, std::move(**saved));
+        rank.skeleton = std::move(*skeleton);
+    } else {
+        for (auto& [name, value] : stateDictItems(root)) {
+            auto saved = interpretSavedTensor(value, *rank.archive);
+            if (!saved) {
+                rank.problems.push_back({ rank.path, name, saved.error().message });
+                continue;
+            }
+            if (saved->has_value())
+                rank.tensors.emplace_back(name, std::move(**saved));
+        }
     }
     // The pickle tree is many times the size of the file's data.pkl; keep only the interpreted tensors.
     rank.archive->dropPickle();
@@ -169,10 +227,15 @@ std::optional<std::int64_t> parseRankNumber(const std::string& digits)
 /// The rank files present: file path by world size, then rank.
 using RankFilesByWorld = std::map<std::int64_t, std::map<std::int64_t, std::string>>;
 
-/// The model_world_size_W_rank_R.pt files in `dir`; a name whose numbers are out of range is reported and left out.
-Result<RankFilesByWorld> listRankFiles(const std::string& dir, CheckpointInfo& info)
+/// The file name stem of rank files of `kind`: "model" or "optim" (…_world_size_W_rank_R.pt).
+const char* rankFileStem(RankFileKind kind) { return kind == RankFileKind::Model ? "model" : "optim"; }
+
+/// The STEM_world_size_W_rank_R.pt files in `dir`; a name whose numbers are out of range is reported and left out.
+Result<RankFilesByWorld> listRankFiles(const std::string& dir, CheckpointInfo& info, RankFileKind kind)
 {
-    static const Regex pattern = Regex::fixed(R"(model_world_size_(\d+)_rank_(\d+)\.pt)");
+    static const Regex model = Regex::fixed(R"(model_world_size_(\d+)_rank_(\d+)\.pt)");
+    static const Regex optimizer = Regex::fixed(R"(optim_world_size_(\d+)_rank_(\d+)\.pt)");
+    const Regex& pattern = kind == RankFileKind::Model ? model : optimizer;
     RankFilesByWorld byWorld;
     std::error_code ec;
     for (const auto& entry : folderEntries(dir, ec)) {
@@ -190,7 +253,7 @@ Result<RankFilesByWorld> listRankFiles(const std::string& dir, CheckpointInfo& i
         byWorld[*world][*rank] = entry.path().string();
     }
     if (byWorld.empty())
-        return makeError(dir + ": no model_world_size_W_rank_R.pt files");
+        return makeError(dir + ": no " + rankFileStem(kind) + "_world_size_W_rank_R.pt files");
     return byWorld;
 }
 
@@ -249,14 +312,14 @@ Result<std::int64_t> chooseWorldSize(const std::string& dir, const RankFilesByWo
 
 /// One slot per rank of the world, with its file's path; each rank without a file is reported missing.
 std::vector<RankFile> rankSlots(const std::string& dir, const std::map<std::int64_t, std::string>& files,
-                                std::int64_t world, CheckpointInfo& info)
+                                std::int64_t world, CheckpointInfo& info, RankFileKind kind)
 {
     std::vector<RankFile> ranks(static_cast<std::size_t>(world));
     for (int r = 0; r < static_cast<int>(world); ++r) {
         ranks[static_cast<std::size_t>(r)].rank = r;
         auto it = files.find(r);
         if (it == files.end()) {
-            const std::string missing = (fs::path(dir) / ("model_world_size_" + std::to_string(world) + "_rank_"
+            const std::string missing = (fs::path(dir) / (rankFileStem(kind) + ("_world_size_" + std::to_string(world)) + "_rank_"
                                                           + std::to_string(r) + ".pt")).string();
             info.problems.push_back({ missing, "", "rank " + std::to_string(r) + " of " + std::to_string(world)
                                                       + " is missing" });
@@ -269,14 +332,15 @@ std::vector<RankFile> rankSlots(const std::string& dir, const std::map<std::int6
 }
 
 /// Reads every rank's file on the pickle readers, then lists their problems in rank order.
-Status readRankFiles(std::vector<RankFile>& ranks, int threads, Progress& progress, CheckpointInfo& info)
+Status readRankFiles(std::vector<RankFile>& ranks, int threads, Progress& progress, CheckpointInfo& info,
+                     RankFileKind kind)
 {
     std::atomic<std::uint64_t> done { 0 };
     std::mutex progressMutex;
     parallelFor(ranks.size(), resolvePickleReaders(threads), [&](std::size_t i) {
         if (ranks[i].path.empty() || progress.isCanceled())
             return;
-        readRankFile(ranks[i]);
+        readRankFile(ranks[i], kind);
         std::lock_guard<std::mutex> lock(progressMutex);
         progress.report(++done, ranks.size(), ranks[i].path);
     });
@@ -420,12 +484,12 @@ Result<CheckpointInfo> scanVerlFsdp(const std::string& dir, int threads, Progres
     CheckpointInfo info;
     info.layout = layout_names::kVerlFsdp;
     info.root = absoluteNormal(dir).string();
-    auto byWorld = listRankFiles(dir, info);
+    auto byWorld = listRankFiles(dir, info, RankFileKind::Model);
     TESSERA_TRY(byWorld);
     auto world = chooseWorldSize(dir, *byWorld, info);
     TESSERA_TRY(world);
-    std::vector<RankFile> ranks = rankSlots(dir, byWorld->at(*world), *world, info);
-    TESSERA_TRY(readRankFiles(ranks, threads, progress, info));
+    std::vector<RankFile> ranks = rankSlots(dir, byWorld->at(*world), *world, info, RankFileKind::Model);
+    TESSERA_TRY(readRankFiles(ranks, threads, progress, info, RankFileKind::Model));
     placeTensors(ranks, *world, info);
     info.parallel.worldSize = static_cast<int>(*world);
     setTensorParallelFromMesh(info);
@@ -440,7 +504,7 @@ Result<CheckpointInfo> scanTorchSaveFile(const std::string& path)
     RankFile rank;
     rank.rank = 0;
     rank.path = info.root;
-    readRankFile(rank);
+    readRankFile(rank, RankFileKind::Model);
     if (!rank.readable) {
         if (rank.problems.empty())
             return makeError(path + ": unreadable");
@@ -459,6 +523,42 @@ Result<CheckpointInfo> scanTorchSaveFile(const std::string& path)
         info.tensors.push_back(std::move(tensor));
     }
     return info;
+}
+
+Result<OptimizerFiles> scanVerlFsdpOptimizer(const std::string& dir, std::int64_t world, int threads,
+                                             Progress& progress)
+{
+    OptimizerFiles out;
+    CheckpointInfo& info = out.info;
+    info.layout = layout_names::kVerlFsdp;
+    info.root = absoluteNormal(dir).string();
+    auto byWorld = listRankFiles(dir, info, RankFileKind::Optimizer);
+    TESSERA_TRY(byWorld);
+    for (const auto& [otherWorld, files] : *byWorld)
+        if (otherWorld != world)
+            info.problems.push_back({ info.root, "", std::to_string(files.size()) + " optimizer file(s) of world size "
+                                                         + std::to_string(otherWorld) + " are beside the model's world size "
+                                                         + std::to_string(world) + "; they are not read" });
+    const auto own = byWorld->find(world);
+    std::vector<RankFile> ranks = rankSlots(dir, own == byWorld->end() ? std::map<std::int64_t, std::string> {} : own->second,
+                                            world, info, RankFileKind::Optimizer);
+    TESSERA_TRY(readRankFiles(ranks, threads, progress, info, RankFileKind::Optimizer));
+    for (const auto& rank : ranks) {
+        if (!rank.readable || !ranks.front().readable || rank.rank == 0)
+            continue;
+        const auto& first = ranks.front();
+        bool sameNames = rank.tensors.size() == first.tensors.size();
+        for (std::size_t i = 0; sameNames && i < rank.tensors.size(); ++i)
+            sameNames = rank.tensors[i].first == first.tensors[i].first;
+        if (!sameNames || !sameValue(rank.skeleton, first.skeleton))
+            info.problems.push_back({ rank.path, "", "the optimizer state of rank " + std::to_string(rank.rank)
+                                                         + " is not laid out as rank 0's (other parameters, state "
+                                                           "entries or hyper-parameters)" });
+    }
+    placeTensors(ranks, world, info);
+    info.parallel.worldSize = static_cast<int>(world);
+    out.skeleton = ranks.front().skeleton;
+    return out;
 }
 
 } // namespace tessera

@@ -2,11 +2,13 @@
 // Megatron-core torch_dist checkpoints: a PyTorch DCP folder written by dist_checkpointing, plus metadata.json
 // (the backend) and, up to core v0.18, common.pt (args and other non-sharded state). The DCP keys already are
 // global tensors (homogeneous layers stacked on a leading layer axis), so this reader adds Megatron's facts on
-// top of scanDcp and removes what is not model weights.
+// top of the DCP entries, sets the optimizer's state apart (with the model its master weights make, when they can)
+// and removes what is not model weights.
 
 #include "formats/layouts.h"
 #include "formats/megatron_config.h"
 #include "formats/megatron_names.h"
+#include "formats/megatron_optimizer.h"
 #include "io/regex.h"
 #include "io/text_file.h"
 #include "pickle/torch_save.h"
@@ -16,6 +18,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -24,7 +27,8 @@ namespace tessera {
 
 namespace {
 
-/// Optimizer state, RNG state, TE metadata and the common state share the archive with the weights.
+/// RNG state, TE metadata and the common state share the archive with the weights (and the optimizer's state,
+/// which separateMegatronOptimizer() takes out first; an optimizer key of no layout it knows is dropped here).
 bool isNonModelKey(const std::string& name)
 {
     static const Regex chainedOptimizer = Regex::fixed(R"(chained_\d+\.optimizer\..*)");
@@ -90,6 +94,7 @@ void readCommonState(CheckpointInfo& info, MegatronConfig& config)
         for (const char* key : { "iteration", "checkpoint_version", "content_metadata" })
             if (auto value = root->get(key))
                 info.notes[key] = pyText(value);
+        readMegatronOptimizerSharding(root, info.optimizer);
     }
 }
 
@@ -112,10 +117,20 @@ void keepModelWeights(CheckpointInfo& info)
     info.problems = std::move(problems);
     if (!dropped.empty())
         info.notes["dropped_non_model_tensors"] = std::to_string(dropped.size());
-    if (info.tensors.empty())
-        info.problems.push_back({ info.root, "", "the checkpoint holds no model weights (only optimizer or RNG state); "
-                                                 "when verl saves through mbridge, the weights are Hugging Face "
-                                                 "safetensors in the huggingface/ folder beside it" });
+}
+
+/// A folder without model keys, as verl writes dist_ckpt/ when a bridge saved the weights to Hugging Face.
+void refuseEmptyModel(CheckpointInfo& info)
+{
+    if (!info.tensors.empty())
+        return;
+    std::string message = "the checkpoint holds no model weights (only optimizer or RNG state); when verl saves "
+                          "through mbridge, the weights are Hugging Face safetensors in the huggingface/ folder "
+                          "beside it";
+    if (info.optimizer.masterWeights)
+        message += "; its optimizer keeps the fp32 master weights (optimizer.state.fp32_param.*): merge them with "
+                   "--weights_from optimizer";
+    info.problems.push_back({ info.root, "", message });
 }
 
 /// PP and VPP are invisible on disk (every stage writes its layers at their global offsets); TP is in the chunks.
@@ -160,22 +175,74 @@ void checkAgainstConfig(CheckpointInfo& info, const MegatronConfig& config, cons
     }
 }
 
+/// The model read from the optimizer's fp32 master weights, described once here with the same checks as the model
+/// keys (`--weights_from optimizer` takes it), or why it cannot be: info.optimizer.masterWeights or noMasterWeights.
+/// `info` holds the model keys and the folder's own problems, not yet checked against the config.
+void readMasterWeights(CheckpointInfo& info, const MegatronConfig& config, const std::string& dir)
+{
+    OptimizerState& optimizer = info.optimizer;
+    std::vector<std::string> modelKeys;
+    std::set<std::string> modelNames;
+    for (const auto& t : info.tensors) {
+        modelKeys.push_back(t.name);
+        modelNames.insert(t.name);
+    }
+    optimizer.noMasterWeights = megatronMasterWeightsRefusal(info, modelKeys);
+    if (!optimizer.noMasterWeights.empty())
+        return;
+    CheckpointInfo weights;
+    weights.layout = info.layout;
+    weights.root = info.root;
+    weights.hfConfigDir = info.hfConfigDir;
+    weights.parallel = info.parallel;
+    weights.files = info.files;
+    weights.warnings = info.warnings;
+    weights.notes = info.notes;
+    weights.notes["weights_from"] = "optimizer: the fp32 master weights (optimizer.state.fp32_param.*)";
+    for (const auto& p : info.problems) // the folder's own, not the model keys'
+        if (!modelNames.count(p.tensor))
+            weights.problems.push_back(p);
+    std::map<std::string, std::string> keyOf; // model key → the optimizer key it was read from
+    for (const auto& t : optimizer.tensors) {
+        const std::string key = megatronMasterWeightKey(t.name);
+        if (key.empty())
+            continue;
+        if (!keyOf.emplace(key, t.name).second) {
+            weights.problems.push_back({ info.root, key, "two optimizer keys hold its master weights: " + keyOf[key]
+                                                             + " and " + t.name });
+            continue;
+        }
+        TensorInfo renamed = t;
+        renamed.name = key;
+        weights.tensors.push_back(std::move(renamed));
+    }
+    for (const auto& p : optimizer.problems)
+        if (const std::string key = megatronMasterWeightKey(p.tensor); !key.empty())
+            weights.problems.push_back({ p.file, key, p.message });
+    checkAgainstConfig(weights, config, dir);
+    optimizer.masterWeights = std::make_shared<const CheckpointInfo>(std::move(weights));
+}
+
 } // namespace
 
 Result<CheckpointInfo> scanMegatronDist(const std::string& dir, int threads, Progress& progress)
 {
-    auto scanned = scanDcp(dir, threads, progress);
+    std::vector<std::string> nonTensorEntries;
+    auto scanned = scanDcpEntries(dir, threads, progress, nonTensorEntries);
     TESSERA_TRY(scanned);
     CheckpointInfo info = std::move(*scanned);
     info.layout = layout_names::kMegatronDist;
     readBackend(info);
     MegatronConfig config = loadTransformerConfig(info);
     readCommonState(info, config);
+    separateMegatronOptimizer(info);
     keepModelWeights(info);
     setParallelSizes(info, config);
-    checkAgainstConfig(info, config, dir);
     if (config.numLayers)
         info.notes["num_layers"] = std::to_string(*config.numLayers);
+    readMasterWeights(info, config, dir);
+    checkAgainstConfig(info, config, dir);
+    refuseEmptyModel(info);
     return info;
 }
 

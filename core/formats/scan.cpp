@@ -181,15 +181,25 @@ Result<CheckpointInfo> scanCheckpoint(const std::string& path, const ScanOptions
     std::vector<fs::path> visited;
     auto info = dispatch(fs::path(path), options, progress, visited, 0);
     TESSERA_TRY(info);
+    std::optional<Problem> problem;
     if (!options.hfModelPath.empty()) {
         if (!existsFollowingLinks(fs::path(options.hfModelPath) / "config.json"))
-            info->problems.push_back({ options.hfModelPath, "", "no config.json in the --hf_model_path folder" });
+            problem = Problem { options.hfModelPath, "", "no config.json in the --hf_model_path folder" };
         info->hfConfigDir = absoluteNormal(options.hfModelPath).string();
     } else if (info->hfConfigDir.empty()) {
         auto found = findHfConfig(visited);
         info->hfConfigDir = found.dir;
-        if (found.outside)
-            info->problems.push_back(*found.outside);
+        problem = found.outside;
+    }
+    if (problem)
+        info->problems.push_back(*problem);
+    // The model the optimizer's master weights make is read with the same config folder.
+    if (const auto& weights = info->optimizer.masterWeights) {
+        CheckpointInfo same = *weights;
+        same.hfConfigDir = info->hfConfigDir;
+        if (problem)
+            same.problems.push_back(*problem);
+        info->optimizer.masterWeights = std::make_shared<const CheckpointInfo>(std::move(same));
     }
     return info;
 }

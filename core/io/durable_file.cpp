@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -76,11 +77,11 @@ Status copyFileSynced(const std::string& from, const std::string& to)
     return copyOpenFileSynced(in.fd, from, to);
 }
 
-Status copyOpenFileSynced(int fromFd, const std::string& from, const std::string& to)
+namespace {
+
+/// Copies the open file `fromFd` from its start into the open file `out` (`to` names it in errors).
+Status copyInto(int fromFd, const std::string& from, int out, const std::string& to)
 {
-    Descriptor out { ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644) };
-    if (out.fd < 0)
-        return failure(to, "cannot be created");
     std::vector<char> buffer(1u << 20);
     for (off_t at = 0;;) {
         const ssize_t n = ::pread(fromFd, buffer.data(), buffer.size(), at);
@@ -90,11 +91,55 @@ Status copyOpenFileSynced(int fromFd, const std::string& from, const std::string
             return failure(from, "cannot be read");
         }
         if (n == 0)
-            break;
+            return Status::success();
         at += n;
-        TESSERA_TRY(writeAll(out.fd, buffer.data(), static_cast<std::size_t>(n), to));
+        TESSERA_TRY(writeAll(out, buffer.data(), static_cast<std::size_t>(n), to));
     }
+}
+
+/// Replaces `path` with what `fill` writes into a fresh, exclusively created sibling, flushed, then renamed over it.
+Status replaceAtomically(const std::string& path, const std::function<Status(int fd, const std::string& temp)>& fill)
+{
+    std::string temp;
+    Descriptor out;
+    for (int attempt = 0; attempt < 8 && out.fd < 0; ++attempt) {
+        temp = uniqueSiblingName(path, "tessera-new");
+        out.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (out.fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (out.fd < 0)
+        return failure(path, "cannot be written (no temporary file beside it)");
+    Status written = fill(out.fd, temp);
+    if (written)
+        written = syncAndClose(out, temp);
+    if (written && ::rename(temp.c_str(), path.c_str()) != 0)
+        written = failure(path, "cannot be replaced");
+    if (!written) {
+        ::unlink(temp.c_str());
+        return written;
+    }
+    const auto folder = std::filesystem::path(path).parent_path();
+    return syncFolder(folder.empty() ? "." : folder.string());
+}
+
+} // namespace
+
+Status copyOpenFileSynced(int fromFd, const std::string& from, const std::string& to)
+{
+    Descriptor out { ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644) };
+    if (out.fd < 0)
+        return failure(to, "cannot be created");
+    TESSERA_TRY(copyInto(fromFd, from, out.fd, to));
     return syncAndClose(out, to);
+}
+
+Status copyFileAtomically(const std::string& from, const std::string& to)
+{
+    Descriptor in { ::open(from.c_str(), O_RDONLY | O_CLOEXEC) };
+    if (in.fd < 0)
+        return failure(from, "cannot be opened");
+    return replaceAtomically(to, [&](int fd, const std::string& temp) { return copyInto(in.fd, from, fd, temp); });
 }
 
 std::string uniqueSiblingName(const std::string& path, const std::string& tag)
@@ -113,27 +158,9 @@ std::string uniqueSiblingName(const std::string& path, const std::string& tag)
 
 Status replaceFileAtomically(const std::string& path, const std::string& bytes)
 {
-    std::string temp;
-    Descriptor out;
-    for (int attempt = 0; attempt < 8 && out.fd < 0; ++attempt) {
-        temp = uniqueSiblingName(path, "tessera-new");
-        out.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (out.fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (out.fd < 0)
-        return failure(path, "cannot be written (no temporary file beside it)");
-    Status written = writeAll(out.fd, bytes.data(), bytes.size(), temp);
-    if (written)
-        written = syncAndClose(out, temp);
-    if (written && ::rename(temp.c_str(), path.c_str()) != 0)
-        written = failure(path, "cannot be replaced");
-    if (!written) {
-        ::unlink(temp.c_str());
-        return written;
-    }
-    const auto folder = std::filesystem::path(path).parent_path();
-    return syncFolder(folder.empty() ? "." : folder.string());
+    return replaceAtomically(path, [&](int fd, const std::string& temp) {
+        return writeAll(fd, bytes.data(), bytes.size(), temp);
+    });
 }
 
 Status syncFolder(const std::string& dir)

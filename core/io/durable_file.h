@@ -26,6 +26,8 @@ Status copyOpenFileSynced(int fromFd, const std::string& from, const std::string
 /// folder (created exclusively, so nothing planted there is ever opened), then renamed over `path`. Readers see
 /// the old content or the new, never a part; several processes writing the same bytes do not disturb each other.
 Status replaceFileAtomically(const std::string& path, const std::string& bytes);
+/// Replaces `to` with a copy of `from`, atomically as replaceFileAtomically() does, streamed (never held whole).
+Status copyFileAtomically(const std::string& from, const std::string& to);
 /// A name for a temporary file or folder beside `path` that no other process picks: ".<name>.<tag>-<pid>-<random>".
 std::string uniqueSiblingName(const std::string& path, const std::string& tag);
 /// Flushes a folder's entries (created, renamed or removed names) to disk.

@@ -61,6 +61,21 @@ std::string Problem::text() const
     return out;
 }
 
+const char* optimizerLayoutName(OptimizerState::Layout layout)
+{
+    switch (layout) {
+    case OptimizerState::Layout::None:
+        return "";
+    case OptimizerState::Layout::TorchFlattened:
+        return "torch-flattened";
+    case OptimizerState::Layout::MegatronCanonical:
+        return "megatron-canonical";
+    case OptimizerState::Layout::MegatronFlatBuffers:
+        return "megatron-flat-buffers";
+    }
+    return "";
+}
+
 const TensorInfo* CheckpointInfo::find(const std::string& name) const
 {
     for (const auto& t : tensors)

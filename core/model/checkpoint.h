@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -139,6 +140,40 @@ struct Problem {
     std::string text() const;          ///< "file: tensor: message"
 };
 
+struct CheckpointInfo;
+
+/// A checkpoint's optimizer state, as its reader found it beside (or instead of) the model's weights. It is never
+/// part of the model a merge writes: inspect lists it, and `merge --weights_from optimizer` takes the model from
+/// the master weights it keeps, when it keeps them in a form that can be read back into parameters.
+struct OptimizerState {
+    /// How the optimizer's keys are laid out.
+    enum class Layout {
+        None,
+        TorchFlattened,      ///< torch's flatten_optimizer_state_dict under `optimizer.` (torchtitan's DCP)
+        MegatronCanonical,   ///< `[chained_N.]optimizer.state.<kind>.<model key>`, shaped like the model key
+        MegatronFlatBuffers, ///< `[chained_N.]optimizer.distributed.dp_group_idx_I.…`: the distributed optimizer's
+                             ///< own per-bucket buffers
+    };
+    Layout layout = Layout::None;
+    std::string shardingType;    ///< Megatron's param_state_sharding_type as recorded; "" when not recorded
+    std::string shardingSource;  ///< where it was read ("common.pt: optimizer.param_state_sharding_type")
+    std::vector<TensorInfo> tensors;              ///< every optimizer tensor, under its own key
+    std::map<std::string, std::size_t> kinds;     ///< state kind ("exp_avg", "fp32_param", "step") → its tensors
+    std::size_t parameters = 0;                   ///< parameters with state (0 for flat buffers)
+    std::size_t otherEntries = 0;                 ///< the optimizer's non-tensor entries (hyper-parameters, …)
+    std::vector<Problem> problems;                ///< damage in the optimizer's tensors (not the model's)
+    /// The model read from the master weights (Megatron's canonical `fp32_param`): a checkpoint of the same layout
+    /// whose tensors are those weights under their model keys, checked as the model keys are; null when there are
+    /// none, and then `noMasterWeights` says why, in words for `--weights_from optimizer` (the folder not named).
+    std::shared_ptr<const CheckpointInfo> masterWeights;
+    std::string noMasterWeights;
+
+    bool present() const { return layout != Layout::None || !shardingType.empty(); }
+};
+
+/// "torch-flattened", "megatron-canonical", "megatron-flat-buffers" ("" for None), for reports.
+const char* optimizerLayoutName(OptimizerState::Layout layout);
+
 /// Everything Tessera knows about a checkpoint folder after scanning its headers and pickles.
 /// Shared by the merge engine, the command line and the workbench. An immutable value once built.
 struct CheckpointInfo {
@@ -156,6 +191,8 @@ struct CheckpointInfo {
     /// LoRA updates to fuse into their weights (a LoRA checkpoint's fused view): the factors they name are
     /// tensors of this description that are read, never written or compared on their own.
     std::vector<LoraDelta> loraDeltas;
+    /// Optimizer state kept in the same files (its tensors are not among `tensors`).
+    OptimizerState optimizer;
 
     const TensorInfo* find(const std::string& name) const;
     /// True when `name` is a factor of one of loraDeltas.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/checkpoint_report.h"
+#include "model/optimizer_report.h"
 #include "io/printable.h"
 
 #include "io/byte_size.h"
@@ -122,6 +123,8 @@ nlohmann::json checkpointToJson(const CheckpointInfo& info)
         j["warnings"] = info.warnings;
     if (!info.notes.empty())
         j["notes"] = info.notes;
+    if (info.optimizer.present())
+        j["optimizer"] = optimizerToJson(info.optimizer);
     return j;
 }
 
@@ -168,6 +171,7 @@ std::string checkpointSummary(const CheckpointInfo& info, bool listTensors)
                 << (t.savedShape.empty() ? "" : " (boxed as " + shapeToString(t.shape) + ")")
                 << (t.placement.empty() ? "" : "  " + printableText(t.placement)) << storedAsNote(t) << "\n";
     }
+    out << optimizerSummary(info.optimizer);
     for (const auto& warning : info.warnings)
         out << "Warning     " << warning << "\n";
     if (info.problems.empty()) {

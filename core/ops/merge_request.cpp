@@ -26,6 +26,10 @@ const std::vector<Flag<R>>& mergeFlags()
                       &R::targetDir, "tmp"),
             option<R>("max_shard_size", "SIZE", "largest output file before sharding (500MB, 2GiB, …)",
                       &R::maxShardSize, "5GB"),
+            option<R>("weights_from", "WHERE", "model (the checkpoint's weights) or optimizer (Megatron torch_dist: "
+                                               "the fp32 master weights its distributed optimizer saved as "
+                                               "optimizer.state.fp32_param.*, also when the model was not saved)",
+                      &R::weightsFrom, "model"),
             toggle<R>("dry_run", "print the merge plan (tensors, copy steps, files, memory, disk) and write nothing",
                       &R::dryRun),
             toggle<R>("verify_replicas", "check that replicated pieces on other ranks are identical to the one written",
@@ -140,6 +144,9 @@ Result<std::pair<ModelSettings, MergeSettings>> mergeSettings(const MergeRequest
                          + " is for --format gguf (a safetensors merge takes --dtype)");
     auto model = modelSettings(r);
     TESSERA_TRY(model);
+    auto weightsFrom = weightsSourceValue(r.weightsFrom);
+    TESSERA_TRY(weightsFrom);
+    model->weightsFrom = *weightsFrom;
     TESSERA_TRY(r.gguf() ? checkGgufFlags(r, s) : checkSafetensorsFlags(r, s));
     return std::make_pair(std::move(*model), std::move(s));
 }
@@ -160,8 +167,8 @@ Status MergeRequest::validate(const EnvLookup& env) const
 bool MergeRequest::operator==(const MergeRequest& o) const
 {
     auto own = [](const MergeRequest& r) {
-        return std::tie(r.format, r.outtype, r.name, r.targetDir, r.maxShardSize, r.dryRun, r.verifyReplicas,
-                        r.tensors, r.peftTargetDir, r.saveIntermediate, r.hfUploadPath, r.privateRepo);
+        return std::tie(r.format, r.outtype, r.name, r.targetDir, r.maxShardSize, r.weightsFrom, r.dryRun,
+                        r.verifyReplicas, r.tensors, r.peftTargetDir, r.saveIntermediate, r.hfUploadPath, r.privateRepo);
     };
     return ModelRequest::fields() == o.ModelRequest::fields() && PartRequest::fields() == o.PartRequest::fields()
         && own(*this) == own(o);

@@ -22,6 +22,7 @@ struct MergeRequest : ModelRequest, PartRequest {
     std::optional<std::string> name;          ///< --name (gguf)
     std::optional<std::string> targetDir;     ///< --target_dir ("tmp", as verl's merger)
     std::optional<std::string> maxShardSize;  ///< --max_shard_size (5GB)
+    std::optional<std::string> weightsFrom;   ///< --weights_from model | optimizer
     bool dryRun = false;
     bool verifyReplicas = false;
     bool tensors = false;                     ///< --tensors: list every tensor with --dry-run

@@ -56,6 +56,12 @@ struct ModelRequest {
     bool operator!=(const ModelRequest& other) const { return !(*this == other); }
 };
 
+/// Where a merge takes the model's weights from (--weights_from).
+enum class WeightsSource {
+    Model,     ///< the checkpoint's model keys
+    Optimizer, ///< the fp32 master weights its optimizer keeps (Megatron torch_dist, canonical fp32_param)
+};
+
 /// The model flags read: every value checked and converted.
 struct ModelSettings {
     std::string localDir;
@@ -66,6 +72,7 @@ struct ModelSettings {
     LoraSettings lora;
     ParameterCheckOptions check;       ///< what config.json expects, and what may be missing
     MappingOptions mapping;            ///< Megatron names (its userRulesFile is --param_mapping)
+    WeightsSource weightsFrom = WeightsSource::Model; ///< merge's --weights_from; test and split read the model
 };
 
 /// --lora, --lora_alpha and --use_rslora read as merge, test and diff read them; the error names the flag.

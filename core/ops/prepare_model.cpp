@@ -73,6 +73,24 @@ Result<ScannedCheckpoint> scanned(PreparedModel& m, const PrepareContext& contex
     return scan;
 }
 
+/// --weights_from optimizer: the model its reader made of the optimizer's master weights, or why there is none.
+bool useMasterWeights(PreparedModel& m, const CheckpointInfo& scanned)
+{
+    const OptimizerState& optimizer = scanned.optimizer;
+    if (!optimizer.masterWeights) {
+        const std::string why = !optimizer.noMasterWeights.empty()
+            ? optimizer.noMasterWeights
+            : "it is a " + scanned.layout + " checkpoint; --weights_from optimizer reads the fp32 master weights "
+              "Megatron's optimizer keeps in a torch_dist checkpoint (optimizer.state.fp32_param.*)";
+        return refuse(m, makeError("--weights_from optimizer: " + m.settings.localDir + ": " + why));
+    }
+    m.checkpoint = optimizer.masterWeights;
+    note(m, "the weights are the optimizer's fp32 master weights (optimizer.state.fp32_param.*), not the model keys");
+    for (const auto& w : m.checkpoint->warnings)
+        warn(m, w);
+    return true;
+}
+
 /// --local_dir read and checked against what its config.json expects; false (with the refusal set) when it stops.
 bool readCheckpoint(PreparedModel& m, const ModelRequest& request, const ModelPurpose& purpose,
                     const PrepareContext& context)
@@ -94,6 +112,8 @@ bool readCheckpoint(PreparedModel& m, const ModelRequest& request, const ModelPu
     if (purpose.huggingFaceOnly && !isHuggingFaceLayout(layout))
         return refuse(m, makeError(s.localDir + " is a " + layout + " checkpoint, not a Hugging Face model: give it "
                                    "as --local_dir"));
+    if (s.weightsFrom == WeightsSource::Optimizer)
+        return useMasterWeights(m, *scan->info);
     // Hugging Face names: every parameter config.json expects must be there (Megatron's mapping checks its own).
     if ((scan->parametersChecked && defaultCheck) || isMegatronLayout(layout)) {
         m.checkpoint = scan->info;

@@ -4,6 +4,7 @@
 #include "ops/target_entries.h"
 #include "ops/vocabulary.h"
 #include "publish/staged_run.h"
+#include "split/split_training.h"
 
 namespace tessera {
 
@@ -29,6 +30,38 @@ void planLayout(PreparedSplit& p, const PrepareContext& context)
     if (!plan)
         return refuse(p, plan.error());
     p.plan = std::move(*plan);
+}
+
+/// The training state beside the source, carried with the model, refused, or left behind with --model_only.
+void planTraining(PreparedSplit& p, const PrepareContext& context)
+{
+    // The checkpoint as read (a Megatron one before its names are mapped): its training state is beside its files.
+    const CheckpointInfo& source = p.model.checkpoint ? *p.model.checkpoint : p.model.primaryInfo();
+    auto state = readTrainingState(source, 0, context.progress ? *context.progress : silentProgress());
+    if (!state)
+        return refuse(p, state.error());
+    if (!state->any())
+        return;
+    if (p.request.modelOnly) {
+        p.plan->warnings.push_back("--model_only: the training state beside the checkpoint is not written; resume "
+                                   "the run with " + std::string(kModelOnlyResumeSetting)
+                                   + " (the optimizer and the schedule restart)");
+        return;
+    }
+    const bool fusedLora = p.model.lora || !source.loraDeltas.empty();
+    auto refusal = trainingStateRefusal(*state, *p.plan, p.settings.part.has_value(), fusedLora);
+    if (!refusal)
+        return refuse(p, refusal.error());
+    auto training = planTrainingSplit(std::move(*state), *p.plan, p.request.targetDir.value_or(""));
+    if (!training)
+        return refuse(p, training.error());
+    if (p.model.settings.dtype)
+        // torch's optimizer.load_state_dict() casts each moment to its parameter's dtype: a resumed run is not the
+        // run that was saved.
+        p.plan->warnings.push_back("--dtype " + std::string(torchName(*p.model.settings.dtype)) + " converts the "
+                                   "model while the optimizer state keeps its own dtype: a run resumed from it "
+                                   "trains in the new dtype, and torch casts the moments to it when loading");
+    attachTrainingSplit(*p.plan, std::move(*training));
 }
 
 /// What the split would refuse of its target, as a dry run checks it.
@@ -72,6 +105,8 @@ PreparedSplit prepareSplit(const SplitRequest& request, const PrepareContext& co
         p.refusal = p.model.refusal;
     else
         planLayout(p, context);
+    if (!p.refusal)
+        planTraining(p, context);
     if (!p.refusal)
         checkTarget(p);
     return p;

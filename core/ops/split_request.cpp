@@ -43,6 +43,9 @@ const std::vector<Flag<R>>& splitFlags()
                                      "(ITER/mp_rank_*/model_optim_rng.pt with args, and "
                                      "latest_checkpointed_iteration.txt)", &R::flavor, "verl"),
             option<R>("iteration", "N", "megatron-lm: write iter_NNNNNNN (default: release)", &R::iteration),
+            toggle<R>("model_only", "write the model files only, leaving a run's optimizer, scheduler, random and "
+                                    "dataloader state behind (verl then resumes with "
+                                    "checkpoint.load_contents=[model])", &R::modelOnly),
             toggle<R>("dry_run", "print the split plan (files, tensors, boxes, memory, disk) and write nothing",
                       &R::dryRun),
             toggle<R>("tensors", "with --dry-run: list the tensors of the first file and the box each holds",
@@ -148,6 +151,12 @@ ArgParser SplitRequest::parser()
                      "        transformer_config.json and hf_config_and_tokenizer/\n"
                      "  megatron-dist  Megatron-core torch_dist in dist_ckpt/ (a DCP folder of tensors stacked on a\n"
                      "        layer axis, metadata.json, common.pt), transformer_config.json and huggingface/\n"
+                     "A verl FSDP actor folder's training state goes with it to --format fsdp, so the run resumes at\n"
+                     "the new world size: optim_world_size_N_rank_R.pt resharded like the parameters,\n"
+                     "extra_state_world_size_N_rank_R.pt (scheduler, and rank r's random state from old rank r mod W)\n"
+                     "and, into RUN/global_step_N/actor, ../data.pt. A torchtitan DCP folder's optimizer, scheduler\n"
+                     "and train state go with it to --format dcp (its dataloader's to the same number of ranks).\n"
+                     "Other targets refuse a training state unless --model_only.\n"
                      "The output appears atomically and never replaces files: on error or Ctrl-C nothing is left.\n"
                      "`tessera merge` turns the result back into the same Hugging Face model, bit for bit.");
     declareFlags(parser, splitFlags());
@@ -216,7 +225,7 @@ bool SplitRequest::operator==(const SplitRequest& o) const
     auto own = [](const SplitRequest& r) {
         return std::tie(r.hfDir, r.targetDir, r.format, r.worldSize, r.mesh, r.meshDimNames, r.tp, r.pp, r.vpp, r.ep,
                         r.firstStageLayers, r.lastStageLayers, r.vocabDivisibleBy, r.flavor, r.iteration, r.dryRun,
-                        r.tensors);
+                        r.tensors, r.modelOnly);
     };
     return ModelRequest::fields() == o.ModelRequest::fields() && PartRequest::fields() == o.PartRequest::fields()
         && own(*this) == own(o);

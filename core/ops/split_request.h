@@ -30,6 +30,7 @@ struct SplitRequest : ModelRequest, PartRequest {
     std::optional<std::string> vocabDivisibleBy; ///< --make_vocab_size_divisible_by (128)
     std::optional<std::string> flavor;           ///< --flavor (verl)
     std::optional<std::string> iteration;        ///< --iteration
+    bool modelOnly = false;                  ///< --model_only: leave the training state behind
     bool dryRun = false;
     bool tensors = false;
 

@@ -103,6 +103,32 @@ std::vector<std::string> ggufOutTypeNames()
     return names;
 }
 
+const std::vector<WeightsSourceEntry>& weightsSources()
+{
+    static const std::vector<WeightsSourceEntry> sources { { "model", WeightsSource::Model },
+                                                           { "optimizer", WeightsSource::Optimizer } };
+    return sources;
+}
+
+std::string weightsSourceList()
+{
+    std::string out;
+    const auto& all = weightsSources();
+    for (std::size_t i = 0; i < all.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") + all[i].name;
+    return out;
+}
+
+Result<WeightsSource> weightsSourceValue(const std::optional<std::string>& name)
+{
+    if (!name)
+        return weightsSources().front().source;
+    for (const auto& entry : weightsSources())
+        if (entry.name == *name)
+            return entry.source;
+    return makeError("--weights_from must be " + weightsSourceList() + " (got '" + *name + "')");
+}
+
 const std::vector<SplitFormat>& splitFormats()
 {
     static const std::vector<SplitFormat> formats { SplitFormat::Fsdp, SplitFormat::Dcp, SplitFormat::Megatron,

@@ -9,6 +9,7 @@
 #include "merge/gguf_plan.h"
 #include "merge/lora_plan.h"
 #include "model/dtype.h"
+#include "ops/model_request.h"
 #include "result.h"
 #include "split/split_plan.h"
 
@@ -53,6 +54,17 @@ const std::vector<LoraOutput>& loraOutputs();
 
 /// The --outtype names of the GGUF export (formats/gguf_types.h), the default first.
 std::vector<std::string> ggufOutTypeNames();
+
+/// --weights_from's words, the default first: model, optimizer.
+struct WeightsSourceEntry {
+    std::string name;
+    WeightsSource source;
+};
+const std::vector<WeightsSourceEntry>& weightsSources();
+/// "model or optimizer".
+std::string weightsSourceList();
+/// --weights_from's value read (the default when not given); the error names the flag's choices.
+Result<WeightsSource> weightsSourceValue(const std::optional<std::string>& name);
 
 /// fsdp, dcp, megatron, megatron-dist.
 const std::vector<SplitFormat>& splitFormats();

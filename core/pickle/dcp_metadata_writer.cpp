@@ -37,7 +37,9 @@ void tensorProperties(Pickler& p, DType dtype)
     p.op('b');
 }
 
-void metadataIndex(Pickler& p, const std::string& fqn, const Shape& offsets, std::size_t index)
+/// MetadataIndex(fqn, offset, index) of a tensor's chunk, or MetadataIndex(fqn) of a non-tensor entry (`offsets`
+/// null: neither offset nor index).
+void metadataIndex(Pickler& p, const std::string& fqn, const Shape* offsets, std::size_t index)
 {
     newObject(p, kMetadataModule, "MetadataIndex");
     p.op('}');
@@ -45,16 +47,56 @@ void metadataIndex(Pickler& p, const std::string& fqn, const Shape& offsets, std
     p.str("fqn");
     p.str(fqn);
     p.str("offset");
-    p.size(offsets);
+    if (offsets)
+        p.size(*offsets);
+    else
+        p.op('N');
     p.str("index");
-    p.integer(static_cast<std::int64_t>(index));
+    if (offsets)
+        p.integer(static_cast<std::int64_t>(index));
+    else
+        p.op('N');
+    p.op('u');
+    p.op('b');
+}
+
+/// A planner path: the source's tuple of keys (str, or int for list positions), else (fqn,).
+void plannerPath(Pickler& p, const std::string& fqn, const PyRef& path)
+{
+    if (!path || path->kind != PyValue::Kind::Tuple || path->items.empty()) {
+        p.str(fqn);
+        p.op('\x85');
+        return;
+    }
+    p.op('(');
+    for (const auto& key : path->items) {
+        if (key && key->isInt())
+            p.integer(key->integer);
+        else
+            p.str(key && key->isStr() ? key->text : fqn);
+    }
+    p.op('t');
+}
+
+void storageInfo(Pickler& p, const std::string& file, std::uint64_t offset, std::uint64_t length)
+{
+    newObject(p, "torch.distributed.checkpoint.filesystem", "_StorageInfo");
+    p.op('}');
+    p.op('(');
+    p.str("relative_path");
+    p.str(file);
+    p.str("offset");
+    p.integer(static_cast<std::int64_t>(offset));
+    p.str("length");
+    p.integer(static_cast<std::int64_t>(length));
     p.op('u');
     p.op('b');
 }
 
 } // namespace
 
-std::string dcpMetadataPickle(const std::vector<DcpTensorRecord>& tensors, const std::string& saveId)
+std::string dcpMetadataPickle(const std::vector<DcpTensorRecord>& tensors, const std::string& saveId,
+                              const std::vector<DcpBytesRecord>& bytes)
 {
     Pickler p;
     p.op('\x80');
@@ -93,6 +135,12 @@ std::string dcpMetadataPickle(const std::vector<DcpTensorRecord>& tensors, const
         p.op('u');
         p.op('b');
     }
+    for (const auto& b : bytes) {
+        p.str(b.fqn);
+        newObject(p, kMetadataModule, "BytesStorageMetadata");
+        p.op('}');
+        p.op('b');
+    }
     p.op('u');
 
     p.str("planner_data");
@@ -100,8 +148,11 @@ std::string dcpMetadataPickle(const std::vector<DcpTensorRecord>& tensors, const
     p.op('(');
     for (const auto& t : tensors) {
         p.str(t.fqn);
-        p.str(t.fqn);
-        p.op('\x85');
+        plannerPath(p, t.fqn, t.plannerPath);
+    }
+    for (const auto& b : bytes) {
+        p.str(b.fqn);
+        plannerPath(p, b.fqn, b.plannerPath);
     }
     p.op('u');
 
@@ -111,19 +162,13 @@ std::string dcpMetadataPickle(const std::vector<DcpTensorRecord>& tensors, const
     for (const auto& t : tensors)
         for (std::size_t i = 0; i < t.chunks.size(); ++i) {
             const auto& c = t.chunks[i];
-            metadataIndex(p, t.fqn, c.offsets, i);
-            newObject(p, "torch.distributed.checkpoint.filesystem", "_StorageInfo");
-            p.op('}');
-            p.op('(');
-            p.str("relative_path");
-            p.str(c.file);
-            p.str("offset");
-            p.integer(static_cast<std::int64_t>(c.offset));
-            p.str("length");
-            p.integer(static_cast<std::int64_t>(c.length));
-            p.op('u');
-            p.op('b');
+            metadataIndex(p, t.fqn, &c.offsets, i);
+            storageInfo(p, c.file, c.offset, c.length);
         }
+    for (const auto& b : bytes) {
+        metadataIndex(p, b.fqn, nullptr, 0);
+        storageInfo(p, b.file, b.offset, b.length);
+    }
     p.op('u');
 
     p.str("storage_meta");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/checkpoint.h"
+#include "pickle/pickle_value.h"
 
 #include <cstdint>
 #include <string>
@@ -24,12 +25,25 @@ struct DcpTensorRecord {
     DType dtype = DType::Unknown;
     Shape size;
     std::vector<DcpChunkRecord> chunks;
+    /// Its planner_data path (the keys of the nested state dict it was flattened from, a tuple of str and int), as
+    /// a source recorded it; null = (fqn,).
+    PyRef plannerPath;
+};
+
+/// One non-tensor entry (BytesStorageMetadata): a pickled object's bytes saved as they are.
+struct DcpBytesRecord {
+    std::string fqn;
+    std::string file;            ///< relative path
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    PyRef plannerPath;           ///< null = (fqn,)
 };
 
 /// The `.metadata` pickle torch.distributed.checkpoint 2.6 writes and `dcp.load`/`dcp_to_torch_save` read:
 /// a Metadata with state_dict_metadata (TensorStorageMetadata: properties, size, chunks), planner_data (each fqn's
 /// own path), storage_data (MetadataIndex(fqn, offset, index) → _StorageInfo(relative_path, offset, length)) and
 /// storage_meta (a save id).
-std::string dcpMetadataPickle(const std::vector<DcpTensorRecord>& tensors, const std::string& saveId);
+std::string dcpMetadataPickle(const std::vector<DcpTensorRecord>& tensors, const std::string& saveId,
+                              const std::vector<DcpBytesRecord>& bytes = {});
 
 } // namespace tessera

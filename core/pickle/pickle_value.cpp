@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "pickle/pickle_value.h"
 
+#include <cstring>
 #include <sstream>
 
 namespace tessera {
@@ -197,6 +198,75 @@ bool toString(const PyRef& value, std::string& out)
     if (!value || value->kind != PyValue::Kind::Str)
         return false;
     out = value->text;
+    return true;
+}
+
+namespace {
+
+bool sameTensorShape(const PyValue& a, const PyValue& b)
+{
+    if (!a.tensor || !b.tensor)
+        return !a.tensor && !b.tensor;
+    const TensorRef& x = *a.tensor;
+    const TensorRef& y = *b.tensor;
+    return x.dtype == y.dtype && x.shape == y.shape && x.strides == y.strides && x.storageOffset == y.storageOffset
+        && (x.storage ? (y.storage && x.storage->numel == y.storage->numel) : !y.storage);
+}
+
+/// The scalar parts of two values of one kind; containers are compared by the caller, item by item.
+bool sameScalars(const PyValue& a, const PyValue& b)
+{
+    switch (a.kind) {
+    case PyValue::Kind::Bool:
+        return a.boolean == b.boolean;
+    case PyValue::Kind::Int:
+        return a.bigInt == b.bigInt && (a.bigInt ? a.text == b.text : a.integer == b.integer);
+    case PyValue::Kind::Float:
+        // Bit for bit: a NaN learning rate equals itself, and -0.0 is not 0.0.
+        return std::memcmp(&a.real, &b.real, sizeof a.real) == 0;
+    case PyValue::Kind::Str:
+    case PyValue::Kind::Bytes:
+        return a.text == b.text;
+    case PyValue::Kind::Global:
+    case PyValue::Kind::Object:
+        return a.module == b.module && a.name == b.name;
+    case PyValue::Kind::Dtype:
+        return a.dtype == b.dtype;
+    case PyValue::Kind::Storage:
+        return a.storage && b.storage ? a.storage->dtype == b.storage->dtype && a.storage->numel == b.storage->numel
+                                      : !a.storage && !b.storage;
+    case PyValue::Kind::Tensor:
+        return sameTensorShape(a, b);
+    default:
+        return true;
+    }
+}
+
+} // namespace
+
+bool sameValue(const PyRef& a, const PyRef& b)
+{
+    std::vector<std::pair<const PyValue*, const PyValue*>> stack { { a.get(), b.get() } };
+    while (!stack.empty()) {
+        const auto [x, y] = stack.back();
+        stack.pop_back();
+        if (!x || !y) {
+            if (x != y)
+                return false;
+            continue;
+        }
+        if (x->kind != y->kind || !sameScalars(*x, *y) || x->items.size() != y->items.size()
+            || x->entries.size() != y->entries.size() || !x->args != !y->args || !x->state != !y->state)
+            return false;
+        for (std::size_t i = 0; i < x->items.size(); ++i)
+            stack.emplace_back(x->items[i].get(), y->items[i].get());
+        for (std::size_t i = 0; i < x->entries.size(); ++i) {
+            stack.emplace_back(x->entries[i].first.get(), y->entries[i].first.get());
+            stack.emplace_back(x->entries[i].second.get(), y->entries[i].second.get());
+        }
+        stack.emplace_back(x->args.get(), y->args.get());
+        stack.emplace_back(x->state.get(), y->state.get());
+    }
     return true;
 }
 

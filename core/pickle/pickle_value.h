@@ -94,6 +94,11 @@ struct PyValue {
     std::string repr(int maxDepth = 3) const;
 };
 
+/// Whether `a` and `b` are the same Python value: same kinds and scalars, containers equal item by item (dicts in
+/// order), objects of the same class with equal arguments and state. Tensors compare by dtype, shape, strides and
+/// storage size only (their data is not read). Walks without recursion, so any nesting is safe.
+bool sameValue(const PyRef& a, const PyRef& b);
+
 /// Helpers to read typed values out of PyRefs safely.
 bool toInt(const PyRef& value, std::int64_t& out);
 bool toIntList(const PyRef& value, std::vector<std::int64_t>& out); ///< tuple/list of ints (torch.Size too)

@@ -53,6 +53,13 @@ public:
         for (int i = 7; i >= 0; --i)
             out += static_cast<char>((bits >> (8 * i)) & 0xFF);
     }
+    /// LONG1 with the given little-endian two's-complement bytes (an int beyond 64 bits, as read).
+    void long1(const std::string& bytes)
+    {
+        op('\x8a');
+        le(bytes.size(), 1);
+        out += bytes;
+    }
     /// LONG1 with 8 bytes: how Python pickles a 64-bit hash.
     void long8(std::int64_t v)
     {

@@ -35,6 +35,8 @@ public:
     const std::string& path() const { return m_file->path(); }
     const std::string& displayName() const { return m_displayName; }
     const std::shared_ptr<MappedFile>& file() const { return m_file; }
+    /// The archive's records (ZIP entries), for a copy of the archive as it is.
+    const ZipArchive& archive() const { return m_zip; }
 
     /// The storage record `data/<key>`, checked to be stored uncompressed and to hold at least the storage's
     /// declared size. Its bytes are not read here (inspect stays fast); the CRC is checked by their consumers.

@@ -6,6 +6,7 @@
 #include "pickle/torch_zip_writer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -163,7 +164,8 @@ class PayloadPickler {
 public:
     PayloadPickler(TorchSaveWriter::Value value, const std::vector<std::size_t>& listChunks,
                    const std::vector<std::string>& chunkKeys, std::vector<std::string>& keys,
-                   std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages)
+                   std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages,
+                   const PyValue* tree)
         : m_named(value == TorchSaveWriter::Value::StateDictsInDict)
         , m_list(value == TorchSaveWriter::Value::StateDictList || m_named)
         , m_bare(value == TorchSaveWriter::Value::BareTensor)
@@ -171,6 +173,7 @@ public:
         , m_chunkKeys(chunkKeys)
         , m_keys(keys)
         , m_meshStorages(meshStorages)
+        , m_tree(tree)
     {
     }
 
@@ -180,6 +183,11 @@ public:
         m_pickler.op('\x02');
         if (m_bare) {
             localTensor(tensors.front());
+            m_pickler.op('.');
+            return m_pickler.out;
+        }
+        if (m_tree) {
+            treeValue(*m_tree, tensors);
             m_pickler.op('.');
             return m_pickler.out;
         }
@@ -199,6 +207,47 @@ public:
     }
 
 private:
+    /// A value of a tree (checked by treeRefusal()): its containers and scalars as Python pickles them, its tensor
+    /// placeholders as the tensors they stand for.
+    void treeValue(const PyValue& v, const std::vector<TorchSaveTensor>& tensors)
+    {
+        switch (v.kind) {
+        case PyValue::Kind::None:
+            return m_pickler.op('N');
+        case PyValue::Kind::Bool:
+            return m_pickler.op(v.boolean ? '\x88' : '\x89');
+        case PyValue::Kind::Int:
+            return v.bigInt ? m_pickler.long1(v.text) : m_pickler.integer(v.integer);
+        case PyValue::Kind::Float:
+            return m_pickler.real(v.real);
+        case PyValue::Kind::Str:
+            return m_pickler.str(v.text);
+        case PyValue::Kind::Tuple:
+            m_pickler.op('(');
+            for (const auto& item : v.items)
+                treeValue(*item, tensors);
+            return m_pickler.op('t');
+        case PyValue::Kind::List:
+            m_pickler.op(']');
+            m_pickler.op('(');
+            for (const auto& item : v.items)
+                treeValue(*item, tensors);
+            return m_pickler.op('e');
+        case PyValue::Kind::Dict:
+            m_pickler.op('}');
+            m_pickler.op('(');
+            for (const auto& [key, value] : v.entries) {
+                treeValue(*key, tensors);
+                treeValue(*value, tensors);
+            }
+            return m_pickler.op('u');
+        default: { // a tensor placeholder
+            const TorchSaveTensor& t = tensors[static_cast<std::size_t>(v.integer)];
+            return t.dtensor ? dtensor(t) : localTensor(t);
+        }
+        }
+    }
+
     /// Several plain dicts, in a list (as verl saves Megatron's model chunks) or under keys of a dict (Megatron-LM),
     /// or one OrderedDict (module.state_dict()): opened, with the first dict's items begun.
     void openContainer(const std::string& rootItems)
@@ -395,6 +444,7 @@ private:
     const std::vector<std::string>& m_chunkKeys;
     std::vector<std::string>& m_keys;
     std::vector<std::pair<std::string, std::vector<std::int64_t>>>& m_meshStorages;
+    const PyValue* m_tree; ///< Tree: the value written
     std::vector<std::size_t> m_dictEnds; ///< the index of the tensor each dict ends before, the current one's first
     std::size_t m_nextDict = 0;
     std::size_t m_nextKey = 0;
@@ -406,9 +456,50 @@ private:
 std::string picklePayload(const std::vector<TorchSaveTensor>& tensors, TorchSaveWriter::Value value,
                           const std::vector<std::size_t>& listChunks, const std::vector<std::string>& chunkKeys,
                           const std::string& rootItems, std::vector<std::string>& keys,
-                          std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages)
+                          std::vector<std::pair<std::string, std::vector<std::int64_t>>>& meshStorages,
+                          const PyValue* tree)
 {
-    return PayloadPickler(value, listChunks, chunkKeys, keys, meshStorages).pickle(tensors, rootItems);
+    return PayloadPickler(value, listChunks, chunkKeys, keys, meshStorages, tree).pickle(tensors, rootItems);
+}
+
+/// Why `tree` cannot be written as a Tree value of `tensors`: a kind the writer does not pickle, or placeholders
+/// that are not 0, 1, 2, … in the order they are met (storage keys follow that order). "" when it can.
+std::string treeRefusal(const PyValue& tree, std::size_t tensors)
+{
+    std::int64_t next = 0;
+    std::vector<const PyValue*> stack { &tree };
+    std::string refusal;
+    while (!stack.empty() && refusal.empty()) {
+        const PyValue& v = *stack.back();
+        stack.pop_back();
+        switch (v.kind) {
+        case PyValue::Kind::None: case PyValue::Kind::Bool: case PyValue::Kind::Float: case PyValue::Kind::Str:
+            break;
+        case PyValue::Kind::Int:
+            if (v.bigInt && v.text.size() > 255)
+                refusal = "it holds an integer of " + std::to_string(v.text.size()) + " bytes";
+            break;
+        case PyValue::Kind::Tuple: case PyValue::Kind::List:
+            for (auto it = v.items.rbegin(); it != v.items.rend(); ++it)
+                stack.push_back(it->get());
+            break;
+        case PyValue::Kind::Dict:
+            for (auto it = v.entries.rbegin(); it != v.entries.rend(); ++it) {
+                stack.push_back(it->second.get());
+                stack.push_back(it->first.get());
+            }
+            break;
+        case PyValue::Kind::Tensor:
+            if (v.tensor || v.integer != next++ || static_cast<std::size_t>(v.integer) >= tensors)
+                refusal = "its tensors are not given in the order the value holds them";
+            break;
+        default:
+            refusal = "it holds " + v.repr(1) + ", which Tessera does not write";
+        }
+    }
+    if (refusal.empty() && static_cast<std::size_t>(next) != tensors)
+        refusal = "it holds " + std::to_string(next) + " tensors, not " + std::to_string(tensors);
+    return refusal;
 }
 
 /// torch 2.6 records a random 40-digit serialization id; a stable one derived from the content (the records and
@@ -432,10 +523,15 @@ Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file,
                                                                  const std::vector<TorchSaveTensor>& tensors,
                                                                  Value value, const std::vector<std::size_t>& listChunks,
                                                                  const std::vector<std::string>& chunkKeys,
-                                                                 const std::string& rootItems)
+                                                                 const std::string& rootItems, const PyValue* tree)
 {
     if (value == Value::BareTensor && tensors.size() != 1)
         return makeError(path + ": a bare tensor archive holds exactly one tensor");
+    if ((value == Value::Tree) != (tree != nullptr))
+        return makeError(path + ": a tree value needs its tree");
+    if (tree)
+        if (const std::string refusal = treeRefusal(*tree, tensors.size()); !refusal.empty())
+            return makeError(path + ": the value cannot be written: " + refusal);
     for (const auto& t : tensors)
         if (!torchStorageClass(t.dtype))
             return makeError(path + ": " + printableText(t.name) + ": dtype " + std::string(torchName(t.dtype))
@@ -457,7 +553,8 @@ Result<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::begin(std::FILE* file,
         if (value == Value::StateDictsInDict && chunkKeys.size() != listChunks.size())
             return makeError(path + ": every state dict needs its key");
     }
-    const std::string pickle = picklePayload(tensors, value, listChunks, chunkKeys, rootItems, s.keys, s.meshStorages);
+    const std::string pickle
+        = picklePayload(tensors, value, listChunks, chunkKeys, rootItems, s.keys, s.meshStorages, tree);
     s.zip = std::make_unique<ZipWriter>(file, archiveName);
     if (!s.record("data.pkl", pickle) || !s.record("byteorder", "little"))
         return s.ioError();
@@ -551,6 +648,33 @@ Status writeTorchSavePickle(const std::string& path, const std::string& archiveN
     if (!record("data.pkl", pickle) || !record("byteorder", "little") || !record("version", "3\n")
         || !record(".data/serialization_id", serializationId(zip.contentKey())) || !zip.finish()
         || std::fflush(file.get()) != 0 || ::fdatasync(::fileno(file.get())) != 0)
+        return makeError(path + ": write failed (disk full?)");
+    return Status::success();
+}
+
+Status writeRenamedTorchSave(const TorchSaveFile& source, const std::string& path, const std::string& archiveName)
+{
+    const ZipArchive& zip = source.archive();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(fd < 0 ? nullptr : ::fdopen(fd, "wb"), &std::fclose);
+    if (!file) {
+        if (fd >= 0)
+            ::close(fd);
+        return makeError(path + ": cannot be created: " + std::strerror(errno));
+    }
+    ZipWriter out(file.get(), archiveName);
+    const std::string prefix = zip.prefix() + "/";
+    for (const auto& entry : zip.entries()) {
+        if (entry.name.compare(0, prefix.size(), prefix) != 0)
+            return makeError(source.displayName() + ": the record " + printableText(entry.name)
+                             + " lies outside the archive's folder " + printableText(zip.prefix()));
+        auto bytes = zip.read(entry); // checked against its CRC-32
+        TESSERA_TRY(bytes);
+        if (!out.begin(entry.name.substr(prefix.size()), bytes->size()) || !out.data(bytes->data(), bytes->size())
+            || !out.end())
+            return makeError(path + ": write failed (disk full?)");
+    }
+    if (!out.finish() || std::fflush(file.get()) != 0 || ::fdatasync(::fileno(file.get())) != 0)
         return makeError(path + ": write failed (disk full?)");
     return Status::success();
 }

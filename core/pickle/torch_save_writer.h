@@ -3,6 +3,8 @@
 
 #include "model/checkpoint.h"
 #include "model/placement.h"
+#include "pickle/pickle_value.h"
+#include "pickle/torch_save.h"
 #include "result.h"
 
 #include <cstdint>
@@ -50,8 +52,11 @@ public:
     /// state dicts (verl's Megatron model.pt: one per virtual pipeline stage, `listChunks` tensors each), a dict
     /// holding the state dicts under `chunkKeys` beside other items (Megatron-LM's model_optim_rng.pt:
     /// {"args": …, "iteration": …, "model" or "model0", "model1", …}; `rootItems` is the pickle of those other
-    /// key/value pairs, without a MARK), or a single bare tensor (torch.save(tensor), as DCP saves each item).
-    enum class Value { StateDict, StateDictList, StateDictsInDict, BareTensor };
+    /// key/value pairs, without a MARK), a single bare tensor (torch.save(tensor), as DCP saves each item), or any
+    /// tree of dicts, lists, tuples and scalars (an optimizer's state dict) given as `tree`, whose tensors are
+    /// placeholders: PyValue Tensor values without a TensorRef whose `integer` is the index in `tensors`, met in
+    /// the order 0, 1, 2, … (the order torch assigns storage keys in).
+    enum class Value { StateDict, StateDictList, StateDictsInDict, BareTensor, Tree };
 
     /// Starts an archive on `file` (not owned; `path` names it in messages) under `archiveName`
     /// (torch uses the file's stem, or "archive" for a stream) and writes its pickle.
@@ -61,7 +66,8 @@ public:
                                                           Value value = Value::StateDict,
                                                           const std::vector<std::size_t>& listChunks = {},
                                                           const std::vector<std::string>& chunkKeys = {},
-                                                          const std::string& rootItems = {});
+                                                          const std::string& rootItems = {},
+                                                          const PyValue* tree = nullptr);
     ~TorchSaveWriter();
     TorchSaveWriter(const TorchSaveWriter&) = delete;
     TorchSaveWriter& operator=(const TorchSaveWriter&) = delete;
@@ -87,6 +93,11 @@ private:
 /// to disk: e.g. Megatron's common.pt ({"checkpoint_version": 3.0, "iteration": N}).
 Status writeTorchSavePickle(const std::string& path, const std::string& archiveName, const std::string& pickle);
 
+/// Writes the records of the archive `source` (each checked against its CRC-32 on the way) into a new file `path`
+/// (created exclusively, never through a link, flushed to disk) under the folder name `archiveName`: the same value
+/// as torch.load reads it, saved as if under another file name (verl's extra_state_world_size_W_rank_R.pt for
+/// another W). No pickle is read or rewritten.
+Status writeRenamedTorchSave(const TorchSaveFile& source, const std::string& path, const std::string& archiveName);
 /// Writes `tensors` as an ordered state dict into the file `path` (through `path.tmp`, renamed when complete),
 /// loadable by `torch.load` (torch ≥ 1.6). Data is streamed through `fill` in chunks, so checkpoints larger than
 /// memory can be written.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "split/split_engine.h"
+#include "split/split_training.h"
 #include "io/printable.h"
 
 #include "io/byte_size.h"
@@ -46,7 +47,8 @@ bool isCanceled(const SplitRunOptions& o)
 /// Names a split target must not already hold: another checkpoint there would mix with the new one.
 bool looksLikeCheckpointFile(const std::string& name)
 {
-    return startsWith(name, "model_world_size_") || endsWith(name, ".distcp") || name == ".metadata"
+    return startsWith(name, "model_world_size_") || startsWith(name, "optim_world_size_")
+        || startsWith(name, "extra_state_world_size_") || endsWith(name, ".distcp") || name == ".metadata"
         || startsWith(name, "mp_rank_") || name == "fsdp_config.json" || name == "transformer_config.json"
         || name == "dist_ckpt" || name == "release" || startsWith(name, "iter_")
         || name == "latest_checkpointed_iteration.txt";
@@ -78,7 +80,8 @@ void raiseOpenFileLimit(std::size_t needed)
 
 /// Progress shared by the writes of one split.
 struct Meter {
-    Meter(const SplitRunOptions& o, std::uint64_t t) : options(o), total(t) { }
+    Meter(const SplitRunOptions& o, std::uint64_t t)
+        : options(o), total(o.progressTotal ? o.progressTotal : t), done(o.progressBase) { }
     const SplitRunOptions& options;
     std::uint64_t total = 0;
     std::uint64_t done = 0;
@@ -249,25 +252,93 @@ Status finishFile(OpenFile& f, bool sync)
     return Status::success();
 }
 
-/// The DCP .metadata of the written items: every tensor with its chunks in rank order.
-std::string dcpMetadata(const SplitPlan& plan, const SplitItems& items)
+/// The DCP records of the items written for `files` (their chunks in rank order), appended to `records`.
+void appendDcpRecords(const std::vector<SplitFile>& files, const SplitItems& items, const std::string& dcpFolder,
+                      std::vector<DcpTensorRecord>& records)
 {
-    std::vector<DcpTensorRecord> records;
     std::map<std::string, std::size_t> index;
-    for (std::size_t fi = 0; fi < plan.files.size(); ++fi) {
-        const SplitFile& f = plan.files[fi];
+    for (std::size_t fi = 0; fi < files.size(); ++fi) {
+        const SplitFile& f = files[fi];
         for (std::size_t ti = 0; ti < f.tensors.size(); ++ti) {
             const SplitTensor& t = f.tensors[ti];
             auto [it, inserted] = index.emplace(t.spec.name, records.size());
             if (inserted)
-                records.push_back({ t.spec.name, t.spec.dtype, t.globalShape, {} });
+                records.push_back({ t.spec.name, t.spec.dtype, t.globalShape, {}, nullptr });
             const auto [offset, length] = items[fi][ti];
-            const std::string relative = plan.dcpFolder.empty() ? f.name : f.name.substr(plan.dcpFolder.size() + 1);
+            const std::string relative = dcpFolder.empty() ? f.name : f.name.substr(dcpFolder.size() + 1);
             records[it->second].chunks.push_back({ t.chunkOffsets, t.spec.shape, relative, offset, length });
         }
     }
+}
+
+/// The DCP .metadata of the written items (and of the training state's, when carried).
+std::string dcpMetadata(const SplitPlan& plan, const SplitItems& items, const TrainingWritten* training)
+{
+    std::vector<DcpTensorRecord> records;
+    appendDcpRecords(plan.files, items, plan.dcpFolder, records);
+    std::vector<DcpBytesRecord> bytes;
+    if (training) {
+        records.insert(records.end(), training->tensors.begin(), training->tensors.end());
+        bytes = training->bytes;
+    }
     std::string id = "tessera-split-" + std::to_string(plan.worldSize) + "-" + std::to_string(records.size());
-    return dcpMetadataPickle(records, id);
+    return dcpMetadataPickle(records, id, bytes);
+}
+
+/// Appends `length` bytes of `source` from `offset` to the open file `fd` (`path`), a chunk at a time.
+Status appendRange(int fd, const std::string& path, const MappedFile& source, std::uint64_t offset, std::uint64_t length)
+{
+    std::vector<std::uint8_t> chunk(static_cast<std::size_t>(std::min(length, kMergeChunkBytes)));
+    for (std::uint64_t done = 0; done < length;) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), length - done));
+        const std::uint8_t* from = source.view().data() + offset + done;
+        if (!runGuardedRead([&] { std::memcpy(chunk.data(), from, n); }))
+            return fileChangedError(source.path(), source.size());
+        for (std::size_t written = 0; written < n;) {
+            const ssize_t w = ::write(fd, chunk.data() + written, n - written);
+            if (w <= 0)
+                return makeError(path + ": write failed (disk full?)");
+            written += static_cast<std::size_t>(w);
+        }
+        done += n;
+    }
+    return Status::success();
+}
+
+/// Appends the non-tensor entries `entries` to the DCP file `path` (relative name `relative`), each copied as it
+/// was saved; returns their records.
+Result<std::vector<DcpBytesRecord>> appendBytesEntries(const std::vector<DcpBytesEntry>& entries,
+                                                      const std::string& path, const std::string& relative)
+{
+    std::vector<DcpBytesRecord> records;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return makeError(path + ": cannot be opened to append to: " + std::strerror(errno));
+    std::uint64_t at = static_cast<std::uint64_t>(::lseek(fd, 0, SEEK_END));
+    SourceFiles sources;
+    Status status = Status::success();
+    for (const auto& e : entries) {
+        auto map = sources.map(e.file);
+        if (!map) {
+            status = map.error();
+            break;
+        }
+        if (e.offset > (*map)->size() || e.length > (*map)->size() - e.offset) {
+            status = pastEndError(e.file, e.fqn, (*map)->size());
+            break;
+        }
+        status = appendRange(fd, path, **map, e.offset, e.length);
+        if (!status)
+            break;
+        records.push_back({ e.fqn, relative, at, e.length, e.plannerPath });
+        at += e.length;
+    }
+    if (status && ::fdatasync(fd) != 0)
+        status = makeError(path + ": cannot be written to disk: " + std::strerror(errno));
+    ::close(fd);
+    if (!status)
+        return status.error();
+    return records;
 }
 
 /// verl's run root records the newest step; written next to global_step_N/ once the step is complete, unless it
@@ -318,11 +389,12 @@ Status openOutputFile(const SplitFile& f, const SplitPlan& plan, OpenFile& o)
             if (specs.back().dtensor)
                 specs.back().mesh.ranks = plan.meshRanks;
         }
-        const auto value = f.listChunks.empty()  ? TorchSaveWriter::Value::StateDict
+        const auto value = f.tree                 ? TorchSaveWriter::Value::Tree
+            : f.listChunks.empty()                ? TorchSaveWriter::Value::StateDict
             : f.chunkKeys.empty()                 ? TorchSaveWriter::Value::StateDictList
                                                   : TorchSaveWriter::Value::StateDictsInDict;
         auto writer = TorchSaveWriter::begin(o.file, o.path, f.archiveName, specs, value, f.listChunks,
-                                             f.chunkKeys, f.rootItems);
+                                             f.chunkKeys, f.rootItems, f.tree.get());
         TESSERA_TRY(writer);
         o.writer = std::move(*writer);
     }
@@ -482,7 +554,8 @@ Result<SplitItems> writeSplitFiles(const CheckpointInfo& info, const MergePlan& 
 }
 
 Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const SplitPlan& plan,
-                                                   const std::string& dirText, const SplitItems& items)
+                                                   const std::string& dirText, const SplitItems& items,
+                                                   const TrainingWritten* training)
 {
     const fs::path dir(dirText);
     std::vector<std::string> files;
@@ -492,7 +565,7 @@ Result<std::vector<std::string>> finishSplitFolder(const MergePlan& model, const
                                  [](const SplitFile& f) { return f.kind == SplitFile::Kind::DcpItems; });
     if (dcp) {
         const fs::path folder = plan.dcpFolder.empty() ? dir : dir / plan.dcpFolder;
-        TESSERA_TRY(writeFileSynced((folder / ".metadata").string(), dcpMetadata(plan, items)));
+        TESSERA_TRY(writeFileSynced((folder / ".metadata").string(), dcpMetadata(plan, items, training)));
         files.push_back(plan.dcpFolder.empty() ? ".metadata" : plan.dcpFolder + "/.metadata");
     }
     for (const auto& [name, content] : plan.generatedFiles) {
@@ -533,6 +606,61 @@ Status recordRunIteration(const SplitPlan& plan, const std::string& outputDir, c
     return Status::success();
 }
 
+Result<TrainingWritten> writeTrainingFiles(const SplitPlan& plan, const std::string& dir,
+                                           const SplitRunOptions& options)
+{
+    TrainingWritten written;
+    if (!plan.training)
+        return written;
+    const TrainingSplit& t = *plan.training;
+    if (!t.files.files.empty()) {
+        SplitRunOptions optimizer = options;
+        optimizer.progressBase = plan.totalBytes;
+        optimizer.progressTotal = plan.totalBytes + t.bytes;
+        const CheckpointInfo& source = t.state.dcp ? t.state.dcp->tensors : t.state.optimizer->info;
+        auto items = writeSplitFiles(source, t.optimizer, t.files, dir, optimizer, nullptr);
+        TESSERA_TRY(items);
+        for (const auto& f : t.files.files)
+            written.files.push_back(f.name);
+        if (t.state.dcp) {
+            appendDcpRecords(t.files.files, *items, t.files.dcpFolder, written.tensors);
+            for (auto& record : written.tensors)
+                if (auto it = t.state.dcp->plannerPaths.find(record.fqn); it != t.state.dcp->plannerPaths.end())
+                    record.plannerPath = it->second;
+            const SplitFile& first = t.files.files.front();
+            const std::string relative = t.files.dcpFolder.empty() ? first.name
+                                                                   : first.name.substr(t.files.dcpFolder.size() + 1);
+            auto bytes = appendBytesEntries(t.bytesEntries, (fs::path(dir) / first.name).string(), relative);
+            TESSERA_TRY(bytes);
+            written.bytes = std::move(*bytes);
+        }
+    }
+    for (const auto& e : t.extraState) {
+        if (isCanceled(options))
+            return canceledError();
+        auto source = TorchSaveFile::open(e.source);
+        TESSERA_TRY(source);
+        TESSERA_TRY(writeRenamedTorchSave(*source, (fs::path(dir) / e.name).string(), fs::path(e.name).stem().string()));
+        written.files.push_back(e.name);
+    }
+    return written;
+}
+
+Status carryDataFile(const SplitPlan& plan, const SplitRunOptions& options, std::vector<std::string>& notes)
+{
+    if (!plan.training || plan.training->dataSource.empty())
+        return Status::success();
+    const TrainingSplit& t = *plan.training;
+    // Streamed through a fresh, exclusive temporary name, as the tracker: a fixed one could be a link planted there.
+    auto copied = copyFileAtomically(t.dataSource, t.dataTarget);
+    if (!copied)
+        return copied.error().withContext("the dataloader state could not be copied");
+    notes.push_back("copied the dataloader state to " + t.dataTarget);
+    if (options.onNote)
+        options.onNote(notes.back());
+    return Status::success();
+}
+
 Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model, const SplitPlan& plan,
                               const std::string& targetDir, const SplitRunOptions& options)
 {
@@ -541,21 +669,32 @@ Result<SplitOutcome> runSplit(const CheckpointInfo& info, const MergePlan& model
     auto run = StagedRun::begin(targetDir, "split", [&] { return checkSplitTarget(info, model, plan, targetDir); },
                                 options.onNote);
     TESSERA_TRY(run);
-    auto items = writeSplitFiles(info, model, plan, run->path(), options, nullptr);
-    if (!items)
-        return items.error().isCanceled()
-            ? items.error()
-            : makeError(items.error().message + " (nothing was written to " + run->target() + ")");
-    auto files = finishSplitFolder(model, plan, run->path(), *items);
+    SplitRunOptions modelOptions = options;
+    if (plan.training)
+        modelOptions.progressTotal = plan.totalBytes + plan.training->bytes;
+    auto items = writeSplitFiles(info, model, plan, run->path(), modelOptions, nullptr);
+    auto training = items ? writeTrainingFiles(plan, run->path(), options) : Result<TrainingWritten>(items.error());
+    if (!training)
+        return training.error().isCanceled()
+            ? training.error()
+            : makeError(training.error().message + " (nothing was written to " + run->target() + ")");
+    auto files = finishSplitFolder(model, plan, run->path(), *items, &*training);
     TESSERA_TRY(files);
     SplitOutcome outcome;
     outcome.files = std::move(*files);
+    outcome.files.insert(outcome.files.end(), training->files.begin(), training->files.end());
+    // The step's dataloader state before the actor folder: a split killed between the two leaves no published
+    // actor without it, and its rerun writes the same bytes again.
+    std::vector<std::string> dataNotes;
+    if (auto carried = carryDataFile(plan, options, dataNotes); !carried)
+        return makeError(carried.error().message + " (nothing was written to " + run->target() + ")");
     // What makes the folder a checkpoint goes in last.
     TESSERA_TRY(run->publish(outcome.files, { plan.keystone }));
     outcome.outputDir = run->target();
     outcome.notes = run->notes();
+    outcome.notes.insert(outcome.notes.end(), dataNotes.begin(), dataNotes.end());
     TESSERA_TRY(recordRunIteration(plan, outcome.outputDir, options, outcome.notes));
-    outcome.bytesWritten = plan.totalBytes;
+    outcome.bytesWritten = plan.totalBytes + (plan.training ? plan.training->bytes : 0);
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return outcome;
 }

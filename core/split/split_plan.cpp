@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "split/split_plan.h"
+#include "split/split_training.h"
 
 #include "io/byte_size.h"
 #include "io/number_text.h"
@@ -111,6 +112,12 @@ std::vector<std::string> SplitPlan::topLevelNames() const
     };
     for (const auto& f : files)
         add(f.name);
+    if (training) {
+        for (const auto& f : training->files.files)
+            add(f.name);
+        for (const auto& e : training->extraState)
+            add(e.name);
+    }
     if (!config.files.empty())
         add(sideFolder.empty() ? config.files.front() : sideFolder);
     if (sideFolder.empty())
@@ -129,6 +136,45 @@ Result<SplitPlan> planSplit(const MergePlan& model, const SplitOptions& options)
         return planMegatronSplit(model, options);
     return planShardedSplit(model, options);
 }
+
+namespace {
+
+/// The training state carried (null when none is).
+nlohmann::json trainingJson(const SplitPlan& plan)
+{
+    if (!plan.training)
+        return nullptr;
+    const TrainingSplit& t = *plan.training;
+    nlohmann::json optimizer = nlohmann::json::array();
+    for (const auto& f : t.files.files)
+        optimizer.push_back({ { "name", f.name }, { "rank", f.rank }, { "bytes", f.bytes }, { "tensors", f.tensors.size() } });
+    nlohmann::json extra = nlohmann::json::array();
+    for (const auto& e : t.extraState)
+        extra.push_back({ { "name", e.name }, { "from_rank", e.fromRank }, { "source", e.source } });
+    return { { "optimizer_files", optimizer }, { "optimizer", t.state.optimizerKind },
+             { "parameters", t.state.parameters.size() }, { "extra_state_files", extra },
+             { "data", t.dataSource.empty() ? nlohmann::json(nullptr)
+                                            : nlohmann::json { { "source", t.dataSource }, { "target", t.dataTarget } } },
+             { "notes", t.notes } };
+}
+
+/// The training state's lines of the summary.
+void summarizeTraining(std::ostringstream& s, const SplitPlan& plan)
+{
+    if (!plan.training)
+        return;
+    const TrainingSplit& t = *plan.training;
+    s << "Training state (so the run resumes on " << plan.worldSize << " ranks):\n";
+    if (!t.files.files.empty())
+        s << (t.state.dcp ? "  __R_1.distcp  " : "  optim_world_size_" + std::to_string(plan.worldSize) + "_rank_R.pt  ")
+          << t.files.files.size() << " files, " << formatBytes(t.bytes) << "\n";
+    if (!t.extraState.empty())
+        s << "  extra_state_world_size_" << plan.worldSize << "_rank_R.pt  " << t.extraState.size() << " files\n";
+    for (const auto& note : t.notes)
+        s << "  " << printableText(note) << "\n";
+}
+
+} // namespace
 
 nlohmann::json splitPlanToJson(const SplitPlan& plan, const MergePlan& model)
 {
@@ -162,7 +208,7 @@ nlohmann::json splitPlanToJson(const SplitPlan& plan, const MergePlan& model)
              { "generated_files", generated }, { "config_dir", plan.config.path }, { "side_files", plan.config.files },
              { "side_folder", plan.sideFolder }, { "total_bytes", plan.totalBytes }, { "disk_bytes", plan.diskBytes },
              { "largest_tensor_bytes", plan.largestTensorBytes }, { "memory_bytes", plan.memoryBytes },
-             { "warnings", plan.warnings } };
+             { "warnings", plan.warnings }, { "training_state", trainingJson(plan) } };
 }
 
 std::string splitPlanSummary(const SplitPlan& plan, const MergePlan& model, bool listTensors)
@@ -188,6 +234,7 @@ std::string splitPlanSummary(const SplitPlan& plan, const MergePlan& model, bool
         s << "  (no config.json found: the checkpoint will have no config or tokenizer files)\n";
     if (plan.runIteration)
         s << "  ../../latest_checkpointed_iteration.txt = " << *plan.runIteration << "\n";
+    summarizeTraining(s, plan);
     s << "Disk:    about " << formatBytes(plan.diskBytes) << "\n";
     s << "Memory:  about " << formatBytes(plan.memoryBytes) << " (twice the largest tensor, "
       << formatBytes(plan.largestTensorBytes) << ", plus buffers)\n";

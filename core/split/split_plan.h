@@ -7,12 +7,14 @@
 
 #include "merge/merge_plan.h"
 #include "model/checkpoint.h"
+#include "pickle/pickle_value.h"
 #include "pickle/torch_save_writer.h"
 #include "result.h"
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -112,8 +114,13 @@ struct SplitFile {
     /// `rootItems` (pickled key/value pairs such as Megatron-LM's args and iteration), not in a list.
     std::vector<std::string> chunkKeys;
     std::string rootItems;
+    /// The whole value as a tree whose tensors are placeholders for `tensors` (an optimizer's state dict; see
+    /// TorchSaveWriter::Value::Tree); null for a state dict.
+    PyRef tree;
     std::uint64_t bytes = 0;              ///< storage bytes, padding included
 };
+
+struct TrainingSplit;
 
 /// Everything a split will do, computed from the model's description alone.
 struct SplitPlan {
@@ -140,6 +147,8 @@ struct SplitPlan {
     std::uint64_t largestTensorBytes = 0; ///< the largest model tensor
     std::uint64_t memoryBytes = 0;        ///< estimated peak memory of the engine
     std::vector<std::string> warnings;
+    /// The training state carried with the model (an FSDP run's optimizer, scheduler and random state), or null.
+    std::shared_ptr<const TrainingSplit> training;
     /// Top-level names the split creates in the target, in publish order (data first, keystones last).
     std::vector<std::string> topLevelNames() const;
 };

@@ -141,12 +141,67 @@ std::vector<std::size_t> fileKeyOrder(const MergePlan& model, const SplitOptions
 
 /// How every tensor is laid out over the mesh, the same for each rank.
 struct ShardedLayout {
-    DeviceMesh mesh; ///< its ranks are plan.meshRanks (see SplitTensor::spec)
     std::vector<Placement> placements;
     std::int64_t shards = 0;
     std::vector<std::size_t> keyOrder;
     bool fsdp = false;
 };
+
+} // namespace
+
+std::vector<Placement> fsdpPlacements(const Shape& mesh)
+{
+    // FSDP2 shards dim 0 over the last mesh dim and replicates over the others (HSDP: (Replicate(), Shard(0))).
+    std::vector<Placement> placements(mesh.size(), Placement::replicate());
+    if (!placements.empty())
+        placements.back() = Placement::shard(0);
+    return placements;
+}
+
+Result<SplitTensor> fsdpRankTensor(const PlannedTensor& src, std::size_t index, const SplitPlan& plan, int rank,
+                                   bool padded)
+{
+    SplitTensor out;
+    out.globalShape = src.shape;
+    out.spec.name = src.name;
+    out.spec.dtype = src.dtype;
+    const Shape coordinate = coordinateOf(rank, plan.mesh);
+    const auto placements = fsdpPlacements(plan.mesh);
+    auto local = computeLocalLayout(src.shape, plan.mesh, coordinate, placements);
+    if (!local)
+        return local.error().withContext(src.name);
+    out.chunkOffsets = local->globalOffset;
+    out.spec.shape = local->localShape;
+    out.spec.dtensor = true;
+    out.spec.globalShape = src.shape;
+    out.spec.placements = placements;
+    out.spec.mesh.shape = plan.mesh;
+    out.spec.mesh.dimNames = plan.meshDimNames;
+    out.spec.coordinate = coordinate;
+    if (padded)
+        out.spec.storageElements = fsdpPaddedElements(src.shape, plan.mesh.back());
+    for (const auto& box : local->boxes)
+        out.fragments.push_back({ index, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {}, {} });
+    return out;
+}
+
+Result<SplitTensor> dcpRankTensor(const PlannedTensor& src, std::size_t index, const SplitPlan& plan, int rank)
+{
+    auto local = computeLocalLayout(src.shape, plan.mesh, coordinateOf(rank, plan.mesh), fsdpPlacements(plan.mesh));
+    if (!local)
+        return local.error().withContext(src.name);
+    SplitTensor out;
+    out.globalShape = src.shape;
+    out.chunkOffsets = local->globalOffset;
+    out.spec.name = src.name;
+    out.spec.dtype = src.dtype;
+    out.spec.shape = local->localShape;
+    for (const auto& box : local->boxes)
+        out.fragments.push_back({ index, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {}, {} });
+    return out;
+}
+
+namespace {
 
 /// Rank r's file: its shard of every tensor, FSDP2 DTensors in a state dict or DCP items.
 Result<SplitFile> shardedRankFile(const MergePlan& model, const SplitPlan& plan, const ShardedLayout& layout, int r)
@@ -162,30 +217,12 @@ Result<SplitFile> shardedRankFile(const MergePlan& model, const SplitPlan& plan,
         file.kind = SplitFile::Kind::DcpItems;
         file.archiveName = "archive";
     }
-    const Shape coordinate = coordinateOf(r, plan.mesh);
     for (std::size_t i : layout.keyOrder) {
         const PlannedTensor& src = model.tensors[i];
-        auto local = computeLocalLayout(src.shape, plan.mesh, coordinate, layout.placements);
-        if (!local)
-            return local.error().withContext(src.name);
-        SplitTensor out;
-        out.globalShape = src.shape;
-        out.chunkOffsets = local->globalOffset;
-        out.spec.name = src.name;
-        out.spec.dtype = src.dtype;
-        out.spec.shape = local->localShape;
-        if (layout.fsdp) {
-            out.spec.dtensor = true;
-            out.spec.globalShape = src.shape;
-            out.spec.placements = layout.placements;
-            out.spec.mesh = layout.mesh;
-            out.spec.coordinate = coordinate;
-            out.spec.storageElements = fsdpPaddedElements(src.shape, layout.shards);
-        }
-        for (const auto& box : local->boxes)
-            out.fragments.push_back({ i, box.globalOffsets, box.shape, box.localOffsets, std::nullopt, {}, {} });
-        file.bytes += out.spec.storageBytes();
-        file.tensors.push_back(std::move(out));
+        auto out = layout.fsdp ? fsdpRankTensor(src, i, plan, r, true) : dcpRankTensor(src, i, plan, r);
+        TESSERA_TRY(out);
+        file.bytes += out->spec.storageBytes();
+        file.tensors.push_back(std::move(*out));
     }
     return file;
 }
@@ -231,13 +268,9 @@ Result<SplitPlan> planShardedSplit(const MergePlan& model, const SplitOptions& o
     plan.config = model.config;
 
     ShardedLayout layout;
-    layout.mesh.shape = plan.mesh;
-    layout.mesh.dimNames = plan.meshDimNames;
     for (int r = 0; r < plan.worldSize; ++r)
         plan.meshRanks.push_back(r);
-    // FSDP2 shards dim 0 over the last mesh dim and replicates over the others (HSDP: (Replicate(), Shard(0))).
-    layout.placements.assign(plan.mesh.size(), Placement::replicate());
-    layout.placements.back() = Placement::shard(0);
+    layout.placements = fsdpPlacements(plan.mesh);
     layout.shards = plan.mesh.back();
 
     TESSERA_TRY(checkShardable(model, plan));

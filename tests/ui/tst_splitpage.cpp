@@ -9,7 +9,9 @@
 #include "models/splitplanmodel.h"
 #include "pages/mergepage.h"
 #include "pages/splitpage.h"
+#include "ops/prepare_split.h"
 #include "split/split_plan.h"
+#include "split/split_training.h"
 #include "testutil.h"
 #include "widgets/placementview.h"
 
@@ -113,6 +115,34 @@ private Q_SLOTS:
         QVERIFY_RESULT(tessera::mergeCheckpoint(*written, *back, merged, {}));
         QCOMPARE(tessera::test::readFile(merged + "/model.safetensors"),
                  tessera::test::readFile(tessera::test::fixture("fsdp2_llama_w4/reference/model.safetensors")));
+    }
+
+    void carriesTheTrainingStateUnlessModelOnly()
+    {
+        SplitPage page;
+        page.setCheckpoint(scanFixture("resume_llama_w2_k2/run/global_step_2/actor"));
+        page.setWorldSize(3);
+        SETTLED(page);
+        QVERIFY(page.plan());
+        QVERIFY(page.plan()->training);
+        QVERIFY2(page.planText().contains(QStringLiteral("optim_world_size_3_rank_R.pt  3 files")), qPrintable(page.planText()));
+        QVERIFY(!page.commandLine().contains(QStringLiteral("--model_only")));
+        // The file table lists every file the split writes, the training state's too.
+        QStringList names;
+        for (int row = 0; row < page.planModel()->rowCount(); ++row)
+            names << page.planModel()->index(row, SplitPlanModel::FileColumn).data().toString();
+        QVERIFY2(names.contains(QStringLiteral("optim_world_size_3_rank_2.pt")), qPrintable(names.join(QLatin1Char(' '))));
+        QVERIFY(names.contains(QStringLiteral("extra_state_world_size_3_rank_2.pt")));
+        // DCP cannot hold verl's optimizer files: refused, naming the way out.
+        page.setFormat(QStringLiteral("dcp"));
+        SETTLED(page);
+        QVERIFY(!page.plan() || !page.prepared()->runnable());
+        QVERIFY2(page.planText().contains(QStringLiteral("--model_only")), qPrintable(page.planText()));
+        page.setModelOnly(true);
+        SETTLED(page);
+        QVERIFY(page.plan());
+        QVERIFY(!page.plan()->training);
+        QVERIFY(page.commandLine().contains(QStringLiteral("--model_only")));
     }
 
     void refusedTargetIsReportedAndNothingIsWritten()

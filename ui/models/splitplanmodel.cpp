@@ -3,6 +3,9 @@
 
 #include "coreconvert.h"
 #include "split/split_plan.h"
+#include "split/split_training.h"
+
+#include <filesystem>
 
 namespace tessera::ui {
 
@@ -24,6 +27,7 @@ void SplitPlanModel::setPlan(std::shared_ptr<const tessera::SplitPlan> plan)
                 tooltip += tr("\n%1 state dicts, one per virtual pipeline stage").arg(f.listChunks.size());
             m_rows.push_back({ qs(f.name), f.rank, qint64(f.tensors.size()), f.bytes, tooltip });
         }
+        addTrainingRows();
         if (!m_plan->dcpFolder.empty() || m_plan->format == tessera::SplitFormat::Dcp)
             m_rows.push_back({ qs(m_plan->dcpFolder.empty() ? ".metadata" : m_plan->dcpFolder + "/.metadata"), -1, -1, 0,
                                tr("the DCP metadata: every tensor's chunks and where their bytes are") });
@@ -38,6 +42,23 @@ void SplitPlanModel::setPlan(std::shared_ptr<const tessera::SplitPlan> plan)
                                    .arg(qs(m_plan->config.path)) });
     }
     endResetModel();
+}
+
+void SplitPlanModel::addTrainingRows()
+{
+    if (!m_plan->training)
+        return;
+    const tessera::TrainingSplit& t = *m_plan->training;
+    for (const auto& f : t.files.files)
+        m_rows.push_back({ qs(f.name), f.rank, qint64(f.tensors.size()), f.bytes,
+                           t.state.dcp ? tr("training state: the optimizer's tensors (and on rank 0 the other entries)")
+                                       : tr("training state: the optimizer's state, resharded like the parameters") });
+    for (const auto& e : t.extraState) {
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(e.source, ec);
+        m_rows.push_back({ qs(e.name), int(&e - t.extraState.data()), -1, ec ? 0 : quint64(size),
+                           tr("training state: old rank %1's scheduler and random state").arg(e.fromRank) });
+    }
 }
 
 int SplitPlanModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(m_rows.size()); }

@@ -32,6 +32,8 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
+    /// The training state's files (an FSDP run's optimizer and extra state, a DCP folder's training items).
+    void addTrainingRows();
     struct Row {
         QString name;
         int rank;       ///< -1 for files that are not a rank's

@@ -5,6 +5,7 @@
 #include "coreconvert.h"
 #include "jobs/planjob.h"
 #include "jobs/splitjob.h"
+#include "split/split_training.h"
 #include "models/splitplanmodel.h"
 #include "openfolder.h"
 #include "widgets/folderfield.h"
@@ -22,6 +23,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
+#include <QCheckBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -115,6 +117,8 @@ SplitPage::SplitPage(QWidget* parent)
     , m_lastStageLayers(stageLayersBox(tr("Layers on the last pipeline stage (--num_layers_in_last_pipeline_stage)"), this))
     , m_vocabDivisible(sizeBox(1 << 20, this))
     , m_targetDir(new QLineEdit(this))
+    , m_modelOnly(new QCheckBox(tr("Model only: leave the optimizer, scheduler, random and dataloader state behind"),
+                                this))
     , m_planSummary(new QLabel(this))
     , m_planView(new QTableView(this))
     , m_previewTensor(new QComboBox(this))
@@ -198,6 +202,10 @@ void SplitPage::buildLayout()
     form->addRow(tr("Output folder"), withBrowse(m_targetDir, this, [this] {
                      return m_checkpoint ? QFileInfo(qs(m_checkpoint->root)).absolutePath() : QDir::homePath();
                  }));
+    m_modelOnly->setToolTip(tr("tessera split --model_only: a verl FSDP run's training state (optim_, extra_state_ "
+                               "files, data.pt) is otherwise resharded with the model so the run resumes at the new "
+                               "world size; without it the run resumes with checkpoint.load_contents=[model]"));
+    form->addRow(tr("Training state"), m_modelOnly);
 
     auto* previewBox = new QWidget(this);
     auto* previewLayout = new QVBoxLayout(previewBox);
@@ -252,6 +260,7 @@ void SplitPage::connectSignals()
     connect(m_mesh, &QLineEdit::textChanged, this, &SplitPage::syncWorldSizeToMesh);
     for (QLineEdit* edit : { m_mesh, m_meshNames, m_targetDir })
         connect(edit, &QLineEdit::textChanged, this, &SplitPage::requestChanged);
+    connect(m_modelOnly, &QCheckBox::toggled, this, &SplitPage::requestChanged);
     connect(m_previewTensor, &QComboBox::currentIndexChanged, this, [this] {
         m_wantedPreview = m_previewTensor->currentText();
         m_preview->setTensor(m_previewInfo, m_previewTensor->currentData().isValid() ? m_previewTensor->currentData().toInt() : -1);
@@ -310,6 +319,8 @@ void SplitPage::setFormat(const QString& name)
 }
 
 void SplitPage::setWorldSize(int ranks) { m_worldSize->setValue(ranks); }
+
+void SplitPage::setModelOnly(bool on) { m_modelOnly->setChecked(on); }
 
 void SplitPage::setMesh(const QString& mesh, const QString& dimNames)
 {
@@ -377,6 +388,7 @@ tessera::SplitRequest SplitPage::request() const
         r.localDir.reset();
     }
     r.targetDir = m_targetDir->text().trimmed().toStdString(); // empty until chosen: the split refuses that
+    r.modelOnly = m_modelOnly->isChecked();
     const QString format = formatName();
     r.format = format.toStdString();
     auto number = [](const QSpinBox* box) -> std::string { return std::to_string(box->value()); };
@@ -543,6 +555,14 @@ void SplitPage::showPlan()
                  .arg(bytesText(p.plan->diskBytes), bytesText(p.plan->memoryBytes), bytesText(p.plan->largestTensorBytes));
     if (p.plan->runIteration)
         lines << tr("latest_checkpointed_iteration.txt two folders up is set to %1").arg(*p.plan->runIteration);
+    if (const auto& training = p.plan->training) {
+        lines << tr("<b>Training state</b> carried so the run resumes on %1: %2 and %3")
+                     .arg(countText(p.plan->worldSize, tr("rank"), tr("ranks")),
+                          countText(qint64(training->files.files.size()), tr("optimizer file"), tr("optimizer files")),
+                          countText(qint64(training->extraState.size()), tr("extra-state file"), tr("extra-state files")));
+        for (const auto& note : training->notes)
+            lines << QStringLiteral("&nbsp;&nbsp;") + qs(note).toHtmlEscaped();
+    }
     for (const auto& w : p.plan->warnings)
         lines << QStringLiteral("<span style='color:%1'>%2</span>").arg(muted, tr("note: %1").arg(qs(w)).toHtmlEscaped());
     for (const auto& m : p.model.messages)
@@ -583,7 +603,7 @@ void SplitPage::updateButtons()
     m_run->setEnabled(canRun());
     m_run->setToolTip(canRun() ? tr("Write the checkpoint into the output folder") : why);
     m_cancel->setEnabled(running);
-    for (QWidget* w : std::initializer_list<QWidget*> { m_format, m_fsdpRows, m_megatronRows, m_targetDir })
+    for (QWidget* w : std::initializer_list<QWidget*> { m_format, m_fsdpRows, m_megatronRows, m_targetDir, m_modelOnly })
         w->setEnabled(!running);
     if (!running)
         updateFormatRows();

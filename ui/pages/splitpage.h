@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -53,6 +54,8 @@ public:
     void setCheckpoint(CheckpointPtr checkpoint);
 
     void setFormat(const QString& name); ///< "fsdp", "dcp", "megatron", "megatron-dist"
+    /// --model_only: leave a run's training state behind.
+    void setModelOnly(bool on);
     void setWorldSize(int ranks);
     void setMesh(const QString& mesh, const QString& dimNames = {});
     void setMegatronSizes(int tp, int pp, int vpp = 1, int ep = 1);
@@ -130,6 +133,7 @@ private:
     QSpinBox* m_lastStageLayers;
     QSpinBox* m_vocabDivisible;
     QLineEdit* m_targetDir;
+    QCheckBox* m_modelOnly; ///< --model_only
     QWidget* m_fsdpRows = nullptr;
     QWidget* m_megatronRows = nullptr;
     QWidget* m_stageRows = nullptr;
