@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compare/tensor_diff.h"
+#include "compare/whole_tensor.h"
 #include "io/printable.h"
 
 #include "model/convert.h"
@@ -317,34 +318,6 @@ std::string comparedAsText(const TensorDiff& row)
         + ", B " + std::string(torchName(row.dtypeB));
 }
 
-/// Reads the whole tensor into fresh anonymous memory, in `dtype` as a merge converts (nullopt: its own dtype).
-Result<PageBuffer> readTensor(SourceFiles& files, const CheckpointInfo& info, int index,
-                              const std::function<bool()>& canceled, std::optional<DType> dtype = std::nullopt)
-{
-    const TensorInfo& t = info.tensors[static_cast<std::size_t>(index)];
-    auto planned = planTensorCopy(t, static_cast<std::size_t>(index), dtype);
-    TESSERA_TRY(planned);
-    if (const LoraDelta* d = info.loraDeltaFor(t.name)) {
-        // A LoRA checkpoint's fused view: the weight is compared as the merge writes it, W + (B·A)·scale.
-        auto indexOf = [&](const std::string& name) {
-            for (std::size_t i = 0; i < info.tensors.size(); ++i)
-                if (info.tensors[i].name == name)
-                    return i;
-            return info.tensors.size();
-        };
-        const std::size_t ia = indexOf(d->a), ib = indexOf(d->b);
-        if (ia == info.tensors.size() || ib == info.tensors.size())
-            return makeError(printableText(t.name) + ": its LoRA factors are not in the checkpoint");
-        auto delta = planLoraDelta(*planned, t, info.tensors[ia], ia, info.tensors[ib], ib, d->scale, d->transposed);
-        TESSERA_TRY(delta);
-        planned->delta = std::make_shared<const PlannedDelta>(std::move(*delta));
-    }
-    auto buffer = PageBuffer::allocate(std::max<std::uint64_t>(planned->bytes, 1));
-    TESSERA_TRY(buffer);
-    TESSERA_TRY(materializeTensor(files, t, *planned, buffer->data(), canceled));
-    return std::move(*buffer);
-}
-
 /// Both sides of one row in memory.
 struct LoadedPair {
     PageBuffer a, b;
@@ -375,10 +348,10 @@ Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const C
     // A is read in the dtype it is compared at, converted from its source as the test's merge converts it.
     pair.dtypeA = row.comparedAs && *row.comparedAs == row.dtypeB ? *row.comparedAs : row.dtypeA;
     pair.dtypeB = row.dtypeB;
-    auto bufA = readTensor(files, a, row.indexA, canceled, pair.dtypeA);
+    auto bufA = readWholeTensor(files, a, row.indexA, canceled, pair.dtypeA);
     if (!bufA)
         return bufA.error().withContext("A");
-    auto bufB = readTensor(files, b, row.indexB, canceled);
+    auto bufB = readWholeTensor(files, b, row.indexB, canceled);
     if (!bufB)
         return bufB.error().withContext("B");
     if (row.comparedAs && pair.dtypeB != *row.comparedAs) {
@@ -947,7 +920,7 @@ Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, cons
     out.elements = t.numel();
     SourceFiles files;
     auto canceled = [&] { return progress.isCanceled(); };
-    auto buffer = readTensor(files, checkpoint, index, canceled);
+    auto buffer = readWholeTensor(files, checkpoint, index, canceled);
     TESSERA_TRY(buffer);
     const std::vector<std::uint8_t> gaps = missingElementMask(t, out.missing);
     out.numeric = valueKind(t.dtype) != ValueKind::Bytes;
