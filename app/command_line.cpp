@@ -61,6 +61,7 @@ std::string usageText()
   test            merge in memory and compare with a reference model
   diff A B        compare two checkpoints tensor by tensor
   split           write a Hugging Face model (or reshard any checkpoint) as FSDP2, DCP or Megatron
+  drift RUN       how every tensor of a training run moved between saved steps, and where NaN/Inf appeared
 
 options:
   -h, --help      show this help and exit
@@ -91,6 +92,8 @@ int runCommandLine(std::vector<std::string> args)
         return runDiff(args);
     if (command == "split")
         return runSplit(args);
+    if (command == "drift")
+        return runDrift(args);
     if (command == "-h" || command == "--help" || command == "help") {
         std::cout << usageText();
         return ExitOk;

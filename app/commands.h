@@ -13,5 +13,6 @@ int runMerge(const std::vector<std::string>& args);
 int runTest(const std::vector<std::string>& args);
 int runDiff(const std::vector<std::string>& args);
 int runSplit(const std::vector<std::string>& args);
+int runDrift(const std::vector<std::string>& args);
 
 } // namespace tessera::cli

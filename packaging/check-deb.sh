@@ -107,7 +107,7 @@ if report="$(cmake -DEXECUTABLE="$roots/tessera-cli/usr/bin/tessera-cli" -P "$re
 else
   bad "tessera-cli: $report"
 fi
-check_program tessera-cli "$roots/tessera-cli" inspect merge test diff split
+check_program tessera-cli "$roots/tessera-cli" inspect merge test diff split drift
 
 # ---- tessera (the workbench) ------------------------------------------------------------------------------------
 required=(
@@ -154,7 +154,7 @@ else
 fi
 check "the metainfo's newest release is $version" \
   grep -q "<release version=\"$version\"" "$root/usr/share/metainfo/org.tessera.Tessera.metainfo.xml"
-check_program tessera "$root" gui inspect merge test diff split
+check_program tessera "$root" gui inspect merge test diff split drift
 
 # ---- both -------------------------------------------------------------------------------------------------------
 shared="$(comm -12 <(contents tessera-cli | grep -v '/$' | sort) <(contents tessera | grep -v '/$' | sort))"

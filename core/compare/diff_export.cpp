@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compare/diff_export.h"
+#include "compare/csv_fields.h"
 
 #include <cmath>
 #include <sstream>
@@ -58,26 +59,6 @@ nlohmann::json rowJsonOf(const TensorDiff& t)
     j["a"] = sideJson(t.a);
     j["b"] = sideJson(t.b);
     return j;
-}
-
-/// A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
-std::string csvField(const std::string& text)
-{
-    if (text.find_first_of(",\"\r\n") == std::string::npos)
-        return text;
-    std::string out = "\"";
-    for (char c : text)
-        out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-}
-
-std::string csvValue(const nlohmann::json& v)
-{
-    if (v.is_null())
-        return {};
-    if (v.is_string())
-        return csvField(v.get<std::string>());
-    return csvField(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 } // namespace

@@ -31,8 +31,10 @@ struct DriftOptions {
 struct DriftRecord {
     std::string name;                 ///< the Hugging Face name (Megatron names mapped)
     long long step = 0;
+    std::optional<long long> previousStep; ///< the step compared with: the last one before `step` holding the tensor
     DType dtype = DType::Unknown;
     Shape shape;
+    std::uint64_t elements = 0;
     std::optional<double> relativeChange; ///< ‖W_s − W_prev‖₂ / ‖W_prev‖₂ in float64; null: see `why`
     std::optional<double> maxAbsChange;   ///< max |W_s − W_prev|; null when relativeChange is for another reason
                                           ///< than ‖W_prev‖ = 0
@@ -66,6 +68,8 @@ struct DriftReport {
     std::uint64_t nonFiniteRecords() const;
     /// Exit status of `tessera drift`: false when any NaN/Inf was found or a step is damaged.
     bool clean() const { return nonFiniteRecords() == 0 && damaged.empty(); }
+    /// The steps with at least one damaged entry.
+    std::size_t damagedSteps() const;
 };
 
 /// Called (serialised) for each record as soon as it is known; records come tensor by tensor, each through all steps.

@@ -5,6 +5,7 @@
 
 #include "result.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct RunStep {
     std::string folder;   ///< the step's own folder: RUN/global_step_N, RUN/iter_0000N00, RUN/step-N
     std::string path;     ///< what is scanned for it: the role folder of a verl step (global_step_N/actor), else `folder`
 };
+
+/// The step a folder's name says it holds: global_step_N, iter_N, step-N; nullopt for any other name.
+std::optional<long long> stepOfFolderName(const std::string& name);
 
 /// The saved steps of the run at `root`, ascending: verl's global_step_N (read at `role`: "actor" or "critic";
 /// a step without that folder is listed with `path` the missing folder, so it is reported rather than skipped),

@@ -2,9 +2,9 @@
 // Layout detection: from whatever folder the user points at to the reader that understands it.
 
 #include "formats/scan.h"
+#include "formats/run_steps.h"
 #include "io/path_kinds.h"
 #include "io/printable.h"
-#include "io/regex.h"
 #include "io/text_file.h"
 
 #include "formats/layout_registry.h"
@@ -73,23 +73,18 @@ Result<fs::path> followTracker(const fs::path& root)
                      + " nor iter_" + step + " exists beside it");
 }
 
-/// The newest global_step_N or iter_N folder, for run roots without a tracker file.
+/// The newest step folder (global_step_N, iter_N, step-N), for run roots without a tracker file.
 fs::path newestStep(const fs::path& root)
 {
-    static const Regex stepPattern = Regex::fixed(R"((?:global_step_|iter_)(\d+))");
     fs::path best;
     long long bestStep = -1;
     std::error_code ec;
-    for (const auto& entry : folderEntries(root, ec)) {
-        std::vector<std::string> m;
-        const std::string name = entry.path().filename().string();
-        if (!entry.is_directory(ec) || !stepPattern.fullMatch(name, m))
-            continue;
-        if (const auto step = parseStep(m[0]); step && *step > bestStep) {
+    for (const auto& entry : folderEntries(root, ec))
+        if (const auto step = stepOfFolderName(entry.path().filename().string());
+            step && *step > bestStep && entry.is_directory(ec)) {
             bestStep = *step;
             best = entry.path();
         }
-    }
     return best;
 }
 
