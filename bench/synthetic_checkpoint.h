@@ -68,9 +68,10 @@ inline std::vector<GlobalTensor> withLora(const std::vector<GlobalTensor>& model
 /// Matrices are sharded along `shardDim` (0: FSDP's rows, streamed by the merge; 1: columns, which the merge
 /// must gather in a tensor-sized buffer); vectors always along dim 0. `loraRank` > 0 writes a LoRA run instead
 /// (withLora(), and lora_train_meta.json with alpha = 2·r). `dtype` bfloat16 or float32 (`gb` counts bf16 bytes;
-/// float32 holds the same bf16-representable values in twice the bytes).
+/// float32 holds the same bf16-representable values in twice the bytes). `seed` changes every value: the same model
+/// saved at another step.
 inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std::int64_t hidden = 4096, int shardDim = 0,
-                              std::int64_t loraRank = 0, DType dtype = DType::BFloat16)
+                              std::int64_t loraRank = 0, DType dtype = DType::BFloat16, std::uint64_t seed = 0)
 {
     namespace fs = std::filesystem;
     fs::create_directories(dir + "/huggingface");
@@ -105,7 +106,7 @@ inline Status writeCheckpoint(const std::string& dir, double gb, int ranks, std:
         const std::string path = dir + "/model_world_size_" + std::to_string(ranks) + "_rank_" + std::to_string(r) + ".pt";
         auto status = writeTorchSave(path, tensors, [&](std::size_t i, std::uint64_t off, std::uint8_t* dst, std::uint64_t n) {
             // Deterministic bf16 noise, different per tensor, rank and position.
-            std::uint64_t s = (i + 1) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(r) << 40 ^ off;
+            std::uint64_t s = (i + 1) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(r) << 40 ^ off ^ seed << 52;
             const std::uint64_t es = dtypeSize(dtype);
             for (std::uint64_t k = 0; k + es <= n; k += es) {
                 s ^= s << 13;

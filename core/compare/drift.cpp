@@ -87,12 +87,11 @@ ReadStep readStep(const RunStep& step, const DriftOptions& options, std::vector<
     return r;
 }
 
-/// The tensor as last read, kept for the next step to be compared with.
+/// What is known of the tensor as last read, whose values are kept for the next step to be compared with.
 struct Previous {
     long long step = 0;
     DType dtype = DType::Unknown;
     Shape shape;
-    PageBuffer values;
     bool nonFinite = false;
 };
 
@@ -170,6 +169,9 @@ Result<DriftReport> driftRun(const DriftOptions& options, Progress& progress, co
     std::vector<std::vector<DriftRecord>> perStep(read.size());
     std::uint64_t done = 0;
     const unsigned threads = static_cast<unsigned>(std::max(0, options.threads));
+    // Two buffers, the step read and the one before, reused from tensor to tensor: their pages stay mapped, so the
+    // reads take no page faults once they have grown to the largest tensor.
+    PageBuffer current, before;
     for (const auto& name : report.tensors) {
         std::optional<Previous> previous;
         for (std::size_t s = 0; s < read.size(); ++s) {
@@ -202,15 +204,16 @@ Result<DriftReport> driftRun(const DriftOptions& options, Progress& progress, co
                 }
                 continue;
             }
-            auto values = readWholeTensor(*step.files, *step.info, found->second, [&] { return progress.isCanceled(); });
-            if (!values) {
+            const Status loaded = readWholeTensorInto(*step.files, *step.info, found->second,
+                                                    [&] { return progress.isCanceled(); }, current);
+            if (!loaded) {
                 if (progress.isCanceled())
                     return canceledError();
-                report.damaged.push_back({ step.step.step, printableText(name) + ": " + values.error().message });
+                report.damaged.push_back({ step.step.step, printableText(name) + ": " + loaded.error().message });
                 continue;
             }
             const bool comparable = previous && previous->shape == record.shape;
-            auto sums = changeSums(values->data(), tensor.dtype, comparable ? previous->values.data() : nullptr,
+            auto sums = changeSums(current.data(), tensor.dtype, comparable ? before.data() : nullptr,
                                    comparable ? previous->dtype : tensor.dtype, tensor.numel(), threads);
             if (!sums) {
                 report.damaged.push_back({ step.step.step, printableText(name) + ": " + sums.error().message });
@@ -229,8 +232,8 @@ Result<DriftReport> driftRun(const DriftOptions& options, Progress& progress, co
             next.dtype = tensor.dtype;
             next.shape = tensor.outputShape();
             next.nonFinite = sums->nan + sums->inf > 0;
-            next.values = std::move(*values);
             previous = std::move(next);
+            std::swap(current, before);
         }
     }
     progress.report(total, total, {});
