@@ -200,20 +200,28 @@ void TestDrift::stepsChooseThePrevious()
 
 void TestDrift::mixedLayoutsGiveTheSameNumbers()
 {
-    // Step 20 merged to a Hugging Face folder: read with its own layout, it gives the numbers of the rank files.
+    // Step 20 merged to a Hugging Face folder, step 30 resharded to 3 ranks, step 40 to a DCP folder: each read with
+    // its own layout, they give the numbers of the rank files they were made from.
     const std::string run = makeTempDir() + "/run";
     fs::create_directories(run);
-    for (const char* step : { "global_step_10", "global_step_30" })
-        fs::copy(fixture(kRun) + "/" + step, run + "/" + step, fs::copy_options::recursive);
+    fs::copy(fixture(kRun) + "/global_step_10", run + "/global_step_10", fs::copy_options::recursive);
     QCOMPARE(runTessera(A({ "merge", "--backend", "fsdp", "--local_dir", fixture(kRun) + "/global_step_20/actor",
-                            "--target_dir", run + "/global_step_20/actor" })),
+                            "--target_dir", run + "/global_step_20/actor", "--quiet" })),
              0);
-    const auto mixed = drift(run), original = drift(fixture(kRun), { 10, 20, 30 });
+    QCOMPARE(runTessera(A({ "split", "--local_dir", fixture(kRun) + "/global_step_30/actor", "--format", "fsdp",
+                            "--world_size", "3", "--target_dir", run + "/global_step_30/actor", "--quiet" })),
+             0);
+    QCOMPARE(runTessera(A({ "split", "--local_dir", fixture(kRun) + "/global_step_40/actor", "--format", "dcp",
+                            "--world_size", "2", "--target_dir", run + "/step-40", "--quiet" })),
+             0);
+    const auto mixed = drift(run), original = drift(fixture(kRun));
     QCOMPARE(mixed.records.size(), original.records.size());
     for (std::size_t i = 0; i < mixed.records.size(); ++i) {
         QCOMPARE(mixed.records[i].name, original.records[i].name);
         QCOMPARE(mixed.records[i].relativeChange, original.records[i].relativeChange);
         QCOMPARE(mixed.records[i].norm, original.records[i].norm);
+        QCOMPARE(mixed.records[i].nan, original.records[i].nan);
+        QCOMPARE(mixed.records[i].inf, original.records[i].inf);
     }
 }
 
