@@ -14,6 +14,7 @@
 #include "mapping/lora.h"
 #include "mapping/megatron_mapping.h"
 #include "mapping/megatron_mapping_report.h"
+#include "formats/run_steps.h"
 #include "formats/scan.h"
 
 #include <nlohmann/json.hpp>
@@ -122,8 +123,15 @@ int runInspect(const std::vector<std::string>& args)
     const auto training = readTrainingReport(*info, parser.isSet("norms"), options.threads, parser.isSet("json"));
     if (!training)
         return reportFailure(parser, training.error().message);
+    // A run root shows its newest step (or the tracker's); the other saved steps are what `drift` compares.
+    std::vector<long long> runSteps;
+    if (auto steps = findRunSteps(parser.positional("PATH")); steps && steps->size() > 1)
+        for (const auto& s : *steps)
+            runSteps.push_back(s.step);
     if (parser.isSet("json")) {
         auto j = checkpointToJson(*info);
+        if (!runSteps.empty())
+            j["run_steps"] = runSteps;
         if (const auto lora = loraSummaryLines(mapping && mapping->ok() ? mapping->value().mapped : *info); !lora.empty())
             j["lora"] = lora;
         if (mapping)
@@ -134,6 +142,13 @@ int runInspect(const std::vector<std::string>& args)
         std::cout << jsonText(j) << "\n";
     } else {
         std::cout << checkpointSummary(*info, parser.isSet("tensors"));
+        if (!runSteps.empty()) {
+            std::string list;
+            for (long long step : runSteps)
+                list += (list.empty() ? "" : ", ") + std::to_string(step);
+            std::cout << "Run         " << runSteps.size() << " saved steps (" << list << "): tessera drift "
+                      << printableMessage(parser.positional("PATH")) << " shows how each tensor moved\n";
+        }
         // A Megatron checkpoint's adapter shows under its mapped (PEFT) names.
         const auto lora = loraSummaryLines(mapping && mapping->ok() ? mapping->value().mapped : *info);
         for (std::size_t i = 0; i < lora.size(); ++i)
