@@ -77,12 +77,7 @@ DiffRequest DiffRequest::fromParser(const ArgParser& parsed)
 
 Result<DiffRequest> DiffRequest::fromArgs(const std::vector<std::string>& args)
 {
-    ArgParser p = parser();
-    if (!p.parse(args))
-        return makeError(p.error());
-    if (p.helpRequested())
-        return makeError("--help asks for the help text, not a diff");
-    return fromParser(p);
+    return requestFromArgs<DiffRequest>(args, "a diff");
 }
 
 std::vector<std::string> DiffRequest::toArgs() const

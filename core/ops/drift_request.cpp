@@ -59,12 +59,7 @@ DriftRequest DriftRequest::fromParser(const ArgParser& parsed)
 
 Result<DriftRequest> DriftRequest::fromArgs(const std::vector<std::string>& args)
 {
-    ArgParser p = parser();
-    if (!p.parse(args))
-        return makeError(p.error());
-    if (p.helpRequested())
-        return makeError("--help asks for the help text, not a drift report");
-    return fromParser(p);
+    return requestFromArgs<DriftRequest>(args, "a drift report");
 }
 
 std::vector<std::string> DriftRequest::toArgs() const

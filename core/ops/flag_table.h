@@ -6,6 +6,7 @@
 // or shown and not parsed.
 
 #include "ops/arg_parser.h"
+#include "result.h"
 
 #include <optional>
 #include <string>
@@ -83,6 +84,20 @@ void writeFlags(const Request& request, const std::vector<Flag<Request>>& flags,
             args.push_back("--" + f.name);
         }
     }
+}
+
+/// The request the words after `tessera COMMAND` make, read as the command line reads them (Request::parser(),
+/// then Request::fromParser()); the error is the usage error. `what` names the command's work in the refusal of
+/// --help ("a merge").
+template <typename Request>
+Result<Request> requestFromArgs(const std::vector<std::string>& args, const char* what)
+{
+    ArgParser p = Request::parser();
+    if (!p.parse(args))
+        return makeError(p.error());
+    if (p.helpRequested())
+        return makeError(std::string("--help asks for the help text, not ") + what);
+    return Request::fromParser(p);
 }
 
 /// "tessera merge --local_dir 'my run' …": `command` and `args` as a POSIX shell reads them, each word quoted

@@ -106,12 +106,7 @@ MergeRequest MergeRequest::fromParser(const ArgParser& parsed)
 
 Result<MergeRequest> MergeRequest::fromArgs(const std::vector<std::string>& args)
 {
-    ArgParser p = parser();
-    if (!p.parse(args))
-        return makeError(p.error());
-    if (p.helpRequested())
-        return makeError("--help asks for the help text, not a merge");
-    return fromParser(p);
+    return requestFromArgs<MergeRequest>(args, "a merge");
 }
 
 std::vector<std::string> MergeRequest::toArgs() const

@@ -173,12 +173,7 @@ SplitRequest SplitRequest::fromParser(const ArgParser& parsed)
 
 Result<SplitRequest> SplitRequest::fromArgs(const std::vector<std::string>& args)
 {
-    ArgParser p = parser();
-    if (!p.parse(args))
-        return makeError(p.error());
-    if (p.helpRequested())
-        return makeError("--help asks for the help text, not a split");
-    return fromParser(p);
+    return requestFromArgs<SplitRequest>(args, "a split");
 }
 
 std::vector<std::string> SplitRequest::toArgs() const

@@ -63,12 +63,7 @@ TestRequest TestRequest::fromParser(const ArgParser& parsed)
 
 Result<TestRequest> TestRequest::fromArgs(const std::vector<std::string>& args)
 {
-    ArgParser p = parser();
-    if (!p.parse(args))
-        return makeError(p.error());
-    if (p.helpRequested())
-        return makeError("--help asks for the help text, not a test");
-    return fromParser(p);
+    return requestFromArgs<TestRequest>(args, "a test");
 }
 
 std::vector<std::string> TestRequest::toArgs() const
