@@ -58,6 +58,28 @@ Result<TrainingReport> readTrainingReport(const CheckpointInfo& info, bool norms
     return report;
 }
 
+/// A run root shows its newest step (or the tracker's); the steps it saved are what `drift` compares. Empty for a
+/// folder of one step.
+std::vector<long long> otherSavedSteps(const std::string& path)
+{
+    std::vector<long long> list;
+    if (auto steps = findRunSteps(path); steps && steps->size() > 1)
+        for (const auto& s : *steps)
+            list.push_back(s.step);
+    return list;
+}
+
+std::string runStepsLine(const std::vector<long long>& steps, const std::string& path)
+{
+    if (steps.empty())
+        return {};
+    std::string list;
+    for (long long step : steps)
+        list += (list.empty() ? "" : ", ") + std::to_string(step);
+    return "Run         " + std::to_string(steps.size()) + " saved steps (" + list + "): tessera drift "
+        + printableMessage(path) + " shows how each tensor moved\n";
+}
+
 } // namespace
 
 int runInspect(const std::vector<std::string>& args)
@@ -123,11 +145,7 @@ int runInspect(const std::vector<std::string>& args)
     const auto training = readTrainingReport(*info, parser.isSet("norms"), options.threads, parser.isSet("json"));
     if (!training)
         return reportFailure(parser, training.error().message);
-    // A run root shows its newest step (or the tracker's); the other saved steps are what `drift` compares.
-    std::vector<long long> runSteps;
-    if (auto steps = findRunSteps(parser.positional("PATH")); steps && steps->size() > 1)
-        for (const auto& s : *steps)
-            runSteps.push_back(s.step);
+    const std::vector<long long> runSteps = otherSavedSteps(parser.positional("PATH"));
     if (parser.isSet("json")) {
         auto j = checkpointToJson(*info);
         if (!runSteps.empty())
@@ -142,13 +160,7 @@ int runInspect(const std::vector<std::string>& args)
         std::cout << jsonText(j) << "\n";
     } else {
         std::cout << checkpointSummary(*info, parser.isSet("tensors"));
-        if (!runSteps.empty()) {
-            std::string list;
-            for (long long step : runSteps)
-                list += (list.empty() ? "" : ", ") + std::to_string(step);
-            std::cout << "Run         " << runSteps.size() << " saved steps (" << list << "): tessera drift "
-                      << printableMessage(parser.positional("PATH")) << " shows how each tensor moved\n";
-        }
+        std::cout << runStepsLine(runSteps, parser.positional("PATH"));
         // A Megatron checkpoint's adapter shows under its mapped (PEFT) names.
         const auto lora = loraSummaryLines(mapping && mapping->ok() ? mapping->value().mapped : *info);
         for (std::size_t i = 0; i < lora.size(); ++i)

@@ -115,6 +115,95 @@ void fillChange(DriftRecord& record, const ChangeSums& sums, const std::optional
     }
 }
 
+/// One tensor read through every step in turn, each step compared with the last one that held it.
+struct TensorWalk {
+    std::vector<ReadStep>& steps;
+    std::vector<DamagedStep>& damaged;
+    Progress& progress;
+    const DriftRecordSink& onRecord;
+    unsigned threads = 0;
+    std::uint64_t done = 0, total = 0;
+    std::vector<std::vector<DriftRecord>> perStep; ///< the records, by index into `steps`
+    // Two buffers, the step read and the one before, reused from tensor to tensor: their pages stay mapped, so the
+    // reads take no page faults once they have grown to the largest tensor.
+    PageBuffer current, before;
+    std::optional<Previous> previous;
+
+    TensorWalk(std::vector<ReadStep>& read, std::vector<DamagedStep>& damagedSteps, Progress& progressOf,
+               const DriftRecordSink& sink)
+        : steps(read), damaged(damagedSteps), progress(progressOf), onRecord(sink), perStep(read.size())
+    {
+    }
+
+    Status through(const std::string& name)
+    {
+        previous.reset();
+        for (std::size_t s = 0; s < steps.size(); ++s) {
+            if (!steps[s].info)
+                continue;
+            const auto found = steps[s].index.find(name);
+            if (found == steps[s].index.end())
+                continue;
+            if (progress.isCanceled())
+                return canceledError();
+            TESSERA_TRY(atStep(s, found->second));
+        }
+        return Status::success();
+    }
+
+    /// Reads the tensor at `index` of step `s` and records how it moved; a failure to read it damages the step.
+    Status atStep(std::size_t s, int index)
+    {
+        ReadStep& step = steps[s];
+        const TensorInfo& tensor = step.info->tensors[static_cast<std::size_t>(index)];
+        progress.report(done, total, printableText(tensor.name) + " at step " + std::to_string(step.step.step));
+        done += tensor.nbytes();
+        DriftRecord record;
+        record.name = tensor.name;
+        record.step = step.step.step;
+        record.dtype = tensor.dtype;
+        record.shape = tensor.outputShape();
+        record.elements = tensor.numel();
+        std::uint64_t missing = 0;
+        missingElementMask(tensor, missing);
+        if (missing > 0) // already reported with its step's problems
+            return Status::success();
+        if (!changeKernelReads(tensor.dtype)) {
+            record.why = "not a floating-point tensor";
+            keep(s, std::move(record));
+            return Status::success();
+        }
+        const Status loaded = readWholeTensorInto(*step.files, *step.info, index, [&] { return progress.isCanceled(); },
+                                                  current);
+        if (!loaded && progress.isCanceled())
+            return canceledError();
+        const bool comparable = previous && previous->shape == record.shape;
+        auto sums = loaded ? changeSums(current.data(), tensor.dtype, comparable ? before.data() : nullptr,
+                                        comparable ? previous->dtype : tensor.dtype, tensor.numel(), threads)
+                           : Result<ChangeSums>(loaded.error());
+        if (!sums) {
+            damaged.push_back({ step.step.step, printableText(tensor.name) + ": " + sums.error().message });
+            return Status::success();
+        }
+        record.nan = sums->nan;
+        record.inf = sums->inf;
+        if (previous)
+            record.previousStep = previous->step;
+        fillChange(record, *sums, previous);
+        keep(s, std::move(record));
+        previous = Previous { step.step.step, tensor.dtype, tensor.outputShape(), sums->nan + sums->inf > 0 };
+        std::swap(current, before);
+        return Status::success();
+    }
+
+    void keep(std::size_t s, DriftRecord record)
+    {
+        if (onRecord)
+            onRecord(record);
+        perStep[s].push_back(std::move(record));
+    }
+};
+
 } // namespace
 
 const DriftRecord* DriftReport::find(const std::string& name, long long step) const
@@ -166,78 +255,13 @@ Result<DriftReport> driftRun(const DriftOptions& options, Progress& progress, co
 
     // Tensor by tensor through all steps: each step's bytes are read once, and only two copies of one tensor
     // are held. Records are gathered per step, then laid out step by step.
-    std::vector<std::vector<DriftRecord>> perStep(read.size());
-    std::uint64_t done = 0;
-    const unsigned threads = static_cast<unsigned>(std::max(0, options.threads));
-    // Two buffers, the step read and the one before, reused from tensor to tensor: their pages stay mapped, so the
-    // reads take no page faults once they have grown to the largest tensor.
-    PageBuffer current, before;
-    for (const auto& name : report.tensors) {
-        std::optional<Previous> previous;
-        for (std::size_t s = 0; s < read.size(); ++s) {
-            ReadStep& step = read[s];
-            if (!step.info)
-                continue;
-            const auto found = step.index.find(name);
-            if (found == step.index.end())
-                continue;
-            if (progress.isCanceled())
-                return canceledError();
-            const TensorInfo& tensor = step.info->tensors[static_cast<std::size_t>(found->second)];
-            progress.report(done, total, printableText(name) + " at step " + std::to_string(step.step.step));
-            done += tensor.nbytes();
-            DriftRecord record;
-            record.name = name;
-            record.step = step.step.step;
-            record.dtype = tensor.dtype;
-            record.shape = tensor.outputShape();
-            record.elements = tensor.numel();
-            std::uint64_t missing = 0;
-            missingElementMask(tensor, missing);
-            if (missing > 0 || !changeKernelReads(tensor.dtype)) {
-                // A tensor with holes is already reported with its step's problems; an integer tensor has no drift.
-                if (missing == 0) {
-                    record.why = "not a floating-point tensor";
-                    perStep[s].push_back(record);
-                    if (onRecord)
-                        onRecord(record);
-                }
-                continue;
-            }
-            const Status loaded = readWholeTensorInto(*step.files, *step.info, found->second,
-                                                    [&] { return progress.isCanceled(); }, current);
-            if (!loaded) {
-                if (progress.isCanceled())
-                    return canceledError();
-                report.damaged.push_back({ step.step.step, printableText(name) + ": " + loaded.error().message });
-                continue;
-            }
-            const bool comparable = previous && previous->shape == record.shape;
-            auto sums = changeSums(current.data(), tensor.dtype, comparable ? before.data() : nullptr,
-                                   comparable ? previous->dtype : tensor.dtype, tensor.numel(), threads);
-            if (!sums) {
-                report.damaged.push_back({ step.step.step, printableText(name) + ": " + sums.error().message });
-                continue;
-            }
-            record.nan = sums->nan;
-            record.inf = sums->inf;
-            if (previous)
-                record.previousStep = previous->step;
-            fillChange(record, *sums, previous);
-            if (onRecord)
-                onRecord(record);
-            perStep[s].push_back(std::move(record));
-            Previous next;
-            next.step = step.step.step;
-            next.dtype = tensor.dtype;
-            next.shape = tensor.outputShape();
-            next.nonFinite = sums->nan + sums->inf > 0;
-            previous = std::move(next);
-            std::swap(current, before);
-        }
-    }
+    TensorWalk walk(read, report.damaged, progress, onRecord);
+    walk.threads = static_cast<unsigned>(std::max(0, options.threads));
+    walk.total = total;
+    for (const auto& name : report.tensors)
+        TESSERA_TRY(walk.through(name));
     progress.report(total, total, {});
-    for (auto& records : perStep)
+    for (auto& records : walk.perStep)
         for (auto& r : records)
             report.records.push_back(std::move(r));
     std::stable_sort(report.damaged.begin(), report.damaged.end(),
