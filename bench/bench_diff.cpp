@@ -4,7 +4,11 @@
 // pair, each in a child process with the files cached, and prints GB/s of checkpoint bytes, CPU time and the
 // diff's peak RSS against the 2 × largest tensor + 64 MiB per thread bound.
 //
-//   bench_diff [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--threads N] [--rounds 3] [--keep]
+// With --shard_dim 1 the matrices are sharded by columns, so the diff assembles each of the checkpoint's tensors in
+// memory rather than reading it where it lies.
+//
+//   bench_diff [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] [--threads N] [--rounds 3]
+//              [--keep]
 
 #include "bench_args.h"
 #include "bench_timing.h"
@@ -101,13 +105,14 @@ int main(int argc, char** argv)
 {
     std::string dir, work = fs::temp_directory_path().string() + "/tessera-bench-diff";
     double gb = 1.2;
-    int ranks = 4, threads = 0, rounds = 3;
+    int ranks = 4, threads = 0, rounds = 3, shardDim = 0;
     bool keep = false;
     if (!parseFlags(argc, argv,
                     { { "--dir", &dir }, { "--work", &work }, { "--gb", &gb }, { "--ranks", &ranks },
-                      { "--threads", &threads }, { "--rounds", &rounds }, { "--keep", &keep } })) {
-        std::cerr << "usage: bench_diff [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--threads N] "
-                     "[--rounds 3] [--keep]\n";
+                      { "--shard_dim", &shardDim }, { "--threads", &threads }, { "--rounds", &rounds },
+                      { "--keep", &keep } })) {
+        std::cerr << "usage: bench_diff [--dir CHECKPOINT] [--work DIR] [--gb 1.2] [--ranks 4] [--shard_dim 0|1] "
+                     "[--threads N] [--rounds 3] [--keep]\n";
         return 2;
     }
     fs::create_directories(work);
@@ -116,7 +121,7 @@ int main(int argc, char** argv)
         if (!fs::exists(dir + "/model_world_size_" + std::to_string(ranks) + "_rank_0.pt")) {
             std::cout << "writing a " << gb << " GB synthetic FSDP2 checkpoint (" << ranks << " ranks) to " << dir << "\n";
             fs::remove_all(work + "/merged");
-            if (auto status = writeCheckpoint(dir, gb, ranks); !status) {
+            if (auto status = writeCheckpoint(dir, gb, ranks, 4096, shardDim); !status) {
                 std::cerr << status.error().message << "\n";
                 return 1;
             }

@@ -380,7 +380,8 @@ std::uint64_t pairBytes(const CheckpointInfo& a, const CheckpointInfo& b, const 
 
 /// Reads and compares one row; failures become the row's status.
 void diffRow(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, TensorDiff& row,
-             const DiffOptions& options, MemoryBudget& budget, const std::function<bool()>& canceled)
+             const DiffOptions& options, MemoryBudget& budget, SpareThreads& spare,
+             const std::function<bool()>& canceled)
 {
     const std::string problems = problemsOf(a, row.name) + problemsOf(b, row.name);
     const std::uint64_t held = budget.acquire(pairBytes(a, b, row));
@@ -388,7 +389,11 @@ void diffRow(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& 
     // A gap is compared around (Incomplete); any other reported problem leaves the values untrusted.
     if (pair && !problems.empty() && !pair->incomplete())
         pair = makeError("the checkpoint reports a problem with this tensor: " + problems);
-    Status status = pair ? compareLoaded(*pair, row, options, nullptr, canceled) : Status(pair.error());
+    // The blocks of the tensor on this worker's thread and on those no other worker is using now.
+    DiffOptions blocks = options;
+    blocks.threads = pair ? 1 + spare.take(resolveThreads(static_cast<int>(options.threads)) - 1) : 1;
+    Status status = pair ? compareLoaded(*pair, row, blocks, nullptr, canceled) : Status(pair.error());
+    spare.give(blocks.threads - 1);
     if (pair)
         *pair = LoadedPair(); // free the buffers before giving the budget back
     budget.release(held);
@@ -761,6 +766,7 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
     // Memory stays within the largest pair held at once: sides read in place hold nothing, and the blocks of a
     // large tensor keep every thread busy while others wait.
     MemoryBudget budget(largestPair);
+    SpareThreads spare(threads - 1);
     SourceFiles files;
     std::mutex mutex;
     std::size_t done = 0;
@@ -781,7 +787,7 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
         if (canceled())
             return;
         TensorDiff& row = report.tensors[work[w]];
-        diffRow(files, a, b, row, options, budget, canceled);
+        diffRow(files, a, b, row, options, budget, spare, canceled);
         if (!canceled())
             finished(work[w]);
     });

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compare/value_kernel.h"
 
-// The lanes take and return 32-byte vectors in always-inlined functions; they never cross a call, so GCC's note
-// that such calls pass them differently with and without AVX concerns nothing here.
-#if defined(__GNUC__) && !defined(__clang__)
+// The lanes take and return 32-byte vectors in always-inlined functions; they never cross a call, so the warning
+// that such calls pass them differently with and without AVX (GCC's and clang's) concerns nothing here.
 #pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 
 #include "compare/value_lanes.h"
 #include "io/cpu_features.h"

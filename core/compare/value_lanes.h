@@ -67,13 +67,21 @@ TESSERA_SPLIT_ASSIGN(Mask, -)
 #undef TESSERA_SPLIT_ASSIGN
 
 TESSERA_LANES Split::Mask operator~(const Split::Mask& a) { return { ~a.lo, ~a.hi }; }
-TESSERA_LANES Split::Lanes select(const Split::Mask& m, const Split::Lanes& a, const Split::Lanes& b)
-{
-    return { m.lo ? a.lo : b.lo, m.hi ? a.hi : b.hi };
-}
+TESSERA_LANES Split::Mask operator|(const Split::Mask& a, const Split::Mask& b) { return { a.lo | b.lo, a.hi | b.hi }; }
+// By bits (a lane of a mask is all ones or all zeros): SSE2 has no blend, and GCC would pick lane by lane.
 TESSERA_LANES Split::Mask select(const Split::Mask& m, const Split::Mask& a, const Split::Mask& b)
 {
-    return { m.lo ? a.lo : b.lo, m.hi ? a.hi : b.hi };
+    return (m & a) | (~m & b);
+}
+TESSERA_LANES Split::Lanes select(const Split::Mask& m, const Split::Lanes& a, const Split::Lanes& b)
+{
+    Split::Mask bits[2];
+    std::memcpy(&bits[0], &a, sizeof a);
+    std::memcpy(&bits[1], &b, sizeof b);
+    const Split::Mask chosen = select(m, bits[0], bits[1]);
+    Split::Lanes out;
+    std::memcpy(&out, &chosen, sizeof out);
+    return out;
 }
 
 static_assert(sizeof(Wide::Lanes) == 32 && sizeof(Wide::Mask) == 32 && sizeof(Split::Lanes) == 32

@@ -410,6 +410,10 @@ Result<PageBuffer> PageBuffer::allocate(std::uint64_t bytes)
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return makeError("cannot allocate " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+    // Huge pages where the system allows them: a tensor's buffer is touched once, page by page, and a fault per 4 KiB
+    // page made filling it cost more than reading the checkpoint (0.3 GB/s on a virtual machine, against 8.5 GB/s
+    // in 2 MiB pages; bench_diff --shard_dim 1, which assembles every tensor).
+    ::madvise(p, bytes, MADV_HUGEPAGE);
     buffer.m_data = static_cast<std::uint8_t*>(p);
     buffer.m_size = bytes;
     return buffer;
