@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -58,6 +59,7 @@ inline double plainCopy(const std::vector<std::string>& files, const std::string
 struct ChildRun {
     bool ok = false;
     double seconds = 0;
+    double cpuSeconds = 0; ///< user + system time of the child
     long peakKb = 0; ///< the child's own peak RSS
 };
 
@@ -65,6 +67,7 @@ struct ChildRun {
 /// measured is the work's own, not the generator's or the copy's.
 inline ChildRun runInChild(const std::function<int()>& work)
 {
+    std::fflush(nullptr); // or the child would print again what the parent has not flushed yet
     const double start = now();
     const pid_t child = ::fork();
     if (child == 0)
@@ -72,7 +75,9 @@ inline ChildRun runInChild(const std::function<int()>& work)
     int status = 0;
     struct rusage usage {};
     ::wait4(child, &status, 0, &usage);
-    return { WIFEXITED(status) && WEXITSTATUS(status) == 0, now() - start, usage.ru_maxrss };
+    const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+    return { WIFEXITED(status) && WEXITSTATUS(status) == 0, now() - start, cpu, usage.ru_maxrss };
 }
 
 } // namespace tessera::bench

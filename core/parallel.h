@@ -29,6 +29,28 @@ inline unsigned resolvePickleReaders(int requested)
     return std::min(4u, resolveThreads(0));
 }
 
+/// Threads that workers lend each other: a worker about to split its item over several threads takes what is free,
+/// and gives it back when done. Workers that all split at once then run at most twice the threads asked for, while
+/// one large item left at the end still gets every core.
+class SpareThreads {
+public:
+    explicit SpareThreads(unsigned count) : m_free(count) { }
+    /// Up to `wanted` threads, as many as are free now (maybe none).
+    unsigned take(unsigned wanted)
+    {
+        unsigned free = m_free.load();
+        unsigned got = 0;
+        do
+            got = std::min(free, wanted);
+        while (!m_free.compare_exchange_weak(free, free - got));
+        return got;
+    }
+    void give(unsigned count) { m_free += count; }
+
+private:
+    std::atomic<unsigned> m_free;
+};
+
 /// Calls fn(i) for i in [0, count) on up to `threads` threads; items are handed out in order.
 /// fn must not throw. Returns when all calls have finished.
 inline void parallelFor(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& fn)

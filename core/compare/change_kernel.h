@@ -2,8 +2,10 @@
 #pragma once
 
 // How far a tensor moved between two saved steps: the statistics `tessera drift` reports for one tensor at one step,
-// computed straight from the stored bytes of both steps, blocks of a large tensor over several threads.
+// computed straight from the stored bytes of both steps by the statistics kernel (value_kernel.h), blocks of a
+// large tensor over several threads.
 
+#include "compare/value_kernel.h"
 #include "model/dtype.h"
 #include "result.h"
 
@@ -28,10 +30,16 @@ struct ChangeSums {
 bool changeKernelReads(DType dtype);
 
 /// The sums of `count` elements of `current` (dtype `currentType`) against `previous` (`previousType`; null when
-/// there is no previous step: the previous-side sums stay 0). Tensors above a block's size are cut into fixed
-/// blocks handed to up to `threads` threads (0 = one per core); the blocks' sums are merged in block order, so the
-/// result never depends on the thread count. An Error for a dtype changeKernelReads() refuses.
+/// there is no previous step: the previous-side sums stay 0): valueSums() with KernelWork::Change. Tensors above a
+/// block's size are cut into fixed blocks handed to up to `threads` threads (0 = one per core); the blocks' sums
+/// are merged in block order, so the result never depends on the thread count. An Error for a dtype
+/// changeKernelReads() refuses.
 Result<ChangeSums> changeSums(const std::uint8_t* current, DType currentType, const std::uint8_t* previous,
                               DType previousType, std::uint64_t count, unsigned threads = 0);
+
+/// changeSums() of values as the kernel reads them: in memory, or read block by block where their files hold them
+/// (TensorValues::span(): no copy of either step's tensor is held).
+Result<ChangeSums> changeSums(const ValueSpan& current, const ValueSpan* previous, std::uint64_t count,
+                              unsigned threads = 0);
 
 } // namespace tessera

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "compare/tensor_diff.h"
+#include "compare/tensor_values.h"
+#include "compare/value_kernel.h"
 #include "compare/whole_tensor.h"
 #include "io/printable.h"
 
@@ -34,127 +36,13 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 enum class ValueKind { Float, Integer, Bytes };
 
+/// Floats and integers are read as numbers by the kernel; the rest (float8, complex) are compared by their bytes.
 ValueKind valueKind(DType dtype)
 {
-    if (canConvert(dtype, DType::Float64) && isFloatingPoint(dtype))
-        return ValueKind::Float;
-    switch (dtype) {
-    case DType::Bool:
-    case DType::UInt8:
-    case DType::Int8:
-    case DType::Int16:
-    case DType::UInt16:
-    case DType::Int32:
-    case DType::UInt32:
-    case DType::Int64:
-    case DType::UInt64:
-        return ValueKind::Integer;
-    default:
+    if (!kernelReads(dtype))
         return ValueKind::Bytes;
-    }
+    return isFloatingPoint(dtype) ? ValueKind::Float : ValueKind::Integer;
 }
-
-template <typename T>
-void loadIntegers(const std::uint8_t* src, double* dst, std::uint64_t count)
-{
-    for (std::uint64_t i = 0; i < count; ++i) {
-        T v;
-        std::memcpy(&v, src + i * sizeof(T), sizeof(T));
-        dst[i] = static_cast<double>(v);
-    }
-}
-
-/// `count` elements of `dtype` as float64: floats bit-exactly through convertElements(), integers and bool by
-/// value (exact up to 2^53; equality of integers is decided on their bytes, never on these doubles).
-Status toDouble(const std::uint8_t* src, DType dtype, double* dst, std::uint64_t count)
-{
-    switch (dtype) {
-    case DType::Bool:
-        for (std::uint64_t i = 0; i < count; ++i)
-            dst[i] = src[i] ? 1.0 : 0.0;
-        return Status::success();
-    case DType::UInt8:
-        loadIntegers<std::uint8_t>(src, dst, count);
-        return Status::success();
-    case DType::Int8:
-        loadIntegers<std::int8_t>(src, dst, count);
-        return Status::success();
-    case DType::Int16:
-        loadIntegers<std::int16_t>(src, dst, count);
-        return Status::success();
-    case DType::UInt16:
-        loadIntegers<std::uint16_t>(src, dst, count);
-        return Status::success();
-    case DType::Int32:
-        loadIntegers<std::int32_t>(src, dst, count);
-        return Status::success();
-    case DType::UInt32:
-        loadIntegers<std::uint32_t>(src, dst, count);
-        return Status::success();
-    case DType::Int64:
-        loadIntegers<std::int64_t>(src, dst, count);
-        return Status::success();
-    case DType::UInt64:
-        loadIntegers<std::uint64_t>(src, dst, count);
-        return Status::success();
-    default:
-        return convertElements(src, dtype, dst, DType::Float64, count);
-    }
-}
-
-/// Running statistics of one side, merged chunk by chunk (Chan et al.) so the variance stays accurate.
-struct SideAccumulator {
-    SideStats s;
-    double m2 = 0;
-    void addChunk(const double* v, std::uint64_t n, const std::uint8_t* gap)
-    {
-        std::uint64_t count = 0;
-        double sum = 0, lo = kInf, hi = -kInf;
-        for (std::uint64_t i = 0; i < n; ++i) {
-            if (gap && gap[i])
-                continue;
-            const double x = v[i];
-            if (std::isnan(x)) {
-                ++s.nan;
-                continue;
-            }
-            if (std::isinf(x)) {
-                ++s.inf;
-                continue;
-            }
-            s.zeros += x == 0 ? 1 : 0;
-            ++count;
-            sum += x;
-            lo = std::min(lo, x);
-            hi = std::max(hi, x);
-        }
-        if (count == 0)
-            return;
-        const double mean = sum / static_cast<double>(count);
-        double m2Chunk = 0;
-        for (std::uint64_t i = 0; i < n; ++i)
-            if (std::isfinite(v[i]) && !(gap && gap[i]))
-                m2Chunk += (v[i] - mean) * (v[i] - mean);
-        if (s.finite == 0) {
-            s.min = lo;
-            s.max = hi;
-        } else {
-            s.min = std::min(s.min, lo);
-            s.max = std::max(s.max, hi);
-        }
-        const double na = static_cast<double>(s.finite), nb = static_cast<double>(count);
-        const double delta = mean - s.mean;
-        s.mean += delta * nb / (na + nb);
-        m2 += m2Chunk + delta * delta * na * nb / (na + nb);
-        s.finite += count;
-    }
-    SideStats finish() const
-    {
-        SideStats out = s;
-        out.std = s.finite ? std::sqrt(m2 / static_cast<double>(s.finite)) : 0;
-        return out;
-    }
-};
 
 /// How one pair of elements compares.
 struct PairVerdict {
@@ -194,74 +82,42 @@ struct ChunkGaps {
     bool lacksB(std::uint64_t i) const { return b && b[i]; }
 };
 
-/// Everything the summary row needs, accumulated chunk by chunk.
-struct PairAccumulator {
-    double atol = 0, rtol = 0;
-    bool exactOnly = false;  ///< integer tensors: equality decided on the bytes, no tolerance
-    SideAccumulator a, b;
-    double maxAbs = 0, maxRel = 0, sumAbs = 0, dot = 0, normA = 0, normB = 0;
-    double minSigned = kInf, maxSigned = -kInf;  ///< a − b over pairs finite on both sides
-    std::uint64_t finitePairs = 0, differing = 0, outside = 0, nanOpposite = 0;
-    std::uint64_t gaps = 0; ///< elements a side lacks, left out of everything above
-    std::int64_t worst = -1;
+/// A side's statistics as the row shows them.
+SideStats sideStats(const SideSums& s)
+{
+    SideStats out;
+    out.finite = s.finite;
+    out.nan = s.nan;
+    out.inf = s.inf;
+    out.zeros = s.zeros;
+    out.min = s.min;
+    out.max = s.max;
+    out.mean = s.mean;
+    out.std = s.finite ? std::sqrt(s.m2 / static_cast<double>(s.finite)) : 0;
+    return out;
+}
 
-    void addChunk(const double* x, const double* y, const std::uint8_t* rawNe, const ChunkGaps& chunkGaps,
-                  std::uint64_t n, std::uint64_t first)
-    {
-        // Each side's statistics take every element it holds; the pair's only those both hold.
-        a.addChunk(x, n, chunkGaps.a);
-        b.addChunk(y, n, chunkGaps.b);
-        const std::uint8_t* gap = chunkGaps.either;
-        for (std::uint64_t i = 0; i < n; ++i) {
-            if (gap && gap[i]) {
-                ++gaps;
-                continue;
-            }
-            const double xi = x[i], yi = y[i];
-            if (std::isfinite(xi) && std::isfinite(yi)) {
-                ++finitePairs;
-                dot += xi * yi;
-                normA += xi * xi;
-                normB += yi * yi;
-                minSigned = std::min(minSigned, xi - yi);
-                maxSigned = std::max(maxSigned, xi - yi);
-            }
-            const PairVerdict v = comparePair(xi, yi, rawNe && rawNe[i], exactOnly, atol, rtol);
-            if (!v.differs)
-                continue;
-            ++differing;
-            outside += v.outside ? 1 : 0;
-            nanOpposite += std::isnan(xi) != std::isnan(yi) ? 1 : 0;
-            if (std::isfinite(v.absDiff))
-                sumAbs += v.absDiff;
-            maxRel = std::max(maxRel, v.relDiff);
-            if (v.absDiff > maxAbs || worst < 0) {
-                maxAbs = v.absDiff;
-                worst = static_cast<std::int64_t>(first + i);
-            }
-        }
-    }
-
-    void finish(TensorDiff& d) const
-    {
-        d.a = a.finish();
-        d.b = b.finish();
-        d.maxAbsDiff = maxAbs;
-        d.maxRelDiff = maxRel;
-        d.meanAbsDiff = finitePairs ? sumAbs / static_cast<double>(finitePairs) : 0;
-        if (differing == 0 || (normA == 0 && normB == 0))
-            d.cosine = 1; // exactly: rounding in the dot product must not make equal tensors look different
-        else if (normA == 0 || normB == 0)
-            d.cosine = 0;
-        else
-            d.cosine = std::clamp(dot / (std::sqrt(normA) * std::sqrt(normB)), -1.0, 1.0);
-        d.differing = differing;
-        d.outsideTolerance = outside;
-        d.nanOpposite = nanOpposite;
-        d.worstIndex = worst;
-        d.gaps = gaps;
-    }
-};
+/// The row's statistics from the kernel's sums.
+void fillRow(TensorDiff& d, const ValueSums& sums)
+{
+    const PairSums& p = sums.pair;
+    d.a = sideStats(sums.a);
+    d.b = sideStats(sums.b);
+    d.maxAbsDiff = p.maxAbsDiff;
+    d.maxRelDiff = p.maxRelDiff;
+    d.meanAbsDiff = p.finitePairs ? p.sumAbsChange / static_cast<double>(p.finitePairs) : 0;
+    if (p.differing == 0 || (p.normA == 0 && p.normB == 0))
+        d.cosine = 1; // exactly: rounding in the dot product must not make equal tensors look different
+    else if (p.normA == 0 || p.normB == 0)
+        d.cosine = 0;
+    else
+        d.cosine = std::clamp(p.dot / (std::sqrt(p.normA) * std::sqrt(p.normB)), -1.0, 1.0);
+    d.differing = p.differing;
+    d.outsideTolerance = p.outside;
+    d.nanOpposite = p.nanOpposite;
+    d.worstIndex = p.worst;
+    d.gaps = p.gaps;
+}
 
 std::string numberText(double v)
 {
@@ -318,13 +174,13 @@ std::string comparedAsText(const TensorDiff& row)
         + ", B " + std::string(torchName(row.dtypeB));
 }
 
-/// Both sides of one row in memory.
+/// Both sides of one row, as the kernel reads them.
 struct LoadedPair {
-    PageBuffer a, b;
+    TensorValues a, b;
     /// One byte per element, 1 where no piece of that side holds it (its gathered bytes are zeros, not data);
     /// empty for a complete side.
     std::vector<std::uint8_t> missingA, missingB;
-    DType dtypeA = DType::Unknown, dtypeB = DType::Unknown; ///< of the buffers: the row's, or its comparedAs
+    DType dtypeA = DType::Unknown, dtypeB = DType::Unknown; ///< as compared: the row's, or its comparedAs
     ValueKind kindA = ValueKind::Bytes, kindB = ValueKind::Bytes;
     std::string whyA, whyB; ///< for a side with gaps: the files it could not read (unreadableFiles())
     bool incomplete() const { return !missingA.empty() || !missingB.empty(); }
@@ -332,36 +188,49 @@ struct LoadedPair {
     bool exactOnly() const { return kindA == ValueKind::Integer || kindB == ValueKind::Integer; }
 };
 
-/// `buffer` of `count` elements rounded from `from` to `to` in fresh memory, as the test rounds the wider side.
-Result<PageBuffer> rounded(const PageBuffer& buffer, DType from, DType to, std::uint64_t count)
+/// The dtype A is read and compared at: converted from its source as the test's merge converts it.
+DType readDtypeA(const TensorDiff& row)
+{
+    return row.comparedAs && *row.comparedAs == row.dtypeB ? *row.comparedAs : row.dtypeA;
+}
+
+/// True when B is rounded to the narrower dtype of the pair before the comparison.
+bool roundsB(const TensorDiff& row)
+{
+    return row.comparedAs && *row.comparedAs != row.dtypeB;
+}
+
+/// `values` of `count` elements rounded from `from` to `to` in fresh memory, as the test rounds the wider side.
+Result<TensorValues> rounded(const TensorValues& values, DType from, DType to, std::uint64_t count)
 {
     auto out = PageBuffer::allocate(std::max<std::uint64_t>(count * dtypeSize(to), 1));
     TESSERA_TRY(out);
-    TESSERA_TRY(convertElements(buffer.data(), from, out->data(), to, count));
-    return std::move(*out);
+    TESSERA_TRY(convertElements(values.data(), from, out->data(), to, count));
+    return TensorValues::inMemory(std::move(*out), to);
 }
 
+/// Reads both sides of `row`: where they lie when `inPlace` allows and their files hold them as compared, else in
+/// memory (what the detail's second pass and a byte comparison need).
 Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, TensorDiff& row,
-                            const std::function<bool()>& canceled)
+                            const std::function<bool()>& canceled, bool inPlace)
 {
     LoadedPair pair;
-    // A is read in the dtype it is compared at, converted from its source as the test's merge converts it.
-    pair.dtypeA = row.comparedAs && *row.comparedAs == row.dtypeB ? *row.comparedAs : row.dtypeA;
+    pair.dtypeA = readDtypeA(row);
     pair.dtypeB = row.dtypeB;
-    auto bufA = readWholeTensor(files, a, row.indexA, canceled, pair.dtypeA);
-    if (!bufA)
-        return bufA.error().withContext("A");
-    auto bufB = readWholeTensor(files, b, row.indexB, canceled);
-    if (!bufB)
-        return bufB.error().withContext("B");
-    if (row.comparedAs && pair.dtypeB != *row.comparedAs) {
-        bufB = rounded(*bufB, pair.dtypeB, *row.comparedAs, row.elements);
-        TESSERA_TRY(bufB);
+    auto valuesA = TensorValues::open(files, a, row.indexA, canceled, pair.dtypeA, inPlace);
+    if (!valuesA)
+        return valuesA.error().withContext("A");
+    auto valuesB = TensorValues::open(files, b, row.indexB, canceled, std::nullopt, inPlace && !roundsB(row));
+    if (!valuesB)
+        return valuesB.error().withContext("B");
+    if (roundsB(row)) {
+        valuesB = rounded(*valuesB, pair.dtypeB, *row.comparedAs, row.elements);
+        TESSERA_TRY(valuesB);
         pair.dtypeB = *row.comparedAs;
     }
-    pair.a = std::move(*bufA);
-    pair.b = std::move(*bufB);
-    // After the buffers: a mask costs a byte per element, and only for a tensor with gaps.
+    pair.a = std::move(*valuesA);
+    pair.b = std::move(*valuesB);
+    // After the values: a mask costs a byte per element, and only for a tensor with gaps.
     pair.missingA = missingElementMask(a.tensors[static_cast<std::size_t>(row.indexA)], row.missingA);
     pair.missingB = missingElementMask(b.tensors[static_cast<std::size_t>(row.indexB)], row.missingB);
     if (!pair.missingA.empty())
@@ -373,7 +242,7 @@ Result<LoadedPair> loadPair(SourceFiles& files, const CheckpointInfo& a, const C
     return pair;
 }
 
-/// Calls fn(x, y, rawNe, gaps, n, first) over the pair's values converted to float64, chunk by chunk.
+/// Calls fn(x, y, rawNe, gaps, n, first) over the pair's values (in memory) widened to float64, chunk by chunk.
 template <typename Fn>
 Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn, const std::function<bool()>& canceled = {})
 {
@@ -389,8 +258,8 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn, cons
         const std::uint64_t n = std::min(kChunkElements, row.elements - first);
         const std::uint8_t* pa = pair.a.data() + first * esA;
         const std::uint8_t* pb = pair.b.data() + first * esB;
-        TESSERA_TRY(toDouble(pa, pair.dtypeA, x.data(), n));
-        TESSERA_TRY(toDouble(pb, pair.dtypeB, y.data(), n));
+        toDoubles(pa, pair.dtypeA, x.data(), n);
+        toDoubles(pb, pair.dtypeB, y.data(), n);
         if (!ne.empty())
             for (std::uint64_t i = 0; i < n; ++i)
                 ne[i] = sameType ? std::memcmp(pa + i * esA, pb + i * esB, esA) != 0 : x[i] != y[i];
@@ -409,45 +278,56 @@ Status forEachChunk(const LoadedPair& pair, const TensorDiff& row, Fn&& fn, cons
     return Status::success();
 }
 
-/// Fills the statistics and the verdict of `row` from the loaded values.
-Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options,
-                     PairAccumulator* keep = nullptr, const std::function<bool()>& canceled = {})
+/// Compares float8 and complex values by their bytes only (no float64 widening here).
+void compareBytes(const LoadedPair& pair, TensorDiff& row)
 {
-    const std::uint64_t bytesA = row.elements * dtypeSize(pair.dtypeA);
+    const std::size_t es = dtypeSize(pair.dtypeA);
+    row.bitEqual = pair.dtypeA == pair.dtypeB && std::memcmp(pair.a.data(), pair.b.data(), row.elements * es) == 0;
+    if (pair.dtypeA == pair.dtypeB && !row.bitEqual)
+        for (std::uint64_t i = 0; i < row.elements; ++i)
+            row.differing += std::memcmp(pair.a.data() + i * es, pair.b.data() + i * es, es) != 0 ? 1 : 0;
+    row.outsideTolerance = row.differing;
+    if (row.status == DiffStatus::Pending)
+        row.status = row.bitEqual ? DiffStatus::Identical : DiffStatus::Different;
+    row.detail = std::string(torchName(row.dtypeA)) + " values are compared by their bytes only";
+    if (row.differing)
+        row.detail = std::to_string(row.differing) + " of " + std::to_string(row.elements) + " elements differ; "
+            + row.detail;
+    if (pair.incomplete()) {
+        row.bitEqual = false;
+        row.status = DiffStatus::Incomplete;
+        row.detail = incompleteText(row, pair.whyA, pair.whyB) + "; " + row.detail;
+    }
+}
+
+/// Fills the statistics and the verdict of `row` from the loaded values; `keep` receives the pair's sums.
+Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions& options, PairSums* keep = nullptr,
+                     const std::function<bool()>& canceled = {})
+{
     row.compared = true;
     row.numeric = pair.numeric();
-    row.bitEqual = pair.dtypeA == pair.dtypeB && std::memcmp(pair.a.data(), pair.b.data(), bytesA) == 0;
     if (!pair.numeric()) {
-        // float8 and complex: no float64 conversion here, so only their bytes are compared.
-        const std::size_t es = dtypeSize(pair.dtypeA);
-        if (pair.dtypeA == pair.dtypeB && !row.bitEqual)
-            for (std::uint64_t i = 0; i < row.elements; ++i)
-                row.differing += std::memcmp(pair.a.data() + i * es, pair.b.data() + i * es, es) != 0 ? 1 : 0;
-        row.outsideTolerance = row.differing;
-        if (row.status == DiffStatus::Pending)
-            row.status = row.bitEqual ? DiffStatus::Identical : DiffStatus::Different;
-        row.detail = std::string(torchName(row.dtypeA)) + " values are compared by their bytes only";
-        if (row.differing)
-            row.detail = std::to_string(row.differing) + " of " + std::to_string(row.elements)
-                + " elements differ; " + row.detail;
-        if (pair.incomplete()) {
-            row.bitEqual = false;
-            row.status = DiffStatus::Incomplete;
-            row.detail = incompleteText(row, pair.whyA, pair.whyB) + "; " + row.detail;
-        }
+        compareBytes(pair, row);
         return Status::success();
     }
-    PairAccumulator acc;
-    acc.atol = options.atol;
-    acc.rtol = options.rtol;
-    acc.exactOnly = pair.exactOnly();
-    TESSERA_TRY(forEachChunk(pair, row, [&](const double* x, const double* y, const std::uint8_t* ne,
-                                            const ChunkGaps& gaps, std::uint64_t n,
-                                            std::uint64_t first) { acc.addChunk(x, y, ne, gaps, n, first); },
-                             canceled));
-    acc.finish(row);
+    const ValueSpan a = pair.a.span(pair.missingA.empty() ? nullptr : pair.missingA.data());
+    const ValueSpan b = pair.b.span(pair.missingB.empty() ? nullptr : pair.missingB.data());
+    KernelOptions kernel;
+    kernel.atol = options.atol;
+    kernel.rtol = options.rtol;
+    kernel.threads = options.threads;
+    kernel.canceled = canceled;
+    auto sums = valueSums(a, &b, row.elements, kernel);
+    TESSERA_TRY(sums);
+    // The checksums of records read in place were summed on the way: checked before any statistic is kept.
+    if (Status verified = pair.a.verify(canceled); !verified)
+        return verified.error().withContext("A");
+    if (Status verified = pair.b.verify(canceled); !verified)
+        return verified.error().withContext("B");
+    fillRow(row, *sums);
+    row.bitEqual = sums->sameBytes;
     if (keep)
-        *keep = acc;
+        *keep = sums->pair;
     std::ostringstream s;
     if (row.comparedAs)
         s << comparedAsText(row) << "; ";
@@ -455,7 +335,7 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
         // The gathered bytes of a gap are zeros no rank wrote: never data, never "identical".
         row.bitEqual = false;
         row.status = DiffStatus::Incomplete;
-        s << incompleteText(row, pair.whyA, pair.whyB) << "; of the " << row.elements - acc.gaps << " elements both hold: ";
+        s << incompleteText(row, pair.whyA, pair.whyB) << "; of the " << row.comparedElements() << " elements both hold: ";
     }
     if (row.status == DiffStatus::DtypeMismatch)
         s << "dtype " << torchName(row.dtypeA) << " vs " << torchName(row.dtypeB) << "; values: ";
@@ -465,7 +345,7 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
     }
     if (row.outsideTolerance > 0) {
         s << row.outsideTolerance << " of " << row.comparedElements() << " elements outside ";
-        if (acc.exactOnly)
+        if (pair.exactOnly())
             s << "exact equality (integers)";
         else
             s << "atol " << numberText(options.atol) << ", rtol " << numberText(options.rtol);
@@ -484,25 +364,36 @@ Status compareLoaded(const LoadedPair& pair, TensorDiff& row, const DiffOptions&
     return Status::success();
 }
 
-/// The memory one row's comparison holds: both sides, and B's rounded copy when it is compared at a narrower dtype.
-std::uint64_t pairBytes(const TensorDiff& row)
+/// The memory one row's comparison holds: each side not read in place, and B's rounded copy when it is compared at
+/// a narrower dtype.
+std::uint64_t pairBytes(const CheckpointInfo& a, const CheckpointInfo& b, const TensorDiff& row)
 {
-    const std::size_t rounded = row.comparedAs && *row.comparedAs != row.dtypeB ? dtypeSize(*row.comparedAs) : 0;
-    return row.elements * (dtypeSize(row.dtypeA) + dtypeSize(row.dtypeB) + rounded);
+    std::uint64_t bytes = 0;
+    if (!TensorValues::readsInPlace(a, row.indexA, readDtypeA(row)))
+        bytes += row.elements * dtypeSize(readDtypeA(row));
+    if (roundsB(row))
+        bytes += row.elements * (dtypeSize(row.dtypeB) + dtypeSize(*row.comparedAs));
+    else if (!TensorValues::readsInPlace(b, row.indexB))
+        bytes += row.elements * dtypeSize(row.dtypeB);
+    return bytes;
 }
 
 /// Reads and compares one row; failures become the row's status.
 void diffRow(SourceFiles& files, const CheckpointInfo& a, const CheckpointInfo& b, TensorDiff& row,
-             const DiffOptions& options, MemoryBudget& budget, const std::function<bool()>& canceled)
+             const DiffOptions& options, MemoryBudget& budget, SpareThreads& spare,
+             const std::function<bool()>& canceled)
 {
     const std::string problems = problemsOf(a, row.name) + problemsOf(b, row.name);
-    const std::uint64_t bytes = pairBytes(row);
-    const std::uint64_t held = budget.acquire(bytes);
-    auto pair = loadPair(files, a, b, row, canceled);
+    const std::uint64_t held = budget.acquire(pairBytes(a, b, row));
+    auto pair = loadPair(files, a, b, row, canceled, true);
     // A gap is compared around (Incomplete); any other reported problem leaves the values untrusted.
     if (pair && !problems.empty() && !pair->incomplete())
         pair = makeError("the checkpoint reports a problem with this tensor: " + problems);
-    Status status = pair ? compareLoaded(*pair, row, options) : Status(pair.error());
+    // The blocks of the tensor on this worker's thread and on those no other worker is using now.
+    DiffOptions blocks = options;
+    blocks.threads = pair ? 1 + spare.take(resolveThreads(static_cast<int>(options.threads)) - 1) : 1;
+    Status status = pair ? compareLoaded(*pair, row, blocks, nullptr, canceled) : Status(pair.error());
+    spare.give(blocks.threads - 1);
     if (pair)
         *pair = LoadedPair(); // free the buffers before giving the budget back
     budget.release(held);
@@ -868,12 +759,14 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
         const TensorDiff& row = report.tensors[i];
         if (valuesComparable(row)) {
             work.push_back(i);
-            largestPair = std::max(largestPair, pairBytes(row));
+            largestPair = std::max(largestPair, pairBytes(a, b, row));
         }
     }
     const unsigned threads = resolveThreads(static_cast<int>(options.threads));
-    // Two pairs in flight at most: one large tensor never waits for a small one, and memory stays predictable.
-    MemoryBudget budget(largestPair * std::min(threads, 2u));
+    // Memory stays within the largest pair held at once: sides read in place hold nothing, and the blocks of a
+    // large tensor keep every thread busy while others wait.
+    MemoryBudget budget(largestPair);
+    SpareThreads spare(threads - 1);
     SourceFiles files;
     std::mutex mutex;
     std::size_t done = 0;
@@ -894,7 +787,7 @@ Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo
         if (canceled())
             return;
         TensorDiff& row = report.tensors[work[w]];
-        diffRow(files, a, b, row, options, budget, canceled);
+        diffRow(files, a, b, row, options, budget, spare, canceled);
         if (!canceled())
             finished(work[w]);
     });
@@ -927,29 +820,29 @@ Result<TensorStatistics> tensorStatistics(const CheckpointInfo& checkpoint, cons
     if (!out.numeric)
         return out;
     progress.report(1, 3, name);
-    const std::size_t es = dtypeSize(t.dtype);
-    std::vector<double> values(std::min(kChunkElements, out.elements));
-    // Calls fn(values, gap, n) chunk by chunk; `gap` is null for a complete tensor.
-    auto forEachChunkOf = [&](auto&& fn) -> Status {
-        for (std::uint64_t first = 0; first < out.elements; first += kChunkElements) {
-            if (canceled())
-                return canceledError();
-            const std::uint64_t n = std::min(kChunkElements, out.elements - first);
-            TESSERA_TRY(toDouble(buffer->data() + first * es, t.dtype, values.data(), n));
-            fn(values.data(), gaps.empty() ? nullptr : gaps.data() + first, n);
-        }
-        return Status::success();
-    };
-    SideAccumulator acc;
-    TESSERA_TRY(forEachChunkOf([&](const double* v, const std::uint8_t* gap, std::uint64_t n) { acc.addChunk(v, n, gap); }));
-    out.stats = acc.finish();
+    ValueSpan span;
+    span.dtype = t.dtype;
+    span.data = buffer->data();
+    span.missing = gaps.empty() ? nullptr : gaps.data();
+    KernelOptions kernel;
+    kernel.work = KernelWork::Side;
+    kernel.canceled = canceled;
+    auto sums = valueSums(span, nullptr, out.elements, kernel);
+    TESSERA_TRY(sums);
+    out.stats = sideStats(sums->a);
     progress.report(2, 3, name);
     out.values = makeHistogram(out.stats.finite ? out.stats.min : 0, out.stats.finite ? out.stats.max : 0, bins);
-    TESSERA_TRY(forEachChunkOf([&](const double* v, const std::uint8_t* gap, std::uint64_t n) {
+    const std::size_t es = dtypeSize(t.dtype);
+    std::vector<double> values(std::min(kChunkElements, out.elements));
+    for (std::uint64_t first = 0; first < out.elements; first += kChunkElements) {
+        if (canceled())
+            return canceledError();
+        const std::uint64_t n = std::min(kChunkElements, out.elements - first);
+        toDoubles(buffer->data() + first * es, t.dtype, values.data(), n);
         for (std::uint64_t i = 0; i < n; ++i)
-            if (!(gap && gap[i]))
-                addToHistogram(out.values, v[i]);
-    }));
+            if (gaps.empty() || !gaps[first + i])
+                addToHistogram(out.values, values[i]);
+    }
     progress.report(3, 3, name);
     return out;
 }
@@ -964,13 +857,13 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     TensorDiff& row = detail.summary;
     SourceFiles files;
     auto canceled = [&] { return progress.isCanceled(); };
-    auto pair = loadPair(files, a, b, row, canceled);
+    auto pair = loadPair(files, a, b, row, canceled, false);
     TESSERA_TRY(pair);
     if (const std::string problems = problemsOf(a, name) + problemsOf(b, name); !problems.empty() && !pair->incomplete())
         return makeError(printableText(name) + ": the checkpoint reports a problem with this tensor: " + problems);
     progress.report(1, 3, name);
-    PairAccumulator acc;
-    TESSERA_TRY(compareLoaded(*pair, row, options, &acc, canceled));
+    PairSums sums;
+    TESSERA_TRY(compareLoaded(*pair, row, options, &sums, canceled));
     if (!pair->numeric())
         return detail; // no values to plot
     if (canceled())
@@ -983,7 +876,7 @@ Result<TensorDiffDetail> diffTensorDetail(const CheckpointInfo& a, const Checkpo
     detail.valuesA = makeHistogram(lo, hi, options.histogramBins);
     detail.valuesB = makeHistogram(lo, hi, options.histogramBins);
     // Symmetric around 0, so "A larger" and "B larger" read left and right of the centre.
-    const double spread = std::max(std::fabs(acc.minSigned), std::fabs(acc.maxSigned));
+    const double spread = std::max(std::fabs(sums.minSigned), std::fabs(sums.maxSigned));
     detail.differences = makeHistogram(-spread, spread, options.histogramBins);
     HeatmapBuilder heat(row.shapeA, options.heatmapMax);
     const std::size_t keep = static_cast<std::size_t>(std::max(options.worstCount, 0));

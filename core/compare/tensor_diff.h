@@ -22,7 +22,7 @@ namespace tessera {
 struct DiffOptions {
     double atol = 0;           ///< absolute tolerance; allclose semantics |a − b| ≤ atol + rtol·|b|
     double rtol = 0;           ///< relative tolerance (to B, the reference); 0/0 means values must be equal
-    unsigned threads = 0;      ///< tensors compared in parallel; 0 = one per core
+    unsigned threads = 0;      ///< tensors compared in parallel, and blocks of each; 0 = one per core
     int histogramBins = 64;    ///< bins of the value and difference histograms (detail only)
     int worstCount = 10;       ///< elements listed with the largest |a − b| (detail only)
     int heatmapMax = 128;      ///< the 2-D slice is reduced to at most this many rows and columns (detail only)
@@ -129,11 +129,13 @@ std::vector<TensorDiff> pairTensors(const CheckpointInfo& a, const CheckpointInf
 /// Called (serialised, from worker threads) when the row at `index` of DiffReport::tensors is finished.
 using DiffRowSink = std::function<void(std::size_t index, const TensorDiff& row)>;
 
-/// Compares every tensor of `a` with the tensor of the same name in `b`. Tensors are assembled from their
-/// pieces one at a time per worker (any layout), so memory stays within twice the largest A+B pair of tensors
-/// whatever the thread count. Floating values are compared in float64 after a bit-exact conversion; integer and
-/// bool tensors exactly; other dtypes (float8, complex) by their bytes. Progress counts tensors; cancel is checked
-/// between tensors and returns canceledError(). Unreadable tensors become Failed rows, not an Error.
+/// Compares every tensor of `a` with the tensor of the same name in `b`, with the statistics kernel
+/// (value_kernel.h): the blocks of each tensor on every thread. A side its files hold as it is compared is read
+/// there, block by block (TensorValues); any other is assembled from its pieces (any layout), so memory stays within
+/// the largest pair assembled at once whatever the thread count. Floating values are compared in float64 after a
+/// bit-exact conversion; integer and bool tensors exactly; other dtypes (float8, complex) by their bytes. Progress
+/// counts tensors; cancel is checked between blocks and returns canceledError(). Unreadable tensors become Failed
+/// rows, not an Error.
 Result<DiffReport> diffCheckpoints(const CheckpointInfo& a, const CheckpointInfo& b, const DiffOptions& options,
                                    Progress& progress = silentProgress(), const DiffRowSink& onRow = {});
 

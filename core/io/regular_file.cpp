@@ -82,4 +82,20 @@ std::string describeFileKind(const std::string& path)
     return kindOf(st.st_mode);
 }
 
+Result<std::uint64_t> readAt(int fd, std::uint8_t* dst, std::uint64_t length, std::uint64_t offset)
+{
+    std::uint64_t got = 0;
+    while (got < length) {
+        const ssize_t n = ::pread(fd, dst + got, static_cast<std::size_t>(length - got), static_cast<off_t>(offset + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return makeError(std::string("cannot read: ") + std::strerror(errno));
+        if (n == 0)
+            break;
+        got += static_cast<std::uint64_t>(n);
+    }
+    return got;
+}
+
 } // namespace tessera

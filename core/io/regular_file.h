@@ -34,6 +34,10 @@ private:
     std::uint64_t m_size = 0;
 };
 
+/// Reads `length` bytes at `offset` of the open descriptor `fd` into `dst`, through short reads and interruptions:
+/// how many it read (fewer only where the file ends), or an error "cannot read: …" (the caller names the file).
+Result<std::uint64_t> readAt(int fd, std::uint8_t* dst, std::uint64_t length, std::uint64_t offset);
+
 /// "a folder", "a FIFO (named pipe)", "a character device", … for a path that exists but is not a regular file
 /// (symlinks are followed); "missing" when nothing is there. For messages.
 std::string describeFileKind(const std::string& path);

@@ -23,19 +23,11 @@ Result<std::string> readTextFile(const RegularFile& file, const std::string& pat
         return makeError(path + ": is " + formatBytes(file.size()) + ", more than the "
                          + formatBytes(maxBytes) + " a file of this kind can hold; it is not one");
     std::string text(static_cast<std::size_t>(file.size()), '\0');
-    std::size_t got = 0;
     // Read what stat promised and no more: a file that grows meanwhile cannot make this unbounded.
-    while (got < text.size()) {
-        const ssize_t n = ::pread(file.fd(), text.data() + got, text.size() - got, static_cast<off_t>(got));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return makeError(path + ": cannot read: " + std::strerror(errno));
-        if (n == 0)
-            break;
-        got += static_cast<std::size_t>(n);
-    }
-    text.resize(got);
+    auto got = readAt(file.fd(), reinterpret_cast<std::uint8_t*>(text.data()), text.size(), 0);
+    if (!got)
+        return got.error().withContext(path);
+    text.resize(static_cast<std::size_t>(*got));
     return text;
 }
 

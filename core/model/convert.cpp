@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/convert.h"
 
+#include "io/cpu_features.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +11,6 @@
 #include <string>
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -114,24 +114,6 @@ __attribute__((target("avx,f16c"))) void floatsToF16Hardware(const float* in, un
         const std::uint16_t h = f32ToF16(in[i]);
         std::memcpy(out + i * 2, &h, 2);
     }
-}
-
-/// CPUID leaf 1 says AVX (ECX bit 28) and F16C (bit 29), and XGETBV that the OS saves the YMM registers (XCR0
-/// bits 1 and 2, with OSXSAVE, bit 27). Asked directly: clang 16's __builtin_cpu_supports knows no "f16c".
-bool hasF16c()
-{
-    static const bool yes = [] {
-        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-        if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
-            return false;
-        const bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28), f16c = ecx & (1u << 29);
-        if (!osxsave || !avx || !f16c)
-            return false;
-        unsigned lo = 0, hi = 0;
-        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        return (lo & 0x6u) == 0x6u;
-    }();
-    return yes;
 }
 #endif
 
