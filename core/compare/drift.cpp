@@ -3,7 +3,7 @@
 
 #include "compare/change_kernel.h"
 #include "compare/tensor_diff.h"
-#include "compare/whole_tensor.h"
+#include "compare/tensor_values.h"
 #include "formats/scan.h"
 #include "io/printable.h"
 #include "model/coverage.h"
@@ -87,10 +87,9 @@ ReadStep readStep(const RunStep& step, const DriftOptions& options, std::vector<
     return r;
 }
 
-/// What is known of the tensor as last read, whose values are kept for the next step to be compared with.
+/// What is known of the tensor as last read (TensorWalk::before reads its values again).
 struct Previous {
     long long step = 0;
-    DType dtype = DType::Unknown;
     Shape shape;
     bool nonFinite = false;
 };
@@ -124,9 +123,9 @@ struct TensorWalk {
     unsigned threads = 0;
     std::uint64_t done = 0, total = 0;
     std::vector<std::vector<DriftRecord>> perStep; ///< the records, by index into `steps`
-    // Two buffers, the step read and the one before, reused from tensor to tensor: their pages stay mapped, so the
-    // reads take no page faults once they have grown to the largest tensor.
-    PageBuffer current, before;
+    // The step before's values, read again where its files hold them (from the page cache: the step was just read)
+    // or held in memory when they had to be assembled. Nothing else of a tensor is held.
+    std::optional<TensorValues> before;
     std::optional<Previous> previous;
 
     TensorWalk(std::vector<ReadStep>& read, std::vector<DamagedStep>& damagedSteps, Progress& progressOf,
@@ -138,6 +137,7 @@ struct TensorWalk {
     Status through(const std::string& name)
     {
         previous.reset();
+        before.reset();
         for (std::size_t s = 0; s < steps.size(); ++s) {
             if (!steps[s].info)
                 continue;
@@ -173,14 +173,20 @@ struct TensorWalk {
             keep(s, std::move(record));
             return Status::success();
         }
-        const Status loaded = readWholeTensorInto(*step.files, *step.info, index, [&] { return progress.isCanceled(); },
-                                                  current);
-        if (!loaded && progress.isCanceled())
+        const auto canceled = [&] { return progress.isCanceled(); };
+        auto current = TensorValues::open(*step.files, *step.info, index, canceled);
+        const bool comparable = previous && previous->shape == record.shape && before;
+        std::optional<ValueSpan> beforeSpan;
+        if (comparable)
+            beforeSpan = before->span();
+        auto sums = current ? changeSums(current->span(), beforeSpan ? &*beforeSpan : nullptr, tensor.numel(), threads)
+                            : Result<ChangeSums>(current.error());
+        // The checksums of the records read in place, summed on the way: no figure of a damaged record is kept.
+        if (sums)
+            if (const Status verified = current->verify(canceled); !verified)
+                sums = verified.error();
+        if (progress.isCanceled())
             return canceledError();
-        const bool comparable = previous && previous->shape == record.shape;
-        auto sums = loaded ? changeSums(current.data(), tensor.dtype, comparable ? before.data() : nullptr,
-                                        comparable ? previous->dtype : tensor.dtype, tensor.numel(), threads)
-                           : Result<ChangeSums>(loaded.error());
         if (!sums) {
             damaged.push_back({ step.step.step, printableText(tensor.name) + ": " + sums.error().message });
             return Status::success();
@@ -191,8 +197,8 @@ struct TensorWalk {
             record.previousStep = previous->step;
         fillChange(record, *sums, previous);
         keep(s, std::move(record));
-        previous = Previous { step.step.step, tensor.dtype, tensor.outputShape(), sums->nan + sums->inf > 0 };
-        std::swap(current, before);
+        previous = Previous { step.step.step, tensor.outputShape(), sums->nan + sums->inf > 0 };
+        before = std::move(*current);
         return Status::success();
     }
 

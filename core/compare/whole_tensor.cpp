@@ -8,10 +8,8 @@
 namespace tessera {
 
 /// Reads the whole tensor into fresh anonymous memory, in `dtype` as a merge converts (nullopt: its own dtype).
-namespace {
-
-Status readInto(SourceFiles& files, const CheckpointInfo& info, int index, const std::function<bool()>& canceled,
-                std::optional<DType> dtype, PageBuffer& buffer)
+Result<PageBuffer> readWholeTensor(SourceFiles& files, const CheckpointInfo& info, int index,
+                                   const std::function<bool()>& canceled, std::optional<DType> dtype)
 {
     const TensorInfo& t = info.tensors[static_cast<std::size_t>(index)];
     auto planned = planTensorCopy(t, static_cast<std::size_t>(index), dtype);
@@ -31,29 +29,10 @@ Status readInto(SourceFiles& files, const CheckpointInfo& info, int index, const
         TESSERA_TRY(delta);
         planned->delta = std::make_shared<const PlannedDelta>(std::move(*delta));
     }
-    if (buffer.size() < planned->bytes || buffer.size() == 0) {
-        buffer = PageBuffer(); // the old one goes first: never two at once
-        auto fresh = PageBuffer::allocate(std::max<std::uint64_t>(planned->bytes, 1));
-        TESSERA_TRY(fresh);
-        buffer = std::move(*fresh);
-    }
-    return materializeTensor(files, t, *planned, buffer.data(), canceled);
-}
-
-} // namespace
-
-Result<PageBuffer> readWholeTensor(SourceFiles& files, const CheckpointInfo& info, int index,
-                                   const std::function<bool()>& canceled, std::optional<DType> dtype)
-{
-    PageBuffer buffer;
-    TESSERA_TRY(readInto(files, info, index, canceled, dtype, buffer));
-    return buffer;
-}
-
-Status readWholeTensorInto(SourceFiles& files, const CheckpointInfo& info, int index,
-                           const std::function<bool()>& canceled, PageBuffer& buffer)
-{
-    return readInto(files, info, index, canceled, std::nullopt, buffer);
+    auto buffer = PageBuffer::allocate(std::max<std::uint64_t>(planned->bytes, 1));
+    TESSERA_TRY(buffer);
+    TESSERA_TRY(materializeTensor(files, t, *planned, buffer->data(), canceled));
+    return std::move(*buffer);
 }
 
 } // namespace tessera

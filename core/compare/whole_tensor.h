@@ -17,10 +17,4 @@ namespace tessera {
 Result<PageBuffer> readWholeTensor(SourceFiles& files, const CheckpointInfo& info, int index,
                                    const std::function<bool()>& canceled, std::optional<DType> dtype = std::nullopt);
 
-/// As readWholeTensor() in its own dtype, into `buffer` when it is large enough (a buffer read into before: its pages
-/// are mapped already, so a reader of many tensors in turn takes no page faults for them), else into fresh memory
-/// that replaces it. Elements no piece holds keep what `buffer` held: callers must leave out a tensor with gaps.
-Status readWholeTensorInto(SourceFiles& files, const CheckpointInfo& info, int index,
-                           const std::function<bool()>& canceled, PageBuffer& buffer);
-
 } // namespace tessera
