@@ -6,6 +6,7 @@
 #include "pages/diffpage.h"
 #include "pages/mappingpage.h"
 #include "pages/mergepage.h"
+#include "pages/runpage.h"
 #include "pages/splitpage.h"
 #include "pages/trainingpage.h"
 #include "terminal_text.h"
@@ -187,20 +188,22 @@ int runScreenshot(QApplication& app, tessera::ui::MainWindow& window, const GuiO
         window.setTreeShare(tessera::ui::pageSpec(view).treeShare);
         // Let layouts and the tree settle before grabbing, and the workers the pages show finish (the name mapping,
         // then the merge and split plans that wait for it: the Summary says what the merge plan says; the training
-        // state and a small optimizer's norms), for at most
-        // ten seconds.
+        // state and a small optimizer's norms; a small run's drift), for at most ten seconds.
         auto* mapping = window.findChild<tessera::ui::MappingPage*>();
         auto* merge = window.findChild<tessera::ui::MergePage*>();
         auto* split = window.findChild<tessera::ui::SplitPage*>();
         auto* training = window.trainingPage();
-        auto busy = [mapping, merge, split, training] {
+        auto* run = window.runPage();
+        auto busy = [mapping, merge, split, training, run] {
             return (mapping && mapping->job()->isBusy()) || (merge && merge->isPlanning())
-                || (split && split->isPlanning()) || (training && training->isBusy());
+                || (split && split->isPlanning()) || (training && training->isBusy()) || (run && run->isBusy());
         };
         auto* settle = new QTimer(&window);
         settle->setInterval(50);
-        QObject::connect(settle, &QTimer::timeout, &window, [&, loaded, busy, settle, polls = 0]() mutable {
-            if (++polls < 2 || (busy() && polls < 200))
+        QObject::connect(settle, &QTimer::timeout, &window, [&, loaded, busy, settle, polls = 0, quiet = 0]() mutable {
+            // Two idle polls in a row: what the last worker delivered has been laid out and drawn too.
+            quiet = busy() ? 0 : quiet + 1;
+            if (++polls < 200 && quiet < 2)
                 return;
             settle->stop();
             exitCode = saveScreenshot(window, options) && loaded ? 0 : 1;

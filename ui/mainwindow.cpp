@@ -16,6 +16,7 @@
 #include "jobs/splitjob.h"
 #include "pages/splitpage.h"
 #include "pages/placementpage.h"
+#include "pages/runpage.h"
 #include "pages/summarypage.h"
 #include "pages/trainingpage.h"
 #include "pages/treepage.h"
@@ -145,6 +146,12 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_merge, &MergePage::modelRequestChanged, this, [this] {
         m_split->setSource(m_merge->modelRequest(), m_merge->prepareContext(), m_checkpoint);
     });
+    // A heatmap cell of the Run page: that tensor between the two steps.
+    connect(m_run, &RunPage::diffRequested, this, [this](const tessera::DiffRequest& request, const QString& tensor) {
+        showView(View::Diff);
+        m_diff->compareRequest(request, tensor);
+    });
+    connect(m_run, &RunPage::openPathRequested, this, &MainWindow::openPath);
     connect(m_mapping, &MappingPage::tensorActivated, this, [this](int tensor) {
         m_tree->selectTensor(tensor);
         showView(View::Placement);
@@ -311,6 +318,7 @@ void MainWindow::onScanFinished(const CheckpointPtr& checkpoint)
     m_merge->setCheckpoint(checkpoint);
     m_diff->setCheckpoint(checkpoint);
     m_training->setCheckpoint(checkpoint);
+    m_run->setRun(m_loadedPath, checkpoint);
     m_tree->setCheckpoint(checkpoint);
     if (m_statistics) {
         // Its tensor belonged to the checkpoint before.
@@ -339,6 +347,8 @@ void MainWindow::showLoadedStatus()
                                       tr("problems")));
     if (!m_mergeNote.isEmpty())
         text += QStringLiteral(" · ") + m_mergeNote;
+    if (m_run->isRun()) // the folder opened is a run root: the Run view compares its steps
+        text += QStringLiteral(" · ") + tr("a run of %1 saved steps (View → Run)").arg(m_run->steps().size());
     m_statusText->setText(text);
 }
 
@@ -513,6 +523,7 @@ void MainWindow::createPages()
     m_split = qobject_cast<SplitPage*>(pageOf(View::Split));
     m_diff = qobject_cast<DiffPage*>(pageOf(View::Diff));
     m_training = qobject_cast<TrainingPage*>(pageOf(View::Training));
+    m_run = qobject_cast<RunPage*>(pageOf(View::Run));
 }
 
 QString MainWindow::shortcutsHtml() const

@@ -28,6 +28,7 @@ class MergePage;
 class SplitPage;
 class PlacementPage;
 class ReadmeWindow;
+class RunPage;
 class ScanJob;
 class SummaryPage;
 class TreePage;
@@ -71,6 +72,7 @@ public:
     PlacementPage* placementPage() const { return m_placement; }
     DiffPage* diffPage() const { return m_diff; }
     TrainingPage* trainingPage() const { return m_training; }
+    RunPage* runPage() const { return m_run; }
     SplitPage* splitPage() const { return m_split; }
     /// The Statistics window, once a tensor's statistics were asked for; null before.
     StatisticsWindow* statisticsWindow() const { return m_statistics; }
@@ -131,6 +133,7 @@ private:
     SplitPage* m_split;
     DiffPage* m_diff;
     TrainingPage* m_training;
+    RunPage* m_run;
     StatisticsWindow* m_statistics = nullptr; ///< created when first asked for
     ReadmeWindow* m_readme = nullptr;         ///< created when first asked for
     QLabel* m_statusText;

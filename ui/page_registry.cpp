@@ -5,6 +5,7 @@
 #include "pages/mappingpage.h"
 #include "pages/mergepage.h"
 #include "pages/placementpage.h"
+#include "pages/runpage.h"
 #include "pages/splitpage.h"
 #include "pages/summarypage.h"
 #include "pages/trainingpage.h"
@@ -66,6 +67,14 @@ const std::vector<PageSpec>& workbenchPages()
                                          "scheduler, RNG and dataloader state, whether every rank has it, and each "
                                          "parameter's norms of exp_avg and √exp_avg_sq: which layers are still moving."),
           &make<TrainingPage> },
+        { View::Run, "run", QT_TRANSLATE_NOOP("Workbench", "R&un"), QT_TRANSLATE_NOOP("Workbench", "Run"), 8, false,
+          0.16,
+          QT_TRANSLATE_NOOP("Workbench", "<b>Run</b>: open a run root (the folder of a run's global_step_N, iter_N or "
+                                         "step-N folders) to see how every tensor moved from each saved step to the "
+                                         "next: a heatmap of layers × modules, NaN and Inf in red, one tensor's norm "
+                                         "and change over the steps. Click a cell for the Diff of that tensor between "
+                                         "the two steps; Export saves the table (CSV, JSON) and the plots."),
+          &make<RunPage> },
     };
     return pages;
 }

@@ -12,7 +12,7 @@ class QWidget;
 namespace tessera::ui {
 
 /// The workbench's views, in the order of their tabs and of the View menu.
-enum class View { Tree, Placement, Mapping, Merge, Split, Diff, Training };
+enum class View { Tree, Placement, Mapping, Merge, Split, Diff, Training, Run };
 
 /// One view of the workbench: everything the window, the View menu, the guide, `tessera gui --view` and the
 /// screenshots need to know about it. The list below is the only place a view is named; a new view is a row

@@ -2,6 +2,7 @@
 #include "mappingmodel.h"
 
 #include "coreconvert.h"
+#include "models/layerposition.h"
 #include "widgets/rankcolors.h"
 
 #include <QBrush>
@@ -9,9 +10,6 @@
 #include <QFont>
 #include <QGuiApplication>
 #include <QPalette>
-#include <QRegularExpression>
-
-#include <algorithm>
 
 namespace tessera::ui {
 
@@ -40,20 +38,6 @@ int severity(MappingStatus status)
         return 7;
     }
     return 8;
-}
-
-/// The number after the first component named like one of `words` ("layers.3" → 3), -1 if none.
-qlonglong indexAfter(const QStringList& parts, std::initializer_list<QLatin1String> words)
-{
-    for (int i = 0; i + 1 < parts.size(); ++i) {
-        if (std::find(words.begin(), words.end(), parts[i]) == words.end())
-            continue;
-        bool ok = false;
-        const qlonglong value = parts[i + 1].toLongLong(&ok);
-        if (ok && value >= 0)
-            return value;
-    }
-    return -1;
 }
 
 std::uint64_t numel(const tessera::Shape& shape)
@@ -87,29 +71,17 @@ const tessera::MappingRow* MappingModel::row(int row) const
 
 QString MappingModel::layerText(const QString& name, qulonglong* sortKey)
 {
-    const QStringList parts = name.split(QLatin1Char('.'));
-    const qlonglong layer = indexAfter(parts, { QLatin1String("layers"), QLatin1String("layer"), QLatin1String("h"),
-                                                QLatin1String("blocks"), QLatin1String("blk") });
-    qlonglong expert = indexAfter(parts, { QLatin1String("experts"), QLatin1String("local_experts") });
-    // Megatron's grouped experts number the parameter instead: "experts.linear_fc1.weight3".
-    if (expert < 0 && parts.contains(QLatin1String("experts")) && !parts.isEmpty()) {
-        static const QRegularExpression trailing(QStringLiteral("^(weight|bias)(\\d+)$"));
-        const auto match = trailing.match(parts.back());
-        if (match.hasMatch())
-            expert = match.captured(2).toLongLong();
-    }
-    // A vision-language model numbers the layers of each tower from 0: the tower is part of the layer, and its
-    // rows sort together after the language model's.
-    const bool vision = std::any_of(parts.begin(), parts.end(), [](const QString& part) {
-        return part.startsWith(QLatin1String("vision")) || part == QLatin1String("visual");
-    });
+    const LayerPosition position = layerPosition(name);
+    const qlonglong layer = position.layer;
+    const qlonglong expert = position.expert;
+    // Each tower's rows sort together, the vision towers' after the language model's.
     if (sortKey)
         *sortKey = layer < 0
             ? ~0ULL
-            : (qulonglong(vision) << 60) | (qulonglong(layer & 0xFFFFFFF) << 32) | qulonglong(expert + 1);
+            : (qulonglong(position.vision) << 60) | (qulonglong(layer & 0xFFFFFFF) << 32) | qulonglong(expert + 1);
     if (layer < 0)
         return {};
-    const QString number = vision ? tr("vision %1").arg(layer) : QString::number(layer);
+    const QString number = position.vision ? tr("vision %1").arg(layer) : QString::number(layer);
     return expert < 0 ? number : tr("%1 · expert %2").arg(number).arg(expert);
 }
 

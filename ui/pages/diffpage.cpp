@@ -9,6 +9,7 @@
 #include "jobs/planjob.h"
 #include "models/difffilterproxy.h"
 #include "models/difftablemodel.h"
+#include "savetext.h"
 #include "widgets/columnfitter.h"
 #include "widgets/copynames.h"
 #include "widgets/diffdetailview.h"
@@ -26,13 +27,13 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <utility>
 
 namespace tessera::ui {
 
@@ -368,8 +369,9 @@ QString DiffPage::commandLine(bool loraUpdate) const
     return qs(tessera::commandLineText("diff", request(loraUpdate).toArgs()));
 }
 
-bool DiffPage::compareRequest(const tessera::DiffRequest& request)
+bool DiffPage::compareRequest(const tessera::DiffRequest& request, const QString& focusTensor)
 {
+    m_nextFocus = focusTensor;
     // A path equal to the loaded checkpoint's is the loaded checkpoint: its scan is reused.
     setPathA(request.a ? QDir::toNativeSeparators(qs(*request.a)) : QString());
     setReferenceDir(request.b ? QDir::toNativeSeparators(qs(*request.b)) : QString());
@@ -387,6 +389,7 @@ bool DiffPage::compareLoraUpdate() { return startComparison(true); }
 
 bool DiffPage::startComparison(bool loraUpdate)
 {
+    m_focus = std::exchange(m_nextFocus, QString());
     QString error;
     if (!m_checkpoint && (loraUpdate || otherA().isEmpty()))
         error = tr("Open a checkpoint, or choose A: a checkpoint or Hugging Face folder.");
@@ -441,13 +444,8 @@ bool DiffPage::exportReport(const QString& path, QString* error) const
                                                              m_sideB ? m_sideB->layout : std::string(), m_warningTexts)
                                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
             + "\n";
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) != qint64(text.size())
-        || !file.commit()) {
-        *error = tr("Cannot write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
-        return false;
-    }
-    return true;
+    *error = saveTextFile(path, text);
+    return error->isEmpty();
 }
 
 void DiffPage::exportWithDialog()
@@ -580,7 +578,9 @@ void DiffPage::onFailed(const QString& message)
 
 void DiffPage::selectMostInteresting()
 {
-    // The largest difference first; otherwise the first problem; otherwise the first tensor.
+    // The tensor the comparison was opened for; else the largest difference, the first problem, the first tensor.
+    if (!m_focus.isEmpty() && selectTensor(m_focus))
+        return;
     int pick = -1;
     double worst = -1;
     for (int r = 0; r < m_model->rowCount(); ++r) {

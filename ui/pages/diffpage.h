@@ -61,8 +61,9 @@ public:
     bool compareLoraUpdate();
     /// Shows `request` on the page and runs it: A, B, the tolerances, and the flags the page has no field for (the
     /// LoRA flags, A's config folder, threads), kept and shown in the command line until another A is chosen. The
-    /// Merge page's "Open in Diff" runs its test's diff so.
-    bool compareRequest(const tessera::DiffRequest& request);
+    /// Merge page's "Open in Diff" runs its test's diff so. A `focusTensor` is the row selected when the comparison
+    /// is done (the Run page's heatmap cell), instead of the largest difference.
+    bool compareRequest(const tessera::DiffRequest& request, const QString& focusTensor = {});
     void cancel();
     bool isRunning() const;
     /// Selects the row of `tensor` (shows its detail); false when the table has no such row.
@@ -113,6 +114,8 @@ private:
     DiffReportPtr m_report;
     tessera::DiffOptions m_options;
     tessera::DiffRequest m_carried; ///< flags of compareRequest() the page has no field for
+    QString m_nextFocus; ///< compareRequest()'s tensor, for the comparison it starts
+    QString m_focus;     ///< the row the running (or last) comparison selects when done; empty: the most interesting
     std::vector<std::string> m_warningTexts; ///< its sides' problems and mapping warnings
     bool m_loraCheckpoint = false;
     DiffJob* m_job;

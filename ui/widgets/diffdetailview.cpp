@@ -4,6 +4,7 @@
 #include "coreconvert.h"
 #include "models/difftablemodel.h"
 #include "plots/plotexport.h"
+#include "plots/plotstyle.h"
 #include "plots/qcp.h"
 
 #include <QEvent>
@@ -16,7 +17,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <utility>
 
 namespace tessera::ui {
@@ -42,50 +42,24 @@ QString indexText(const tessera::Shape& index)
     return QLatin1Char('[') + parts.join(QStringLiteral(", ")) + QLatin1Char(']');
 }
 
-/// A gradient through `stops` (position in [0, 1], colour) that paints NaN grey.
-QCPColorGradient gradient(std::initializer_list<std::pair<double, QColor>> stops)
-{
-    QCPColorGradient g;
-    g.clearColorStops();
-    for (const auto& [position, color] : stops)
-        g.setColorStopAt(position, color);
-    g.setNanHandling(QCPColorGradient::nhNanColor);
-    g.setNanColor(QColor(0x80, 0x80, 0x80));
-    return g;
-}
-
 /// Blue – white – red, for signed values around 0 (weights).
 QCPColorGradient divergingGradient()
 {
-    return gradient({ { 0.0, QColor(0x3b, 0x4c, 0xc0) },
-                      { 0.25, QColor(0x8d, 0xb0, 0xfe) },
-                      { 0.5, QColor(0xf4, 0xf4, 0xf4) },
-                      { 0.75, QColor(0xf4, 0x98, 0x7a) },
-                      { 1.0, QColor(0xb4, 0x04, 0x26) } });
+    return colorGradient({ { 0.0, QColor(0x3b, 0x4c, 0xc0) },
+                           { 0.25, QColor(0x8d, 0xb0, 0xfe) },
+                           { 0.5, QColor(0xf4, 0xf4, 0xf4) },
+                           { 0.75, QColor(0xf4, 0x98, 0x7a) },
+                           { 1.0, QColor(0xb4, 0x04, 0x26) } });
 }
 
 /// White for 0, through yellow and orange to dark red, so one differing block stands out on an equal tensor.
 QCPColorGradient magnitudeGradient()
 {
-    return gradient({ { 0.0, QColor(0xfb, 0xfb, 0xfb) },
-                      { 0.02, QColor(0xff, 0xec, 0x9c) },
-                      { 0.35, QColor(0xfd, 0x8d, 0x3c) },
-                      { 0.7, QColor(0xd7, 0x30, 0x1f) },
-                      { 1.0, QColor(0x67, 0x00, 0x0d) } });
-}
-
-void styleAxes(QCPAxisRect* rect, const QPalette& palette, const QFont& font)
-{
-    for (auto* axis : rect->axes()) {
-        axis->setBasePen(QPen(palette.color(QPalette::Mid)));
-        axis->setTickPen(QPen(palette.color(QPalette::Mid)));
-        axis->setSubTickPen(QPen(palette.color(QPalette::Mid)));
-        axis->setTickLabelColor(palette.color(QPalette::Text));
-        axis->setLabelColor(palette.color(QPalette::Text));
-        axis->setTickLabelFont(font);
-        axis->setLabelFont(font);
-        axis->grid()->setPen(QPen(palette.color(QPalette::Midlight), 0, Qt::DotLine));
-    }
+    return colorGradient({ { 0.0, QColor(0xfb, 0xfb, 0xfb) },
+                           { 0.02, QColor(0xff, 0xec, 0x9c) },
+                           { 0.35, QColor(0xfd, 0x8d, 0x3c) },
+                           { 0.7, QColor(0xd7, 0x30, 0x1f) },
+                           { 1.0, QColor(0x67, 0x00, 0x0d) } });
 }
 
 QCustomPlot* makePlot(QWidget* parent)
