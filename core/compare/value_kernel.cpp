@@ -523,8 +523,10 @@ TESSERA_LANES ValueSums blockSums(const BlockJob& job, Widen widen)
         std::fill(x + n, x + padded, 0.0);
         if (gaps)
             chunkGaps(job, first, n, padded, missingA, missingB);
-        out.sameBytes = out.sameBytes && std::memcmp(pa, pb, n * esA) == 0;
-        if (!pb || (job.skipEqual && out.sameBytes && !gaps)) {
+        // memcmp stops at the first byte that differs: cheap where the chunks differ, and equal ones are summed once.
+        const bool equal = pb && job.dtypeA == job.dtypeB && std::memcmp(pa, pb, n * esA) == 0;
+        out.sameBytes = out.sameBytes && equal;
+        if (!pb || (job.skipEqual && equal && !gaps)) {
             sumChunk<V, W, false>(job, c, n, gaps, out);
             continue;
         }

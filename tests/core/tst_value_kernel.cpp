@@ -139,7 +139,7 @@ std::vector<std::uint8_t> stored(std::vector<double>& values, DType dtype)
         return bytes;
     }
     for (std::size_t i = 0; i < values.size(); ++i) {
-        const double v = std::isfinite(values[i]) ? std::round(values[i] * 8) : 3;
+        const double v = std::fabs(values[i]) < 1e9 ? std::round(values[i] * 8) : 3; // NaN, ±Inf and 3e38 too
         const std::int64_t whole = dtype == DType::Bool ? (v != 0) : static_cast<std::int64_t>(v);
         const std::int64_t kept = dtypeSize(dtype) == 1 && dtype != DType::Int8 ? std::abs(whole) % 200 : whole;
         std::memcpy(bytes.data() + i * dtypeSize(dtype), &kept, dtypeSize(dtype)); // little-endian
