@@ -76,9 +76,10 @@ struct DriftReport {
 using DriftRecordSink = std::function<void(const DriftRecord& record)>;
 
 /// Reads the run's steps (findRunSteps(), filtered by options.steps: a step asked for that is not saved is an Error
-/// naming the saved ones), each with its own layout, and reports every tensor at every step. Each step's bytes are
-/// read once: a tensor is read through all steps before the next, so memory holds two steps' copies of one tensor
-/// (its blocks compared on several threads). Progress counts bytes; cancel is checked between tensors and blocks.
+/// naming the saved ones), each with its own layout, and reports every tensor at every step. A tensor is read
+/// through all steps before the next, its blocks compared on several threads: plain pieces in place (TensorValues),
+/// the step before read again while the page cache holds it; an assembled tensor is held, two copies at most.
+/// Progress counts bytes; cancel is checked between tensors.
 /// A step whose scan fails, reports problems, or whose tensor cannot be read is listed in `damaged` (its tensors
 /// that could be read still have records). An Error only when the run itself cannot be read.
 Result<DriftReport> driftRun(const DriftOptions& options, Progress& progress = silentProgress(),
