@@ -79,12 +79,25 @@ GgmlType ggmlTypeForRows(GgmlType wanted, std::uint64_t rowElements)
 
 const std::vector<GgufOutTypeInfo>& ggufOutTypes()
 {
-    // name, other spellings, general.file_type (llama_ftype), the type of weight matrices
+    // name, other spellings, general.file_type (llama_ftype), the type of weight matrices, what it is for
     static const std::vector<GgufOutTypeInfo> table = {
-        { GgufOutType::F32, "f32", { "fp32", "float32" }, 0, GgmlType::F32 },
-        { GgufOutType::F16, "f16", { "fp16", "float16" }, 1, GgmlType::F16 },
-        { GgufOutType::BF16, "bf16", { "bfloat16" }, 32, GgmlType::BF16 },
-        { GgufOutType::Q8_0, "q8_0", { "q8" }, 7, GgmlType::Q8_0 },
+        { GgufOutType::F32, "f32", { "fp32", "float32" }, 0, GgmlType::F32, "32-bit floats: lossless, the largest" },
+        { GgufOutType::F16, "f16", { "fp16", "float16" }, 1, GgmlType::F16, "16-bit floats, as llama.cpp's converter writes" },
+        { GgufOutType::BF16, "bf16", { "bfloat16" }, 32, GgmlType::BF16, "bfloat16: lossless for bf16 training" },
+        { GgufOutType::Q8_0, "q8_0", { "q8" }, 7, GgmlType::Q8_0, "8.5 bits a weight: error hardly measurable" },
+        { GgufOutType::Q6_K, "q6_k", {}, 18, GgmlType::Q6_K, "6.6 bits a weight: close to q8_0, 3/4 of its size" },
+        { GgufOutType::Q5_K_M, "q5_k_m", {}, 17, GgmlType::Q5_K,
+          "5.5 bits: 5-bit k-quant, q6_k for attn_v and ffn_down in half the layers" },
+        { GgufOutType::Q5_K_S, "q5_k_s", {}, 16, GgmlType::Q5_K, "5.5 bits: 5-bit k-quant throughout" },
+        { GgufOutType::Q5_1, "q5_1", {}, 9, GgmlType::Q5_1, "6 bits: legacy 5-bit blocks with an offset" },
+        { GgufOutType::Q5_0, "q5_0", {}, 8, GgmlType::Q5_0, "5.5 bits: legacy 5-bit blocks" },
+        { GgufOutType::Q4_K_M, "q4_k_m", {}, 15, GgmlType::Q4_K,
+          "4.8 bits: Ollama's default; 4-bit k-quant, q6_k for attn_v and ffn_down in half the layers" },
+        { GgufOutType::Q4_K_S, "q4_k_s", {}, 14, GgmlType::Q4_K, "4.6 bits: 4-bit k-quant, more bits in the first layers" },
+        { GgufOutType::Q4_1, "q4_1", {}, 3, GgmlType::Q4_1, "5 bits: legacy 4-bit blocks with an offset" },
+        { GgufOutType::Q4_0, "q4_0", {}, 2, GgmlType::Q4_0, "4.5 bits: legacy 4-bit blocks" },
+        { GgufOutType::Q3_K_M, "q3_k_m", {}, 12, GgmlType::Q3_K, "3.9 bits: 3-bit k-quant; clearly less accurate" },
+        { GgufOutType::Q2_K, "q2_k", {}, 10, GgmlType::Q2_K, "3.4 bits: the smallest; large error" },
     };
     return table;
 }

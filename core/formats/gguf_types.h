@@ -36,7 +36,16 @@ namespace tessera {
 enum class GgmlType : std::uint32_t {
     F32 = 0,
     F16 = 1,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
     Q8_0 = 8,
+    Q2_K = 10,
+    Q3_K = 11,
+    Q4_K = 12,
+    Q5_K = 13,
+    Q6_K = 14,
     BF16 = 30,
 };
 
@@ -85,8 +94,8 @@ GgmlType ggmlTypeForRows(GgmlType wanted, std::uint64_t rowElements);
 /// llama.cpp's general.quantization_version (GGML_QNT_VERSION), written into every file.
 inline constexpr std::uint32_t kGgmlQuantizationVersion = 2;
 
-/// --outtype.
-enum class GgufOutType { F32, F16, BF16, Q8_0 };
+/// --outtype. The quantized ones are llama.cpp's llama_ftype mixtures of the same names (gguf_mixture.h).
+enum class GgufOutType { F32, F16, BF16, Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q5_1, Q5_0, Q4_K_M, Q4_K_S, Q4_1, Q4_0, Q3_K_M, Q2_K };
 
 /// One row of the table of output types.
 struct GgufOutTypeInfo {
@@ -94,7 +103,9 @@ struct GgufOutTypeInfo {
     const char* name;             ///< as the user types it and the file name ends: "q8_0"
     std::vector<const char*> aliases; ///< other spellings accepted ("fp32", "float32")
     std::uint32_t fileType;       ///< general.file_type (llama.cpp's llama_ftype)
-    GgmlType tensorType;          ///< what weight matrices are written in (norms and 1-D tensors stay F32)
+    GgmlType tensorType;          ///< what weight matrices are written in (norms and 1-D tensors stay F32); for a
+                                  ///< quantized type, the mixture's default (llama_ftype_get_default_type)
+    const char* summary;          ///< one line for help and the workbench: what the type is for
 
     /// The row of tensorType: its geometry, quantizer and fallback.
     const GgmlTypeInfo& tensorTypeInfo() const { return ggmlType(tensorType); }
