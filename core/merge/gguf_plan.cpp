@@ -604,6 +604,15 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     return plan;
 }
 
+std::vector<std::pair<GgufOutType, std::uint64_t>> ggufFileSizesByType(const GgufPlan& plan)
+{
+    // Provisional: every type reported at the plan's own size until the mixtures are laid out here.
+    std::vector<std::pair<GgufOutType, std::uint64_t>> sizes;
+    for (const auto& type : ggufOutTypes())
+        sizes.emplace_back(type.id, plan.fileSize);
+    return sizes;
+}
+
 std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
 {
     std::ostringstream out;

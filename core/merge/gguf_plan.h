@@ -82,6 +82,11 @@ struct GgufPlan {
 /// and a folder without a tokenizer it can convert. Nothing is read but headers, config and tokenizer files.
 Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& options);
 
+/// The size of the file this export would write as each output type, in ggufOutTypes() order: the same header,
+/// each tensor typed by that type's rules (its quantization mixture and fallbacks) and laid out as the plan is, so
+/// the size shown for a type is the size that type's plan would report.
+std::vector<std::pair<GgufOutType, std::uint64_t>> ggufFileSizesByType(const GgufPlan& plan);
+
 /// A readable summary for --dry-run; `listTensors` adds one line per tensor.
 std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors);
 
