@@ -36,8 +36,9 @@ void printGgufExported(const MergeRequest& request, const GgufPlan& plan, const 
         std::cout << "Exported " << plan.tensors.size() << " tensors as GGUF (" << plan.architecture << ", "
                   << ggufOutTypeName(plan.outType) << ", " << formatBytes(outcome.bytesWritten) << ") into "
                   << printableText(outcome.outputDir) << " in " << std::fixed
-                  << std::setprecision(outcome.seconds < 10 ? 2 : 1) << outcome.seconds << " s\n  "
-                  << printableText(plan.fileName) << "\n";
+                  << std::setprecision(outcome.seconds < 10 ? 2 : 1) << outcome.seconds << " s\n";
+        for (const auto& file : outcome.files)
+            std::cout << "  " << printableText(file) << "\n";
     }
 }
 

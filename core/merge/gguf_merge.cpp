@@ -188,14 +188,14 @@ Result<MergeOutcome> writeGgufTensors(const GgufPlan& plan, const std::string& d
     TESSERA_TRY(writeQuantizedAndGenerated(plan, path, selection, options, progress, state));
     if (progress.isCanceled())
         return canceledError();
-    outcome->files = { plan.fileName };
+    outcome->files = plan.outputFileNames();
     outcome->bytesWritten = fileBytes;
     return outcome;
 }
 
 Result<MergeOutcome> writeGgufFile(const GgufPlan& plan, const std::string& targetDir, const MergeRunOptions& options)
 {
-    TESSERA_TRY(checkTarget(targetDir, { plan.fileName }));
+    TESSERA_TRY(checkTarget(targetDir, plan.outputFileNames()));
     auto run = StagedRun::begin(targetDir, "GGUF export", [&] { return checkGgufTarget(plan, targetDir); },
                                 options.onNote);
     TESSERA_TRY(run);
@@ -207,10 +207,10 @@ Result<MergeOutcome> writeGgufFile(const GgufPlan& plan, const std::string& targ
         return makeError(outcome.error().message + " (nothing was written to " + run->target()
                          + "; the temporary folder is removed)");
     }
-    TESSERA_TRY(run->publish({ plan.fileName }, { plan.fileName }));
+    TESSERA_TRY(run->publish(plan.outputFileNames(), { plan.fileName }));
     MergeOutcome result;
     result.outputDir = run->target();
-    result.files = { plan.fileName };
+    result.files = plan.outputFileNames();
     result.bytesWritten = plan.fileSize;
     result.warnings = outcome->warnings;
     result.notes = run->notes();

@@ -113,6 +113,7 @@ Result<GgufParts> planGgufParts(const GgufPlan& gguf, unsigned parts)
         p.tensors.push_back(std::move(t));
     }
     p.files.push_back(std::move(file));
+    p.generatedFiles = gguf.merge.generatedFiles; // the Modelfile, written by the finishing part
     p.diskBytes = gguf.fileSize;
     view->origins = std::move(origins);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/gguf_plan.h"
 
+#include "formats/gguf_mixture.h"
 #include "formats/gguf_names.h"
 #include "formats/gguf_tokenizer.h"
 #include "io/byte_size.h"
@@ -10,6 +11,7 @@
 #include "listed_items.h"
 #include "merge/checkpoint_problems.h"
 #include "merge/gguf_hparams.h"
+#include "merge/gguf_modelfile.h"
 #include "merge/hf_output.h"
 #include "publish/target_checks.h"
 #include "model/rope_permute.h"
@@ -138,32 +140,137 @@ struct Pending {
     std::optional<std::string> generatedBytes;
 };
 
-/// The tensors' infos for the layout, in `pending`'s order, each with the ggml type it is written in: F32 for a
-/// generated tensor and those that stay F32, else the output type's, or its fallback when the rows are not whole
-/// blocks of it (one warning for those).
-std::vector<GgufTensorInfo> typedTensorInfos(const std::vector<Pending>& pending, const GgufOutTypeInfo& outType,
-                                             std::vector<std::string>& warnings)
+/// What choosing a tensor's ggml type looks at; made from a planned tensor as from a pending one, so the plan and
+/// the sizes of the other output types (ggufFileSizesByType) are typed by the same functions.
+struct TypingInput {
+    std::string name;
+    std::vector<std::uint64_t> dims;  ///< ggml order
+    bool keptF32 = false;             ///< generated, or one of the tensors that stay F32 (staysF32)
+    DType dtype = DType::Unknown;     ///< the checkpoint's dtype
+};
+
+std::vector<TypingInput> typingInputs(const std::vector<Pending>& pending)
 {
-    std::vector<GgufTensorInfo> infos;
-    std::size_t fallbacks = 0;
+    std::vector<TypingInput> inputs;
     for (const auto& p : pending) {
-        GgufTensorInfo ti;
-        ti.name = p.name;
+        std::vector<std::uint64_t> dims;
         for (auto it = p.shape.rbegin(); it != p.shape.rend(); ++it)
-            ti.dims.push_back(static_cast<std::uint64_t>(*it));
-        GgmlType type = GgmlType::F32;
-        if (!p.generatedBytes && !staysF32(p.name, p.shape)) {
-            type = ggmlTypeForRows(outType.tensorType, static_cast<std::uint64_t>(p.shape.back()));
-            fallbacks += type != outType.tensorType ? 1 : 0;
-        }
-        ti.type = static_cast<std::uint32_t>(type);
-        infos.push_back(std::move(ti));
+            dims.push_back(static_cast<std::uint64_t>(*it));
+        inputs.push_back({ p.name, std::move(dims), p.generatedBytes || staysF32(p.name, p.shape), p.view.dtype });
     }
-    if (fallbacks) {
-        const GgmlTypeInfo& wanted = outType.tensorTypeInfo();
-        warnings.push_back(std::to_string(fallbacks) + " tensor(s) have rows that are not whole " + wanted.name
-                           + " blocks of " + std::to_string(wanted.blockElements) + " and are written as "
-                           + ggmlType(wanted.fallback).name + ", as llama.cpp's converter does");
+    return inputs;
+}
+
+std::vector<TypingInput> typingInputs(const GgufPlan& plan)
+{
+    std::vector<TypingInput> inputs;
+    for (const auto& t : plan.tensors)
+        inputs.push_back({ t.info.name, t.info.dims, t.keptF32,
+                           t.keptF32 ? DType::Float32 : plan.view.tensors[t.viewIndex].dtype });
+    return inputs;
+}
+
+/// The plain type a tensor that is not quantized is written in: F32 when it is kept F32, else `plain`.
+GgmlType plainTypeOf(const TypingInput& t, GgmlType plain)
+{
+    return t.keptF32 ? GgmlType::F32 : plain;
+}
+
+/// The plain export a quantized file is made from, as `llama-quantize` would be given it: bf16 (or f16) when every
+/// tensor that would be written in that type holds it, else f32. Which one only matters for the tensors the
+/// mixture leaves alone; the others are quantized from the same float32 values either way.
+GgmlType losslessPlainType(const std::vector<TypingInput>& inputs)
+{
+    for (GgmlType candidate : { GgmlType::BF16, GgmlType::F16 }) {
+        const DType dtype = ggmlType(candidate).plainDtype;
+        bool all = true, any = false;
+        for (const auto& t : inputs)
+            if (!t.keptF32) {
+                any = true;
+                all = all && t.dtype == dtype;
+            }
+        if (any && all)
+            return candidate;
+    }
+    return GgmlType::F32;
+}
+
+/// The warning for tensors written in a fallback type: how many, and what they became.
+std::string fallbackWarning(const std::map<std::string, std::size_t>& became, const char* whose)
+{
+    std::size_t count = 0;
+    std::string types;
+    for (const auto& [name, n] : became) {
+        count += n;
+        types += (types.empty() ? "" : ", ") + name + " ×" + std::to_string(n);
+    }
+    return std::to_string(count) + " tensor(s) have rows that are not whole blocks of their type and are written "
+        + "in a type of smaller blocks (" + types + "), as " + whose + " does";
+}
+
+/// Each tensor's type for a plain or Q8_0-only output type: F32 where a tensor is kept F32, else the output
+/// type's, or its fallback when the rows are not whole blocks of it, as llama.cpp's converter writes them.
+std::vector<GgmlType> plainTypes(const std::vector<TypingInput>& inputs, GgmlType wanted,
+                                 std::map<std::string, std::size_t>& became)
+{
+    std::vector<GgmlType> types;
+    for (const auto& t : inputs) {
+        GgmlType type = plainTypeOf(t, wanted);
+        if (type == wanted) {
+            type = ggmlTypeForRows(wanted, t.dims.empty() ? 1 : t.dims[0]);
+            if (type != wanted)
+                ++became[ggmlType(type).name];
+        }
+        types.push_back(type);
+    }
+    return types;
+}
+
+/// Each tensor's type for a quantized output type: llama.cpp's mixture (formats/gguf_mixture.h) over the plain
+/// export it would be made from.
+Result<std::vector<GgmlType>> mixtureTypes(const std::vector<TypingInput>& inputs, const GgufOutTypeInfo& outType,
+                                           const GgufMixtureModel& model, std::map<std::string, std::size_t>& became)
+{
+    const GgmlType plain = losslessPlainType(inputs);
+    std::vector<GgufMixtureTensor> tensors;
+    for (const auto& t : inputs)
+        tensors.push_back({ t.name, t.dims, plainTypeOf(t, plain) });
+    auto choices = ggufMixtureTypes(outType, model, tensors);
+    TESSERA_TRY(choices);
+    std::vector<GgmlType> types;
+    for (const auto& choice : *choices) {
+        if (choice.fellBack)
+            ++became[ggmlType(choice.type).name];
+        types.push_back(choice.type);
+    }
+    return types;
+}
+
+/// The tensors' infos for the layout, in `inputs`' order, each with the ggml type `outType` writes it in; a
+/// warning when some fell back to smaller blocks.
+Result<std::vector<GgufTensorInfo>> typedTensorInfos(const std::vector<TypingInput>& inputs,
+                                                     const GgufOutTypeInfo& outType, const GgufMixtureModel& model,
+                                                     std::vector<std::string>& warnings)
+{
+    std::map<std::string, std::size_t> became;
+    std::vector<GgmlType> types;
+    if (outType.tensorTypeInfo().quantized()) {
+        auto mixed = mixtureTypes(inputs, outType, model, became);
+        TESSERA_TRY(mixed);
+        types = std::move(*mixed);
+    } else {
+        types = plainTypes(inputs, outType.tensorType, became);
+    }
+    if (!became.empty())
+        warnings.push_back(fallbackWarning(became, outType.tensorTypeInfo().quantized() ? "llama.cpp's quantizer"
+                                                                                        : "llama.cpp's converter"));
+    std::vector<GgufTensorInfo> infos;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        GgufTensorInfo ti;
+        ti.name = inputs[k].name;
+        ti.dims = inputs[k].dims;
+        ti.type = static_cast<std::uint32_t>(types[k]);
+        infos.push_back(std::move(ti));
     }
     return infos;
 }
@@ -171,8 +278,8 @@ std::vector<GgufTensorInfo> typedTensorInfos(const std::vector<Pending>& pending
 /// How each laid-out tensor gets into the file: generated ones from memory, quantized ones assembled in their
 /// dtype and quantized into their type's blocks (GgufPlan::quantized), the rest streamed by the merge engine as
 /// plain floats of their type (GgufPlan::merge). Moves each tensor's view into plan.view.
-Status planTensorWrites(GgufPlan& plan, std::vector<Pending>& pending, const std::vector<GgufTensorInfo>& infos,
-                        const GgufLayout& layout)
+Status planTensorWrites(GgufPlan& plan, std::vector<Pending>& pending, const std::vector<TypingInput>& inputs,
+                        const std::vector<GgufTensorInfo>& infos, const GgufLayout& layout)
 {
     plan.fileSize = layout.fileSize;
     MergePlan& merge = plan.merge;
@@ -186,6 +293,7 @@ Status planTensorWrites(GgufPlan& plan, std::vector<Pending>& pending, const std
         out.info = infos[k];
         out.sources = p.sources;
         out.transform = p.transform;
+        out.keptF32 = inputs[k].keptF32;
         if (p.generatedBytes) {
             plan.generated.push_back({ layout.fileOffsets[k], *p.generatedBytes });
             plan.tensors.push_back(std::move(out));
@@ -542,15 +650,27 @@ void estimateMemory(GgufPlan& plan, unsigned threads)
     plan.memoryBytes = std::max(streaming, quantBuffer + kMergeChunkBytes);
 }
 
+/// What llama.cpp's quantizer reads from the file's metadata to choose each tensor's type.
+GgufMixtureModel mixtureModelOf(const GgufPlan& plan, const GgufModelConfig& model)
+{
+    const auto count = [](std::int64_t n) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, n)); };
+    return { plan.architecture, count(model.hp.layers), count(model.hp.heads), count(model.hp.kvHeads),
+             count(model.hp.experts) };
+}
+
 /// Phase: layout and the merge engine's plan — the tensors' types and offsets, how each is written, the tied
 /// head's check, the view's files and the memory estimate.
 Status planLayout(GgufPlan& plan, MappedTensors& mapped, const CheckpointInfo& info, const GgufOptions& options,
-                  bool configTies)
+                  const GgufModelConfig& model)
 {
-    std::vector<GgufTensorInfo> infos = typedTensorInfos(mapped.pending, ggufOutType(plan.outType), plan.warnings);
-    auto layout = layoutGgufFile(plan.metadata, infos);
+    const bool configTies = model.facts.tieWordEmbeddings;
+    plan.mixtureModel = mixtureModelOf(plan, model);
+    const std::vector<TypingInput> inputs = typingInputs(mapped.pending);
+    auto infos = typedTensorInfos(inputs, ggufOutType(plan.outType), plan.mixtureModel, plan.warnings);
+    TESSERA_TRY(infos);
+    auto layout = layoutGgufFile(plan.metadata, *infos);
     TESSERA_TRY(layout);
-    TESSERA_TRY(planTensorWrites(plan, mapped.pending, infos, *layout));
+    TESSERA_TRY(planTensorWrites(plan, mapped.pending, inputs, *infos, *layout));
     // A dropped head must equal the embedding, as a merge checks it; both are read only for that comparison.
     if (mapped.tiedHead && mapped.embedding) {
         plan.view.tensors.push_back(*mapped.tiedHead);
@@ -600,16 +720,24 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
     TESSERA_TRY(planMetadata(plan, *model, vocabRows, mapped.pending));
 
     // --- Layout and the merge engine's plan -----------------------------------------------------------------
-    TESSERA_TRY(planLayout(plan, mapped, info, options, model->facts.tieWordEmbeddings));
+    TESSERA_TRY(planLayout(plan, mapped, info, options, *model));
+    GgufModelfile modelfile = ggufModelfile(plan.fileName, plan.config, plan.metadata);
+    plan.merge.generatedFiles = { { kModelfileName, std::move(modelfile.text) } };
+    plan.warnings.insert(plan.warnings.end(), modelfile.warnings.begin(), modelfile.warnings.end());
     return plan;
 }
 
 std::vector<std::pair<GgufOutType, std::uint64_t>> ggufFileSizesByType(const GgufPlan& plan)
 {
-    // Provisional: every type reported at the plan's own size until the mixtures are laid out here.
+    const std::vector<TypingInput> inputs = typingInputs(plan);
     std::vector<std::pair<GgufOutType, std::uint64_t>> sizes;
-    for (const auto& type : ggufOutTypes())
-        sizes.emplace_back(type.id, plan.fileSize);
+    for (const auto& type : ggufOutTypes()) {
+        std::vector<std::string> warnings;
+        auto infos = typedTensorInfos(inputs, type, plan.mixtureModel, warnings);
+        // general.file_type's value differs between the types, never its size: the plan's header serves them all.
+        auto layout = infos ? layoutGgufFile(plan.metadata, *infos) : Result<GgufLayout>(infos.error());
+        sizes.emplace_back(type.id, layout ? layout->fileSize : 0);
+    }
     return sizes;
 }
 
@@ -641,6 +769,7 @@ std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
         embedded += (embedded.empty() ? "" : ", ") + printableText(name);
     out << "Read        " << embedded << " (carried in the file's metadata)\n";
     out << "Output      " << printableText(plan.fileName) << "  " << formatBytes(plan.fileSize) << "\n";
+    out << "            " << kModelfileName << " beside it, for `ollama create NAME -f " << kModelfileName << "`\n";
     out << "Config      " << printableText(plan.config.path) << "\n";
     for (const auto& d : plan.dropped)
         out << "Not written " << printableText(d) << "\n";
@@ -679,6 +808,7 @@ json ggufPlanToJson(const GgufPlan& plan)
              { "architecture", plan.architecture },
              { "outtype", ggufOutTypeName(plan.outType) },
              { "file", plan.fileName },
+             { "files", plan.outputFileNames() },
              { "file_size", plan.fileSize },
              { "memory_bytes", plan.memoryBytes },
              { "largest_tensor_bytes", plan.largestTensorBytes },
@@ -692,7 +822,7 @@ json ggufPlanToJson(const GgufPlan& plan)
 
 Status checkGgufTarget(const GgufPlan& plan, const std::string& targetDir)
 {
-    TESSERA_TRY(checkTarget(targetDir, { plan.fileName }));
+    TESSERA_TRY(checkTarget(targetDir, plan.outputFileNames()));
     TESSERA_TRY(checkTargetApart(targetDir, mergeSourceFolders({ MergeOutput { &plan.view, &plan.merge, "" } })));
     if (auto free = freeDiskBytes(targetDir); free && *free < plan.fileSize)
         return makeError("the export writes " + std::to_string(plan.fileSize) + " bytes but only "

@@ -7,6 +7,7 @@
 // them into the file at the offsets of the GGUF layout.
 
 #include "formats/gguf_file.h"
+#include "formats/gguf_mixture.h"
 #include "merge/merge_engine.h"
 #include "merge/merge_plan.h"
 #include "model/checkpoint.h"
@@ -34,6 +35,7 @@ struct GgufPlannedTensor {
     std::vector<std::string> sources;    ///< the Hugging Face tensors it is made of
     std::string transform;               ///< "", "rotary permutation (4 heads)", "8 experts stacked", "generated"
     std::size_t viewIndex = 0;           ///< index into GgufPlan::view.tensors (not for generated tensors)
+    bool keptF32 = false;                ///< F32 whatever the output type: generated, 1-D, a norm or the router
 
     /// Its ggml type's row in the table of types (formats/gguf_types.h): geometry, quantizer.
     const GgmlTypeInfo& typeInfo() const { return ggmlType(static_cast<GgmlType>(info.type)); }
@@ -55,6 +57,7 @@ struct GgufGeneratedTensor {
 
 struct GgufPlan {
     std::string architecture;            ///< "llama", "qwen2", …
+    GgufMixtureModel mixtureModel;       ///< what a quantized type's mixture reads (formats/gguf_mixture.h)
     GgufOutType outType = kDefaultGgufOutType;
     std::string fileName;                ///< "<name>-<outtype>.gguf"
     std::string modelName;               ///< general.name
@@ -74,6 +77,9 @@ struct GgufPlan {
     std::uint64_t fileSize = 0;
     std::uint64_t memoryBytes = 0;       ///< estimated peak memory of the tensor buffers
     std::uint64_t largestTensorBytes = 0;
+
+    /// What the export publishes, the GGUF file first: it and the Modelfile beside it (merge.generatedFiles).
+    std::vector<std::string> outputFileNames() const { return merge.outputFileNames(); }
 };
 
 /// Plans the GGUF export of `info` (Hugging Face names: a safetensors folder, an FSDP/DCP checkpoint, or a
@@ -84,7 +90,8 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
 
 /// The size of the file this export would write as each output type, in ggufOutTypes() order: the same header,
 /// each tensor typed by that type's rules (its quantization mixture and fallbacks) and laid out as the plan is, so
-/// the size shown for a type is the size that type's plan would report.
+/// the size shown for a type is the size that type's plan would report; 0 for a type whose mixture refuses the
+/// model.
 std::vector<std::pair<GgufOutType, std::uint64_t>> ggufFileSizesByType(const GgufPlan& plan);
 
 /// A readable summary for --dry-run; `listTensors` adds one line per tensor.

@@ -18,7 +18,8 @@ const std::vector<Flag<R>>& mergeFlags()
             option<R>("format", "FORMAT", "safetensors (a Hugging Face folder) or gguf (one file for llama.cpp, Ollama, "
                                           "LM Studio: TARGET/<name>-<outtype>.gguf)", &R::format, "safetensors"),
             option<R>("outtype", "TYPE", "with --format gguf: " + ggufOutTypeChoices() + " (norms and 1-D tensors "
-                                         "stay f32, as llama.cpp's converter writes them)", &R::outtype,
+                                         "stay f32, as llama.cpp's converter writes them; the q*_k* and q4/q5 types "
+                                         "are llama.cpp's mixtures, the same bytes llama-quantize writes)", &R::outtype,
                       ggufOutTypeName(kDefaultGgufOutType)),
             option<R>("name", "NAME", "with --format gguf: general.name and the file name's stem", &R::name,
                       "config.json's _name_or_path or the checkpoint's folder"),

@@ -86,7 +86,7 @@ void planSafetensors(PreparedMerge& p)
 std::vector<std::string> publishedNames(const PreparedMerge& p)
 {
     if (p.gguf)
-        return { p.gguf->fileName };
+        return p.gguf->outputFileNames();
     std::vector<std::string> names;
     for (const auto& o : p.outputs()) {
         if (!o.subfolder.empty()) {

@@ -163,9 +163,16 @@ private Q_SLOTS:
         QCOMPARE(ggmlTypeForRows(GgmlType::Q8_0, 64), GgmlType::Q8_0);
         QCOMPARE(ggmlTypeForRows(GgmlType::Q8_0, 48), GgmlType::F16);
         QCOMPARE(ggmlTypeList(), std::string("F32, F16, BF16 and Q8_0"));
+        // general.file_type: llama.cpp's llama_ftype of the same name.
         const std::map<GgufOutType, std::pair<std::string, std::uint32_t>> expected = {
             { GgufOutType::F32, { "f32", 0 } }, { GgufOutType::F16, { "f16", 1 } },
-            { GgufOutType::BF16, { "bf16", 32 } }, { GgufOutType::Q8_0, { "q8_0", 7 } } };
+            { GgufOutType::BF16, { "bf16", 32 } }, { GgufOutType::Q8_0, { "q8_0", 7 } },
+            { GgufOutType::Q4_0, { "q4_0", 2 } }, { GgufOutType::Q4_1, { "q4_1", 3 } },
+            { GgufOutType::Q5_0, { "q5_0", 8 } }, { GgufOutType::Q5_1, { "q5_1", 9 } },
+            { GgufOutType::Q2_K, { "q2_k", 10 } }, { GgufOutType::Q3_K_M, { "q3_k_m", 12 } },
+            { GgufOutType::Q4_K_S, { "q4_k_s", 14 } }, { GgufOutType::Q4_K_M, { "q4_k_m", 15 } },
+            { GgufOutType::Q5_K_S, { "q5_k_s", 16 } }, { GgufOutType::Q5_K_M, { "q5_k_m", 17 } },
+            { GgufOutType::Q6_K, { "q6_k", 18 } } };
         QCOMPARE(ggufOutTypes().size(), expected.size());
         for (const auto& [id, nameAndFileType] : expected) {
             const GgufOutTypeInfo& row = ggufOutType(id);
@@ -177,20 +184,24 @@ private Q_SLOTS:
                 QCOMPARE(ggufOutTypeFromName(alias), std::optional<GgufOutType>(id));
         }
         QCOMPARE(ggufOutTypeFromName("Q8_0"), std::optional<GgufOutType>(GgufOutType::Q8_0));
-        QVERIFY(!ggufOutTypeFromName("q4_0"));
-        QCOMPARE(ggufOutTypeChoices(), std::string("f32, f16, bf16 or q8_0"));
-        QCOMPARE(ggufOutTypeChoices("|", "|"), std::string("f32|f16|bf16|q8_0"));
+        QCOMPARE(ggufOutTypeFromName("Q4_K_M"), std::optional<GgufOutType>(GgufOutType::Q4_K_M));
+        QVERIFY(!ggufOutTypeFromName("q3_k_s"));
+        QCOMPARE(ggufOutTypeChoices(), std::string("f32, f16, bf16, q8_0, q6_k, q5_k_m, q5_k_s, q5_1, q5_0, q4_k_m, "
+                                                   "q4_k_s, q4_1, q4_0, q3_k_m or q2_k"));
+        QCOMPARE(ggufOutTypeChoices("|", "|"),
+                 std::string("f32|f16|bf16|q8_0|q6_k|q5_k_m|q5_k_s|q5_1|q5_0|q4_k_m|q4_k_s|q4_1|q4_0|q3_k_m|q2_k"));
         // The command line's help and its refusal name exactly the table's types.
         QString so, se;
         QCOMPARE(test::runTessera({ QStringLiteral("merge"), QStringLiteral("--help") }, &so, &se), 0);
-        QVERIFY2(so.contains(QStringLiteral("with --format gguf: f32, f16, bf16 or q8_0")), qPrintable(so));
+        QVERIFY2(so.contains(QStringLiteral("with --format gguf: f32, f16, bf16, q8_0, q6_k,")), qPrintable(so));
         const std::string target = test::makeTempDir() + "/out";
         QCOMPARE(test::runTessera(test::A({ "merge", "--local_dir", test::fixture("gguf_llama_w2_fp32/global_step_10/actor"),
-                                            "--target_dir", target, "--format", "gguf", "--outtype", "q4_0" }),
+                                            "--target_dir", target, "--format", "gguf", "--outtype", "q4_k" }),
                                   &so, &se),
                  2);
         QVERIFY(!fs::exists(target));
-        QVERIFY2(se.contains(QStringLiteral("--outtype must be f32, f16, bf16 or q8_0 (got 'q4_0')")), qPrintable(se));
+        QVERIFY2(se.contains(QStringLiteral("--outtype must be f32, f16, bf16, q8_0, q6_k,")), qPrintable(se));
+        QVERIFY2(se.contains(QStringLiteral(" or q2_k (got 'q4_k')")), qPrintable(se));
     }
 
     void q8_0MatchesHandComputedBlocks()
