@@ -583,6 +583,28 @@ private Q_SLOTS:
         QVERIFY(different > 0 && different <= 16);
     }
 
+    void everyQuantizedTypeReadsBackDequantized_data()
+    {
+        QTest::addColumn<QString>("outtype");
+        for (const auto& type : ggufOutTypes())
+            if (type.tensorTypeInfo().quantized())
+                QTest::newRow(type.name) << QString::fromLatin1(type.name);
+    }
+
+    /// Every quantized type and its mixture (Q4_K with Q6_K, Q2_K with Q3_K and Q4_K, …) reads back as the
+    /// dequantized blocks of the original: the reader takes each tensor's type and dequantizer from the table.
+    void everyQuantizedTypeReadsBackDequantized()
+    {
+        QFETCH(QString, outtype);
+        const std::string type = outtype.toStdString();
+        const std::string file = exportGguf(test::fixture("gguf_llama256_w2_bf16/global_step_10/actor"), type.c_str());
+        // The embedding, the head and 7 matrices in each of the 2 layers; the norms stay F32.
+        checkRoundTripAgainst(file, test::fixture("gguf_llama256_w2_bf16/reference"), 2 + 2 * 7);
+        QString out, err;
+        const int code = test::runTessera(test::A({ "inspect", file }), &out, &err);
+        QVERIFY2(code == 0, qPrintable(err));
+    }
+
     void longQ8_0VectorReadsInWholeBlocks()
     {
         // A 1-D Q8_0 tensor longer than one slab of the engine: every slab must still start on a block.
@@ -774,8 +796,8 @@ private Q_SLOTS:
     }
 
 private:
-    /// Reads `gguf` back against `reference`: every tensor there, `quantizedCount` of them Q8_0 and equal to the
-    /// dequantized blocks of the reference's values, every other one identical.
+    /// Reads `gguf` back against `reference`: every tensor there, `quantizedCount` of them quantized and equal to the
+    /// dequantized blocks of the reference's values in their type, every other one identical.
     void checkRoundTripAgainst(const std::string& gguf, const std::string& reference, std::size_t quantizedCount = 0)
     {
         auto original = scanCheckpoint(reference);
@@ -791,9 +813,14 @@ private:
             std::vector<float> expected = a[t.name];
             if (t.pieces.front().encoding == PieceEncoding::GgmlBlocks) {
                 ++quantized;
-                std::vector<std::uint8_t> blocks(expected.size() / 32 * kQ8_0Bytes);
-                QVERIFY_RESULT(quantizeGgml(GgmlType::Q8_0, expected.data(), expected.size(), blocks.data(), 1));
-                QVERIFY_RESULT(dequantizeGgml(GgmlType::Q8_0, blocks.data(), expected.size(), expected.data()));
+                const GgmlTypeInfo* type = nullptr;
+                for (const auto& row : ggmlTypes())
+                    if (storedTypeName(t.pieces.front()) == row.name)
+                        type = &row;
+                QVERIFY2(type && type->quantized(), t.name.c_str());
+                std::vector<std::uint8_t> blocks(type->bytesOf(expected.size()));
+                QVERIFY_RESULT(quantizeGgml(type->type, expected.data(), expected.size(), blocks.data(), 1));
+                QVERIFY_RESULT(dequantizeGgml(type->type, blocks.data(), expected.size(), expected.data()));
             }
             QVERIFY2(sameValues(expected, b[t.name]), t.name.c_str());
         }

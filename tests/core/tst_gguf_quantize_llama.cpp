@@ -36,10 +36,10 @@ struct Source {
     const char* name;
 };
 
-std::map<std::string, Source> sources()
+const std::map<std::string, Source>& sources()
 {
-    const std::string families = std::string(TESSERA_TEST_DATA_DIR) + "/gguf_families/";
-    return {
+    static const std::string families = std::string(TESSERA_TEST_DATA_DIR) + "/gguf_families/";
+    static const std::map<std::string, Source> all = {
         // rows of 256 and 768: every k-quant applies
         { "llama256 bf16", { test::fixture("gguf_llama256_w2_bf16/global_step_10/actor"), "bf16", "llama256" } },
         // rows of 128: the fallback types (Q5_0, Q8_0, Q5_1, Q4_0)
@@ -51,6 +51,7 @@ std::map<std::string, Source> sources()
         { "qwen2moe", { families + "qwen2moe", "f32", "qwen2moe" } },
         { "qwen3 bf16", { families + "qwen3_bf16", "bf16", "qwen3" } },
     };
+    return all;
 }
 
 } // namespace

@@ -791,7 +791,7 @@ private Q_SLOTS:
         auto info = scanCheckpoint(test::fixture("gguf_llama_w2_fp32/reference"));
         QVERIFY_RESULT(info);
         std::set<std::string> ids;
-        for (auto type : { GgufOutType::F32, GgufOutType::F16, GgufOutType::Q8_0 })
+        for (auto type : { GgufOutType::F32, GgufOutType::F16, GgufOutType::Q8_0, GgufOutType::Q4_K_M, GgufOutType::Q2_K })
             for (const char* name : { "", "other" }) {
                 GgufOptions options;
                 options.outType = type;
@@ -828,12 +828,18 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("args");
         for (const char* type : { "f32", "f16", "q8_0" })
             QTest::newRow(type) << ggufArgs(actor("gguf_llama_w2_fp32"), type);
+        // Whole super-blocks of 256 (rows of 256 and 768), and the mixture's fallbacks on rows of 128.
+        QTest::newRow("llama256 q4_k_m") << ggufArgs(actor("gguf_llama256_w2_bf16"), "q4_k_m");
+        QTest::newRow("q4_k_m fallbacks") << ggufArgs(actor("gguf_llama_w2_fp32"), "q4_k_m");
         if (test::sampled())
             return; // streamed, converted and quantized tensors: the paths the rows below repeat
         const std::string families = std::string(TESSERA_TEST_DATA_DIR) + "/gguf_families";
         QTest::newRow("qwen2moe q8_0") << ggufArgs(families + "/qwen2moe", "q8_0");
         QTest::newRow("qwen3_bf16 bf16") << ggufArgs(families + "/qwen3_bf16", "bf16");
         QTest::newRow("llama 3 rope_freqs q8_0") << ggufArgs(llama3RopeModel(), "q8_0");
+        QTest::newRow("llama256 q2_k") << ggufArgs(actor("gguf_llama256_w2_bf16"), "q2_k");
+        QTest::newRow("llama256 q5_k_m") << ggufArgs(actor("gguf_llama256_w2_bf16"), "q5_k_m");
+        QTest::newRow("mixtral q4_0") << ggufArgs(families + "/mixtral", "q4_0");
     }
 
     /// `--format gguf --part K/N` as the safetensors merges above (checkPartsMatchSingleRun()): the .gguf appears
