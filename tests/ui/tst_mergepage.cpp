@@ -71,7 +71,8 @@ bool showsSizesOf(const QComboBox& outtype, const tessera::GgufPlan& plan)
     for (const auto& [id, bytes] : tessera::ggufFileSizesByType(plan)) {
         const auto& type = tessera::ggufOutType(id);
         const QString shown = outtype.itemText(outtype.findData(QLatin1String(type.name)));
-        if (shown != typeItem(type, bytesText(bytes))) {
+        // 0: the type's mixture refuses the model.
+        if (shown != typeItem(type, bytes ? bytesText(bytes) : QStringLiteral("cannot be written"))) {
             qWarning("%s", qPrintable(shown));
             return false;
         }

@@ -118,7 +118,8 @@ private:
     void createWidgets();
     void createOutTypeChoice();
     void selectDefaultOutType();
-    /// Each GGUF type's item with the size it writes, from the GGUF plan on screen ("…" while planning).
+    /// Each GGUF type's item with the size its file would have, from the last GGUF plan of these options (kept when
+    /// only the type changes; "…" while other options are planned).
     void showTypeSizes();
     QGroupBox* buildOptions();
     void buildLayout(QGroupBox* options);
