@@ -741,6 +741,32 @@ std::vector<std::pair<GgufOutType, std::uint64_t>> ggufFileSizesByType(const Ggu
     return sizes;
 }
 
+std::vector<GgmlTypeCount> ggufTypeCounts(const GgufPlan& plan)
+{
+    std::vector<GgmlTypeCount> counts;
+    for (const auto& t : plan.tensors) {
+        auto it = std::find_if(counts.begin(), counts.end(), [&](const GgmlTypeCount& c) { return c.type == t.info.type; });
+        if (it == counts.end())
+            it = counts.insert(counts.end(), GgmlTypeCount { t.info.type, 0, 0 });
+        it->tensors += 1;
+        it->bytes += t.info.bytes;
+    }
+    // What the file is mostly made of comes first; equal bytes (empty tensors) in ggml's numbering, so the line is
+    // the same on every run.
+    std::sort(counts.begin(), counts.end(), [](const GgmlTypeCount& a, const GgmlTypeCount& b) {
+        return a.bytes != b.bytes ? a.bytes > b.bytes : a.type < b.type;
+    });
+    return counts;
+}
+
+std::string ggufTypeCountsText(const GgufPlan& plan)
+{
+    std::string text;
+    for (const auto& c : ggufTypeCounts(plan))
+        text += (text.empty() ? "" : ", ") + ggmlTypeName(c.type) + " ×" + std::to_string(c.tensors);
+    return text;
+}
+
 std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
 {
     std::ostringstream out;
@@ -748,17 +774,12 @@ std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors)
     out << "Checkpoint  " << printableText(plan.merge.checkpoint) << " (" << plan.merge.layout << ")\n";
     out << "GGUF        " << plan.architecture << ", " << ggufOutTypeName(plan.outType) << ", " << plan.tensors.size()
         << " tensors, " << plan.metadata.size() << " metadata keys\n";
-    std::map<std::string, int> types;
     std::size_t permuted = 0, stacked = 0;
     for (const auto& t : plan.tensors) {
-        types[ggmlTypeName(t.info.type)]++;
         permuted += t.transform.rfind("rotary", 0) == 0 ? 1 : 0;
         stacked += t.transform.find("experts stacked") != std::string::npos ? 1 : 0;
     }
-    std::string typeList;
-    for (const auto& [name, n] : types)
-        typeList += (typeList.empty() ? "" : ", ") + name + " ×" + std::to_string(n);
-    out << "Types       " << typeList << "\n";
+    out << "Types       " << ggufTypeCountsText(plan) << "\n";
     if (permuted)
         out << "Rotary      " << permuted << " q/k tensors with rows permuted for llama.cpp's rotary layout\n";
     if (stacked)

@@ -94,6 +94,19 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
 /// model.
 std::vector<std::pair<GgufOutType, std::uint64_t>> ggufFileSizesByType(const GgufPlan& plan);
 
+/// How many of the plan's tensors are of one ggml type, and their bytes in the file.
+struct GgmlTypeCount {
+    std::uint32_t type = 0;              ///< GgmlType's number (ggmlTypeName() names it)
+    std::size_t tensors = 0;
+    std::uint64_t bytes = 0;
+};
+
+/// The file's mix of ggml types, counted once for the dry run and the workbench: the type holding the most bytes
+/// first (a q4_k_m file reads Q4_K, Q6_K, F32).
+std::vector<GgmlTypeCount> ggufTypeCounts(const GgufPlan& plan);
+/// The mix as one line: "Q4_K ×150, Q6_K ×27, F32 ×65".
+std::string ggufTypeCountsText(const GgufPlan& plan);
+
 /// A readable summary for --dry-run; `listTensors` adds one line per tensor.
 std::string ggufPlanSummary(const GgufPlan& plan, bool listTensors);
 

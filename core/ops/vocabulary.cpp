@@ -94,15 +94,6 @@ const std::vector<LoraOutput>& loraOutputs()
     return modes;
 }
 
-std::vector<std::string> ggufOutTypeNames()
-{
-    std::vector<std::string> names { ggufOutTypeName(kDefaultGgufOutType) };
-    for (const auto& type : ggufOutTypes())
-        if (type.id != kDefaultGgufOutType)
-            names.push_back(type.name);
-    return names;
-}
-
 const std::vector<WeightsSourceEntry>& weightsSources()
 {
     static const std::vector<WeightsSourceEntry> sources { { "model", WeightsSource::Model },

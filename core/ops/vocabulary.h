@@ -2,8 +2,8 @@
 #pragma once
 
 // The words requests take, each list in one place: which --backend reads which layout, the --dtype names, the
-// --lora modes, the GGUF output types and the split formats. The command line's checks and help, and the
-// workbench's choices, read them here.
+// --lora modes and the split formats. The command line's checks and help, and the workbench's choices, read them
+// here (the GGUF output types, with what each is for, are formats/gguf_types.h's ggufOutTypes()).
 
 #include "formats/layout_registry.h"
 #include "merge/gguf_plan.h"
@@ -51,9 +51,6 @@ Result<std::optional<DType>> outputDtypeValue(const std::optional<std::string>& 
 
 /// both, fused, adapter: the --lora modes, the default first.
 const std::vector<LoraOutput>& loraOutputs();
-
-/// The --outtype names of the GGUF export (formats/gguf_types.h), the default first.
-std::vector<std::string> ggufOutTypeNames();
 
 /// --weights_from's words, the default first: model, optimizer.
 struct WeightsSourceEntry {

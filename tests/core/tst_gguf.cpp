@@ -204,6 +204,34 @@ private Q_SLOTS:
         QVERIFY2(se.contains(QStringLiteral(" or q2_k (got 'q4_k')")), qPrintable(se));
     }
 
+    /// The mix of types the dry run and the workbench show, counted in one place: the type holding the most bytes
+    /// first, equal bytes in ggml's numbering.
+    void typeCountsPutTheLargestShareFirst()
+    {
+        GgufPlan plan;
+        auto add = [&plan](GgmlType type, std::uint64_t bytes) {
+            GgufPlannedTensor t;
+            t.info.type = static_cast<std::uint32_t>(type);
+            t.info.bytes = bytes;
+            plan.tensors.push_back(t);
+        };
+        add(GgmlType::F32, 512);
+        add(GgmlType::Q8_0, 2 * kQ8_0Bytes);
+        add(GgmlType::F16, 1024);
+        add(GgmlType::F32, 512);
+        add(GgmlType::Q8_0, 64 * kQ8_0Bytes);
+        add(GgmlType::F32, 0);
+        const auto counts = ggufTypeCounts(plan);
+        QCOMPARE(counts.size(), std::size_t(3));
+        QCOMPARE(counts[0].type, static_cast<std::uint32_t>(GgmlType::Q8_0));
+        QCOMPARE(counts[0].tensors, std::size_t(2));
+        QCOMPARE(counts[0].bytes, std::uint64_t(66 * kQ8_0Bytes));
+        QCOMPARE(counts[1].type, static_cast<std::uint32_t>(GgmlType::F32));
+        QCOMPARE(counts[1].tensors, std::size_t(3));
+        QCOMPARE(ggufTypeCountsText(plan), std::string("Q8_0 ×2, F32 ×3, F16 ×1"));
+        QCOMPARE(ggufTypeCountsText(GgufPlan {}), std::string());
+    }
+
     void q8_0MatchesHandComputedBlocks()
     {
         std::vector<float> x(96, 0.0f);

@@ -78,6 +78,29 @@ QList<QWidget*> tabChain(QWidget* page, QWidget* first)
     return chain;
 }
 
+/// `window` with the checkpoint `fixture` open, shown at 1280×720.
+void openAt1280By720(MainWindow& window, const std::string& fixture)
+{
+    QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
+    window.openPath(QString::fromStdString(tessera::test::fixture(fixture)));
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+    window.resize(1280, 720);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+}
+
+/// What a scroll area of `page` cuts off at the right, its contents being wider than it (the pages scroll only
+/// up and down); empty when nothing is.
+QString cutAtTheRight(const QWidget& page)
+{
+    for (auto* area : page.findChildren<QScrollArea*>())
+        if (area->widget() && area->widget()->width() > area->viewport()->width())
+            return QStringLiteral("%1 pixels wide in a %2-pixel view")
+                .arg(area->widget()->width())
+                .arg(area->viewport()->width());
+    return {};
+}
+
 } // namespace
 
 class TestRunPagesFit : public QObject {
@@ -87,12 +110,9 @@ private Q_SLOTS:
     void runButtonsAndCommandLinesInSightAt1280By720()
     {
         MainWindow window;
-        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
-        window.openPath(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
-        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
-        window.resize(1280, 720);
-        window.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        openAt1280By720(window, "fsdp2_llama_w4/global_step_10/actor");
+        if (QTest::currentTestFailed())
+            return;
 
         window.showView(MainWindow::View::Split);
         QTest::qWait(50);
@@ -123,12 +143,9 @@ private Q_SLOTS:
     void longRefusalFitsAt1280By720()
     {
         MainWindow window;
-        QSignalSpy loaded(&window, &MainWindow::checkpointLoaded);
-        window.openPath(QString::fromStdString(tessera::test::fixture("fsdp2_llama_w4/global_step_10/actor")));
-        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
-        window.resize(1280, 720);
-        window.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        openAt1280By720(window, "fsdp2_llama_w4/global_step_10/actor");
+        if (QTest::currentTestFailed())
+            return;
         window.showView(MainWindow::View::Merge);
         auto* merge = window.findChild<MergePage*>();
         QVERIFY(merge);
@@ -139,10 +156,37 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(!merge->isPlanning() && merge->statusText().startsWith(QStringLiteral("Refused")), 60000);
         QTest::qWait(100);
         QVERIFY2(window.width() <= 1280, qPrintable(QString::number(window.width())));
-        for (auto* area : merge->findChildren<QScrollArea*>())
-            QVERIFY2(!area->horizontalScrollBar()->isVisible(), qPrintable(area->objectName()));
+        QVERIFY2(cutAtTheRight(*merge).isEmpty(), qPrintable(cutAtTheRight(*merge)));
         QVERIFY2(inSight(button(*merge, QStringLiteral("Merge"))), "the Merge button");
         QVERIFY2(merge->width() <= window.width(), qPrintable(QString::number(merge->width())));
+    }
+
+    /// The GGUF type choice, its items naming each type's size and what it is for, leaves the options as wide as
+    /// the page: with the tree taking its first-run share (2/5) of a 1280×720 window, nothing is cut at the right.
+    void ggufTypeChoiceFitsAt1280By720()
+    {
+        MainWindow window;
+        openAt1280By720(window, "gguf_llama_w2_fp32/global_step_10/actor");
+        if (QTest::currentTestFailed())
+            return;
+        window.setTreeShare(0.4);
+        window.showView(MainWindow::View::Merge);
+        auto* merge = window.findChild<MergePage*>();
+        QVERIFY(merge);
+        QComboBox* outtype = nullptr;
+        for (auto* box : merge->findChildren<QComboBox*>()) {
+            if (const int gguf = box->findData(QStringLiteral("gguf")); gguf >= 0)
+                box->setCurrentIndex(gguf);
+            if (box->findData(QStringLiteral("q4_k_m")) >= 0)
+                outtype = box;
+        }
+        QVERIFY(outtype);
+        QTRY_VERIFY_WITH_TIMEOUT(!merge->isPlanning() && merge->ggufPlan(), 60000);
+        QTest::qWait(100);
+        QVERIFY2(outtype->currentText().contains(QStringLiteral(" KB — ")), qPrintable(outtype->currentText()));
+        QVERIFY2(cutAtTheRight(*merge).isEmpty(), qPrintable(cutAtTheRight(*merge)));
+        QVERIFY2(inSight(outtype), "the GGUF type choice");
+        QVERIFY2(inSight(button(*merge, QStringLiteral("Merge"))), "the Merge button");
     }
 
     /// Point 12: Tab reaches each Browse button right after its folder field, the plan tables are one stop each,

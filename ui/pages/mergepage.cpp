@@ -9,6 +9,7 @@
 #include "jobs/planjob.h"
 #include "models/mergeplanmodel.h"
 #include "openfolder.h"
+#include "widgets/elidingcombobox.h"
 #include "widgets/folderfield.h"
 #include "widgets/rankcolors.h"
 
@@ -22,6 +23,7 @@
 #include "ops/prepare_merge.h"
 #include "ops/vocabulary.h"
 
+#include <QAbstractItemView>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -41,6 +43,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStorageInfo>
+#include <QStyle>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -70,7 +73,18 @@ QString colored(const QString& color, const QString& text)
     return QStringLiteral("<span style='color:%1'>%2</span>").arg(color, text.toHtmlEscaped());
 }
 
-/// The GGUF export's lines of the plan box.
+/// An item of the GGUF type choice: "q4_k_m — 412.3 MB — 4.8 bits: Ollama's default; …", without the size when
+/// there is no GGUF plan to take it from.
+QString outTypeItemText(const tessera::GgufOutTypeInfo& type, const QString& size)
+{
+    QStringList parts { QLatin1String(type.name) };
+    if (!size.isEmpty())
+        parts << size;
+    parts << QString::fromUtf8(type.summary);
+    return parts.join(QStringLiteral(" — "));
+}
+
+/// The GGUF export's lines of the plan box: the file's size and its mix of tensor types before anything is written.
 QStringList ggufLines(const tessera::GgufPlan& g, const QString& muted)
 {
     QStringList lines;
@@ -78,6 +92,7 @@ QStringList ggufLines(const tessera::GgufPlan& g, const QString& muted)
                  .arg(countText(qint64(g.tensors.size()), QObject::tr("tensor"), QObject::tr("tensors")),
                       qs(g.architecture), QLatin1String(tessera::ggufOutTypeName(g.outType)),
                       qs(g.fileName).toHtmlEscaped())
+          << QObject::tr("<b>Tensor types</b> %1").arg(qs(tessera::ggufTypeCountsText(g)).toHtmlEscaped())
           << QObject::tr("<b>Tokenizer</b> %1").arg(qs(g.tokenizerSummary).toHtmlEscaped())
           << QObject::tr("<b>Disk</b> %1 · <b>Memory</b> about %2 at peak (largest tensor %3)")
                  .arg(bytesText(g.fileSize), bytesText(g.memoryBytes), bytesText(g.largestTensorBytes));
@@ -174,7 +189,7 @@ MergePage::MergePage(QWidget* parent)
     , m_hfModelPath(new QLineEdit(this))
     , m_dtype(new QComboBox(this))
     , m_format(new QComboBox(this))
-    , m_outtype(new QComboBox(this))
+    , m_outtype(new ElidingComboBox(this))
     , m_maxShardSize(new QLineEdit(QStringLiteral("5GB"), this))
     , m_threads(new QSpinBox(this))
     , m_paramMapping(new QLineEdit(this))
@@ -226,10 +241,7 @@ void MergePage::createWidgets()
     m_format->addItem(tr("GGUF for llama.cpp / Ollama"), QStringLiteral("gguf"));
     m_format->setToolTip(tr("safetensors: a Hugging Face folder. GGUF: one <name>-<type>.gguf file that llama.cpp, "
                             "Ollama and LM Studio load, with the tokenizer and chat template inside"));
-    for (const auto& name : tessera::ggufOutTypeNames())
-        m_outtype->addItem(qs(name), qs(name));
-    m_outtype->setToolTip(tr("GGUF tensor type; norms and 1-D tensors stay f32, as llama.cpp's converter writes them"));
-    m_outtype->setEnabled(false);
+    createOutTypeChoice();
     const QMap<tessera::LoraOutput, QString> loraLabels { { tessera::LoraOutput::Both, tr("fused model and adapter") },
                                                           { tessera::LoraOutput::Fused, tr("fused model (W + B·A·α/r)") },
                                                           { tessera::LoraOutput::Adapter, tr("adapter only (PEFT folder)") } };
@@ -297,6 +309,63 @@ void MergePage::createWidgets()
     m_openInDiff->setToolTip(tr("Compare this checkpoint with the reference tensor by tensor in the Diff view"));
     m_current->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_current->setForegroundRole(QPalette::PlaceholderText);
+}
+
+void MergePage::createOutTypeChoice()
+{
+    // Every output type, largest file first, the default chosen; each item's data is the plain --outtype name the
+    // request is built from, its text what the type is for and, once a GGUF plan is on screen, the size it writes.
+    for (const auto& type : tessera::ggufOutTypes())
+        m_outtype->addItem(outTypeItemText(type, {}), QLatin1String(type.name));
+    selectDefaultOutType();
+    // The closed box asks for no more than a name's width, so the options stay as narrow as before (a 1280×720
+    // window with the tree beside them); it shows the start of its text, the name and the size, elided, and the
+    // list shows every summary in full.
+    m_outtype->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_outtype->setMinimumContentsLength(6);
+    m_outtype->setEnabled(false);
+    showTypeSizes();
+}
+
+void MergePage::selectDefaultOutType()
+{
+    m_outtype->setCurrentIndex(m_outtype->findData(QLatin1String(tessera::ggufOutTypeName(tessera::kDefaultGgufOutType))));
+}
+
+void MergePage::showTypeSizes()
+{
+    // The sizes come from the core (ggufFileSizesByType), for every type from one GGUF plan, so they hold for any
+    // type chosen with the same other options: choosing another type keeps them, even when that type's plan is
+    // refused; other options (another checkpoint, config, tie) wait for their own plan ("…").
+    auto anyType = [](tessera::MergeRequest r) {
+        r.outtype.reset();
+        return r;
+    };
+    if (m_prepared && m_prepared->gguf && !m_prepared->refusal) {
+        m_typeSizes = tessera::ggufFileSizesByType(*m_prepared->gguf);
+        m_typeSizesOf = anyType(m_prepared->request);
+    }
+    const bool known = isGguf() && m_typeSizesOf && *m_typeSizesOf == anyType(request());
+    const QString pending = isGguf() && !known && isPlanning() ? QStringLiteral("…") : QString();
+    // Texts change in place: the current item and its data stay, so nothing here asks for another plan.
+    const QSignalBlocker blocker(m_outtype);
+    int widest = 0;
+    for (int i = 0; i < m_outtype->count(); ++i) {
+        const auto type = tessera::ggufOutTypeFromName(m_outtype->itemData(i).toString().toStdString());
+        if (!type)
+            continue;
+        QString size = pending;
+        for (const auto& [sized, bytes] : known ? m_typeSizes : decltype(m_typeSizes) {})
+            if (sized == *type) // 0: the type's mixture refuses this model
+                size = bytes ? bytesText(bytes) : tr("cannot be written");
+        m_outtype->setItemText(i, outTypeItemText(tessera::ggufOutType(*type), size));
+        widest = std::max(widest, m_outtype->fontMetrics().horizontalAdvance(m_outtype->itemText(i)));
+    }
+    // The list is as wide as its longest item, wider than the closed box, so no summary is cut.
+    m_outtype->view()->setMinimumWidth(widest + 2 * m_outtype->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
+    m_outtype->setToolTip(tr("%1\n\nThe GGUF type (--outtype); norms and 1-D tensors stay f32, as llama.cpp's converter "
+                             "writes them. The sizes are of this checkpoint's GGUF plan.")
+                              .arg(m_outtype->currentText()));
 }
 
 QGroupBox* MergePage::buildOptions()
@@ -447,6 +516,7 @@ void MergePage::connectOptions()
 void MergePage::connectJobs()
 {
     connect(m_planner, &PlanJob::busyChanged, this, &MergePage::updateButtons);
+    connect(m_planner, &PlanJob::busyChanged, this, &MergePage::showTypeSizes);
     connect(m_planner, &PlanJob::progressText, this, [this](const QString& text) {
         if (!m_job->isRunning() && !m_compare->isRunning())
             m_progressText->setText(tr("Planning: reading %1").arg(text));
@@ -487,7 +557,7 @@ void MergePage::resetOptions()
     const QSignalBlocker b1(m_targetDir), b2(m_reference), b3(m_dtype), b4(m_lora), b5(m_loraAlpha), b6(m_baseModel),
         b7(m_hfModelPath), b8(m_format), b9(m_outtype);
     m_format->setCurrentIndex(0);
-    m_outtype->setCurrentIndex(0);
+    selectDefaultOutType();
     m_outtype->setEnabled(false);
     m_dtype->setEnabled(true);
     m_maxShardSize->setEnabled(true);
@@ -514,6 +584,7 @@ void MergePage::setCheckpoint(CheckpointPtr checkpoint)
         resetOptions();
     m_checkpoint = std::move(checkpoint);
     m_prepared.reset();
+    m_typeSizesOf.reset(); // the same folder loaded again may hold other tensors
     m_scans.clear();
     if (m_checkpoint) // the workbench's scan applies the default parameter check (ScanJob)
         m_scans.push_back(loadedScan(m_checkpoint));
@@ -664,6 +735,7 @@ void MergePage::schedulePlan(int delayMs)
         },
         delayMs);
     updateButtons();
+    showTypeSizes();
 }
 
 void MergePage::onPrepared(const std::shared_ptr<const tessera::PreparedMerge>& prepared)
@@ -690,6 +762,7 @@ void MergePage::showPlanError(const QString& message)
     m_planSummary->setText(QStringLiteral("<span style='color:%1'>%2</span>")
                                .arg(problemColor(palette()).name(), message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
     updateButtons();
+    showTypeSizes();
 }
 
 void MergePage::showPlan()
@@ -749,6 +822,7 @@ void MergePage::showPlan()
     lines << messageLines(model, muted);
     m_planSummary->setText(lines.join(QStringLiteral("<br>")));
     updateButtons();
+    showTypeSizes();
 }
 
 std::shared_ptr<const tessera::MergePlan> MergePage::plannedModel() const

@@ -116,6 +116,11 @@ Q_SIGNALS:
 
 private:
     void createWidgets();
+    void createOutTypeChoice();
+    void selectDefaultOutType();
+    /// Each GGUF type's item with the size its file would have, from the last GGUF plan of these options (kept when
+    /// only the type changes; "…" while other options are planned).
+    void showTypeSizes();
     QGroupBox* buildOptions();
     void buildLayout(QGroupBox* options);
     void connectOptions();
@@ -141,6 +146,10 @@ private:
     bool m_loraCheckpoint = false;
     ThroughputMeter m_meter;
     std::shared_ptr<const tessera::PreparedMerge> m_prepared;
+    /// The file size of each GGUF type, from the last GGUF plan, and that plan's request without its --outtype: the
+    /// options the sizes hold for.
+    std::vector<std::pair<tessera::GgufOutType, std::uint64_t>> m_typeSizes;
+    std::optional<tessera::MergeRequest> m_typeSizesOf;
     /// The loaded checkpoint and what earlier prepares read (a rescan with other options, a base model), reused.
     std::vector<tessera::ScannedCheckpoint> m_scans;
     QString m_planText;
