@@ -268,7 +268,7 @@ private Q_SLOTS:
         const std::string file = target.toStdString() + "/gguf_llama_w2_fp32-f32.gguf";
         QVERIFY(QFileInfo::exists(QString::fromStdString(file)));
         // The .gguf and the Modelfile beside it, nothing else.
-        QCOMPARE(QDir(target).entryList(QDir::Files | QDir::Hidden | QDir::AllDirs | QDir::NoDotAndDotDot),
+        QCOMPARE(QDir(target).entryList(QDir::Files | QDir::Hidden | QDir::AllDirs | QDir::NoDotAndDotDot, QDir::Name),
                  QStringList({ QStringLiteral("Modelfile"), QStringLiteral("gguf_llama_w2_fp32-f32.gguf") }));
         // Read back under Hugging Face names, the export is the reference tensor for tensor.
         QString out;
