@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "formats/gguf_quant.h"
 
+#include "formats/gguf_blocks.h"
+
 #include "model/convert.h"
 #include "parallel.h"
 
@@ -59,9 +61,12 @@ void quantizeQ8_0Blocks(const float* src, std::uint64_t blocks, std::uint8_t* ds
     std::vector<float> scales(static_cast<std::size_t>(blocks));
     for (std::uint64_t b = 0; b < blocks; ++b) {
         const float* x = src + b * kQ8_0Values;
+        // ggml's MAX(amax, |x|): a NaN takes over, and the next value replaces it (std::max would keep amax).
         float amax = 0.0f;
-        for (std::uint64_t j = 0; j < kQ8_0Values; ++j)
-            amax = std::max(amax, std::fabs(x[j]));
+        for (std::uint64_t j = 0; j < kQ8_0Values; ++j) {
+            const float a = std::fabs(x[j]);
+            amax = amax > a ? amax : a;
+        }
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         scales[b] = d;
@@ -71,7 +76,7 @@ void quantizeQ8_0Blocks(const float* src, std::uint64_t blocks, std::uint8_t* ds
     }
     // The scales converted to fp16 together: one call instead of one a block.
     std::vector<std::uint16_t> halves(static_cast<std::size_t>(blocks));
-    (void)convertElements(scales.data(), DType::Float32, halves.data(), DType::Float16, blocks);
+    toGgmlHalves(scales.data(), halves.data(), static_cast<std::size_t>(blocks));
     for (std::uint64_t b = 0; b < blocks; ++b)
         std::memcpy(dst + b * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, d), &halves[b], sizeof(BlockQ8_0::d));
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-// Quantizing to and from ggml's block types: the kernels the table of types (gguf_types.h) points to, one pair a
-// type, and the drivers that run a type's kernel over a whole tensor on several threads.
+// Quantizing to and from ggml's block types: the drivers that run a type's kernel (the table of types, gguf_types.h,
+// points to one pair a type) over a whole tensor on several threads, and Q8_0's kernels; the other legacy types'
+// are in gguf_quant_legacy.h, the k-quants' in gguf_quant_k.h.
 
 #include "formats/gguf_types.h"
 #include "model/dtype.h"

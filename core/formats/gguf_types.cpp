@@ -2,6 +2,8 @@
 #include "formats/gguf_types.h"
 
 #include "formats/gguf_quant.h"
+#include "formats/gguf_quant_k.h"
+#include "formats/gguf_quant_legacy.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,14 +12,36 @@ namespace tessera {
 
 const std::vector<GgmlTypeInfo>& ggmlTypes()
 {
-    // name, values and bytes per block, plain dtype, quantizer, dequantizer, fallback
+    // name, values and bytes per block, plain dtype, quantizer, dequantizer, fallback. The plain types first, then
+    // the quantized ones in ggml's numbering.
+    // Fallbacks: convert_hf_to_gguf writes a tensor whose rows are not whole Q8_0 blocks as F16, and llama-quant.cpp
+    // (tensor_type_fallback) any of 32-value blocks too; a k-quant falls back to the legacy type of about its size.
+    constexpr std::uint64_t kLegacy = kLegacyBlockValues;
+    constexpr std::uint64_t kSuper = kSuperBlockValues;
     static const std::vector<GgmlTypeInfo> table = {
         { GgmlType::F32, "F32", 1, 4, DType::Float32, nullptr, nullptr, GgmlType::F32 },
         { GgmlType::F16, "F16", 1, 2, DType::Float16, nullptr, nullptr, GgmlType::F16 },
         { GgmlType::BF16, "BF16", 1, 2, DType::BFloat16, nullptr, nullptr, GgmlType::BF16 },
-        // convert_hf_to_gguf writes a tensor whose rows are not whole Q8_0 blocks as F16.
+        { GgmlType::Q4_0, "Q4_0", kLegacy, sizeof(BlockQ4_0), DType::Unknown, quantizeQ4_0Blocks, dequantizeQ4_0Blocks,
+          GgmlType::F16 },
+        { GgmlType::Q4_1, "Q4_1", kLegacy, sizeof(BlockQ4_1), DType::Unknown, quantizeQ4_1Blocks, dequantizeQ4_1Blocks,
+          GgmlType::F16 },
+        { GgmlType::Q5_0, "Q5_0", kLegacy, sizeof(BlockQ5_0), DType::Unknown, quantizeQ5_0Blocks, dequantizeQ5_0Blocks,
+          GgmlType::F16 },
+        { GgmlType::Q5_1, "Q5_1", kLegacy, sizeof(BlockQ5_1), DType::Unknown, quantizeQ5_1Blocks, dequantizeQ5_1Blocks,
+          GgmlType::F16 },
         { GgmlType::Q8_0, "Q8_0", sizeof(BlockQ8_0::q), sizeof(BlockQ8_0), DType::Unknown, quantizeQ8_0Blocks,
           dequantizeQ8_0Blocks, GgmlType::F16 },
+        { GgmlType::Q2_K, "Q2_K", kSuper, sizeof(BlockQ2_K), DType::Unknown, quantizeQ2_KBlocks, dequantizeQ2_KBlocks,
+          GgmlType::Q4_0 },
+        { GgmlType::Q3_K, "Q3_K", kSuper, sizeof(BlockQ3_K), DType::Unknown, quantizeQ3_KBlocks, dequantizeQ3_KBlocks,
+          GgmlType::Q4_0 },
+        { GgmlType::Q4_K, "Q4_K", kSuper, sizeof(BlockQ4_K), DType::Unknown, quantizeQ4_KBlocks, dequantizeQ4_KBlocks,
+          GgmlType::Q5_0 },
+        { GgmlType::Q5_K, "Q5_K", kSuper, sizeof(BlockQ5_K), DType::Unknown, quantizeQ5_KBlocks, dequantizeQ5_KBlocks,
+          GgmlType::Q5_1 },
+        { GgmlType::Q6_K, "Q6_K", kSuper, sizeof(BlockQ6_K), DType::Unknown, quantizeQ6_KBlocks, dequantizeQ6_KBlocks,
+          GgmlType::Q8_0 },
     };
     return table;
 }

@@ -4,23 +4,25 @@
 // The GGUF types Tessera writes and reads, stated once. Two tables, one row per type:
 //
 // - ggml's tensor types (GgmlType, ggml.h's numbering): the name ggml prints, the block geometry (values and bytes
-//   per block: 1 and the element size for the plain types, 32 and 34 for Q8_0; llama.cpp's k-quants would have
-//   super-blocks of 256), the dtype of a plain type, the quantizer and dequantizer of a quantized one, and the type
-//   a tensor falls back to when its rows are not whole blocks. The GGUF header's sizes (gguf_file), the writer and
-//   the parts' byte ranges (merge/gguf_merge, merge/gguf_parts), the reader (layout_gguf) and the decoding of a
-//   quantized piece (merge/encoded_piece) take every size and codec from here.
+//   per block: 1 and the element size for the plain types; 32 values in 18 to 34 bytes for the legacy Q4_0, Q4_1,
+//   Q5_0, Q5_1 and Q8_0; super-blocks of 256 values in 84 to 210 bytes for llama.cpp's k-quants Q2_K … Q6_K), the
+//   dtype of a plain type, the quantizer and dequantizer of a quantized one, and the type a tensor falls back to
+//   when its rows are not whole blocks. The GGUF header's sizes (gguf_file), the writer and the parts' byte ranges
+//   (merge/gguf_merge, merge/gguf_parts), the reader (layout_gguf) and the decoding of a quantized piece
+//   (merge/encoded_piece) take every size and codec from here.
 // - the output types a user picks (`--outtype`): the name as typed, general.file_type, and the ggml type its
 //   weight matrices are written in. The command line's parsing and help, the workbench's choice and the GGUF plan
 //   read this table.
 //
 // Two tables, because an output type names a file's mixture (llama.cpp's q4_k_m writes Q4_K and Q6_K tensors, and
 // Q5_0 where a row is not whole super-blocks), while geometry and codec belong to each ggml type a file holds, and
-// a reader meets ggml types, never output types. A fallback, too, belongs to the ggml type (llama-quant.cpp: Q4_K
-// falls back to Q5_0, Q6_K to Q8_0, anything whose fallback does not fit either to F16).
+// a reader meets ggml types, never output types. A fallback, too, belongs to the ggml type (llama-quant.cpp's
+// tensor_type_fallback: Q2_K and Q3_K fall back to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, the types of
+// 32-value blocks and anything whose fallback does not fit either to F16).
 //
-// A new type is: its GgmlType value and row (with its quantize/dequantize kernels, gguf_quant.h), and, when users
-// may ask for it, its GgufOutType value and row; a type mixture would add the rule that picks each tensor's ggml
-// type to its output row.
+// A new type is: its GgmlType value and row (with its quantize/dequantize kernels: Q8_0's in gguf_quant.h, the other
+// legacy types' in gguf_quant_legacy.h, the k-quants' in gguf_quant_k.h), and, when users may ask for it, its
+// GgufOutType value and row; a type mixture would add the rule that picks each tensor's ggml type to its output row.
 
 #include "model/dtype.h"
 
@@ -71,7 +73,8 @@ struct GgmlTypeInfo {
     std::uint64_t bytesOf(std::uint64_t elements) const { return elements / blockElements * blockBytes; }
 };
 
-/// Every ggml type Tessera knows, in the order messages list them (F32, F16, BF16, Q8_0).
+/// Every ggml type Tessera knows, in the order messages list them: the plain types (F32, F16, BF16), then the
+/// quantized ones in ggml's numbering (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K … Q6_K).
 const std::vector<GgmlTypeInfo>& ggmlTypes();
 /// The row of `type`; nullptr for a type Tessera does not know (a file's type number is anything).
 const GgmlTypeInfo* findGgmlType(std::uint32_t type);
@@ -84,7 +87,7 @@ std::string ggmlTypeName(std::uint32_t type);
 std::pair<std::uint64_t, std::uint64_t> ggmlBlock(std::uint32_t type);
 /// Bytes of `elements` elements of `type` (elements must be a multiple of the block size); 0 when unknown.
 std::uint64_t ggmlBytes(std::uint32_t type, std::uint64_t elements);
-/// "F32, F16, BF16 and Q8_0": the types Tessera reads, for messages.
+/// "F32, F16, BF16, Q4_0, …, Q5_K and Q6_K": the types Tessera reads, for messages.
 std::string ggmlTypeList();
 
 /// The type a tensor whose rows hold `rowElements` values is written in when `wanted` is asked for: `wanted`

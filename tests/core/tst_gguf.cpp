@@ -149,20 +149,22 @@ private Q_SLOTS:
     /// and the lists users read come from the table.
     void typeTablesAreComplete()
     {
-        for (GgmlType t : { GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0 }) {
+        for (GgmlType t : { GgmlType::F32, GgmlType::F16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                            GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                            GgmlType::BF16 }) {
             const GgmlTypeInfo* row = findGgmlType(static_cast<std::uint32_t>(t));
             QVERIFY(row && row->type == t);
             QCOMPARE(row->quantized(), row->plainDtype == DType::Unknown);
             QCOMPARE(bool(row->dequantize), row->quantized());
-            QCOMPARE(ggmlTypeForRows(row->fallback, 1), row->fallback); // fallbacks end in a type that always fits
+            QVERIFY(!ggmlType(ggmlTypeForRows(t, 1)).quantized()); // fallbacks end in a type that always fits
         }
-        QVERIFY(!findGgmlType(2)); // Q4_0: not known yet
+        QVERIFY(!findGgmlType(4)); // Q4_2, long gone from ggml
         QCOMPARE(ggmlBlock(static_cast<std::uint32_t>(GgmlType::Q8_0)), (std::pair<std::uint64_t, std::uint64_t> { 32, kQ8_0Bytes }));
         QCOMPARE(ggmlBlock(static_cast<std::uint32_t>(GgmlType::BF16)), (std::pair<std::uint64_t, std::uint64_t> { 1, 2 }));
-        QCOMPARE(ggmlBlock(2), (std::pair<std::uint64_t, std::uint64_t> { 0, 0 }));
+        QCOMPARE(ggmlBlock(4), (std::pair<std::uint64_t, std::uint64_t> { 0, 0 }));
         QCOMPARE(ggmlTypeForRows(GgmlType::Q8_0, 64), GgmlType::Q8_0);
         QCOMPARE(ggmlTypeForRows(GgmlType::Q8_0, 48), GgmlType::F16);
-        QCOMPARE(ggmlTypeList(), std::string("F32, F16, BF16 and Q8_0"));
+        QCOMPARE(ggmlTypeList(), std::string("F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K"));
         // general.file_type: llama.cpp's llama_ftype of the same name.
         const std::map<GgufOutType, std::pair<std::string, std::uint32_t>> expected = {
             { GgufOutType::F32, { "f32", 0 } }, { GgufOutType::F16, { "f16", 1 } },
