@@ -193,7 +193,8 @@ private Q_SLOTS:
         QTest::newRow("format") << A({ "--local_dir", "x", "--format", "onnx" })
                                 << QStringLiteral("--format must be safetensors or gguf (got 'onnx')");
         QTest::newRow("outtype") << A({ "--local_dir", "x", "--format", "gguf", "--outtype", "q4" })
-                                 << QStringLiteral("--outtype must be f32, f16, bf16 or q8_0 (got 'q4')");
+                                 << QStringLiteral("--outtype must be f32, f16, bf16, q8_0, q6_k, q5_k_m, q5_k_s, q5_1, q5_0, q4_k_m, q4_k_s, q4_1, q4_0, "
+                                                   "q3_k_m or q2_k (got 'q4')");
         QTest::newRow("part") << A({ "--local_dir", "x", "--part", "3/2" })
                               << QStringLiteral("--part: part 3 of 2 does not exist");
         QTest::newRow("shard size") << A({ "--local_dir", "x", "--max_shard_size", "0" })
