@@ -145,6 +145,11 @@ Status quantizeGgmlFrom(GgmlType type, const void* src, DType dtype, std::uint64
     return Status::success();
 }
 
+std::uint64_t quantizeSlabBytes(GgmlType type)
+{
+    return kBlocksPerTask * ggmlType(type).blockElements * sizeof(float);
+}
+
 Status dequantizeGgml(GgmlType type, const std::uint8_t* src, std::uint64_t count, float* dst)
 {
     auto row = quantizedType(type);

@@ -22,6 +22,10 @@ Status quantizeGgml(GgmlType type, const float* src, std::uint64_t count, std::u
 Status quantizeGgmlFrom(GgmlType type, const void* src, DType dtype, std::uint64_t count, std::uint8_t* dst,
                         unsigned threads);
 
+/// The float32 staging each thread of quantizeGgmlFrom() holds for `type` (a slab of whole blocks), for memory
+/// estimates.
+std::uint64_t quantizeSlabBytes(GgmlType type);
+
 /// Expands `count` values (whole blocks of `type`, a quantized type) back to floats, with the type's kernel.
 Status dequantizeGgml(GgmlType type, const std::uint8_t* src, std::uint64_t count, float* dst);
 

@@ -2,6 +2,7 @@
 #include "merge/gguf_plan.h"
 
 #include "formats/gguf_mixture.h"
+#include "formats/gguf_quant.h"
 #include "formats/gguf_names.h"
 #include "formats/gguf_tokenizer.h"
 #include "io/byte_size.h"
@@ -638,13 +639,14 @@ Status planMetadata(GgufPlan& plan, const GgufModelConfig& model, std::uint64_t 
 }
 
 /// The engine's budget holds the largest gathered tensor; conversions stage 16 MiB per thread; a quantized
-/// tensor is assembled in its dtype and quantized into its blocks after the rest, alone.
+/// tensor is assembled in its dtype and quantized into its blocks after the rest, alone, each thread converting a
+/// slab of it to float32 at a time.
 void estimateMemory(GgufPlan& plan, unsigned threads)
 {
     MergePlan& merge = plan.merge;
     std::uint64_t quantBuffer = 0;
     for (const auto& q : plan.quantized)
-        quantBuffer = std::max(quantBuffer, q.copy.bytes + q.bytes);
+        quantBuffer = std::max(quantBuffer, q.copy.bytes + q.bytes + std::max(1u, threads) * quantizeSlabBytes(q.type));
     const std::uint64_t streaming = merge.bufferBytes + std::max(1u, threads) * kMergeChunkBytes + kMergeChunkBytes;
     merge.memoryBytes = streaming;
     plan.memoryBytes = std::max(streaming, quantBuffer + kMergeChunkBytes);
