@@ -224,7 +224,8 @@ private Q_SLOTS:
                  0);
         std::string gguf;
         for (const auto& e : fs::directory_iterator(target))
-            gguf = e.path().string();
+            if (e.path().extension() == ".gguf")
+                gguf = e.path().string();
         auto info = scanGgufFile(gguf);
         QVERIFY_RESULT(info);
         bool found = false;
