@@ -50,12 +50,22 @@ Category categoryOf(const std::string& name)
     return Category::Other;
 }
 
+/// ggml_n_dims: trailing dimensions of 1 do not count, so a [hidden, 1] "matrix" (Qwen2-MoE's shared-expert gate)
+/// is a vector to the quantizer.
+std::size_t ggmlDimCount(const std::vector<std::uint64_t>& dims)
+{
+    for (std::size_t i = dims.size(); i > 1; --i)
+        if (dims[i - 1] > 1)
+            return i;
+    return 1;
+}
+
 /// Whether the quantizer touches the tensor at all: matrices (2-D, or 3-D expert stacks) named "…weight", except
 /// norms, the MoE router and the small or positional tensors llama.cpp lists. Only names that occur in the
 /// architectures Tessera writes, and those a plain export could carry, are tested.
 bool quantizable(const GgufMixtureTensor& t)
 {
-    if (t.dims.size() < 2 || !endsWith(t.name, "weight"))
+    if (ggmlDimCount(t.dims) < 2 || !endsWith(t.name, "weight"))
         return false;
     for (const char* kept : { "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
                               "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "attn_rel_b.weight",

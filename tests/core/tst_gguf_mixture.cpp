@@ -180,6 +180,16 @@ private Q_SLOTS:
         }
     }
 
+    void oneRowMatricesAreVectors()
+    {
+        // ggml counts dimensions up to the last one above 1: a [256, 1] tensor is not quantized.
+        const std::vector<GgufMixtureTensor> t = { { blk(0, "ffn_gate_inp_shexp.weight"), { 256, 1 }, GgmlType::F32 },
+                                                   { blk(0, "ffn_up_shexp.weight"), { 256, 2 }, GgmlType::F32 } };
+        const auto m = mixture("q4_k_m", { "qwen2moe", 1, 4, 2, 4 }, t);
+        QCOMPARE(m.at(blk(0, "ffn_gate_inp_shexp.weight")), GgmlType::F32);
+        QCOMPARE(m.at(blk(0, "ffn_up_shexp.weight")), GgmlType::Q4_K);
+    }
+
     void plainTypesAreRefused()
     {
         QVERIFY(!ggufMixtureTypes(ggufOutType(GgufOutType::F16), { "llama", 1, 1, 1, 0 }, {}));
