@@ -18,7 +18,6 @@
 
 #include <dlfcn.h>
 
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -44,15 +43,16 @@ struct LlamaQuantizer {
 
     explicit LlamaQuantizer(const std::string& libDir)
     {
-        for (const char* dep : { "libggml-base.so", "libggml.so", "libllama-common.so" })
+        // libllama's dependencies first, global, as the loader would resolve them beside it.
+        const auto load = [&](const std::string& prefix) -> void* {
             for (const auto& entry : fs::directory_iterator(libDir))
-                if (entry.path().filename().string().rfind(std::string(dep).substr(0, std::strlen(dep) - 3), 0) == 0
-                    && entry.path().extension() == ".so")
-                    dlopen(entry.path().c_str(), RTLD_NOW | RTLD_GLOBAL);
-        void* lib = nullptr;
-        for (const auto& entry : fs::directory_iterator(libDir))
-            if (entry.path().filename().string().rfind("libllama.", 0) == 0)
-                lib = dlopen(entry.path().c_str(), RTLD_NOW | RTLD_GLOBAL);
+                if (entry.path().filename().string().rfind(prefix, 0) == 0 && entry.path().extension() == ".so")
+                    return dlopen(entry.path().c_str(), RTLD_NOW | RTLD_GLOBAL);
+            return nullptr;
+        };
+        for (const char* dependency : { "libggml-base.", "libggml.", "libllama-common." })
+            load(dependency);
+        void* lib = load("libllama.");
         if (!lib) {
             error = "no libllama under " + libDir;
             return;
