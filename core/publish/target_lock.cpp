@@ -314,6 +314,34 @@ std::optional<LockHolder> TargetLock::holder(const std::string& target, const Se
 
 namespace {
 
+/// Removes the temporary files a run killed while taking, judging or publishing a lock left beside it
+/// ("..<name>.tessera-lock.new-PID-…", ".probe-", ".tessera-void-", ".tessera-new-"): uniqueSiblingName()'s names
+/// of the lock's two places. Each lives for a moment in a live run, so one older than ten minutes is a leftover.
+/// Only this user's plain files: nothing else beside the target is touched.
+void removeLockLeftovers(const LockPlaces& places)
+{
+    const auto now = fs::file_time_type::clock::now();
+    for (const auto& lock : { places.beside, places.inside }) {
+        const std::string prefix = "." + lock.filename().string() + ".";
+        std::error_code ec;
+        for (const auto& entry : folderEntries(lock.parent_path(), ec)) {
+            const std::string name = entry.path().filename().string();
+            if (name.rfind(prefix, 0) != 0)
+                continue;
+            const std::string tag = name.substr(prefix.size());
+            const bool ours = tag.rfind("new-", 0) == 0 || tag.rfind("probe-", 0) == 0
+                || tag.rfind("tessera-void-", 0) == 0 || tag.rfind("tessera-new-", 0) == 0;
+            struct stat st {};
+            if (!ours || ::lstat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+                continue;
+            std::error_code timeError;
+            const auto modified = fs::last_write_time(entry.path(), timeError);
+            if (!timeError && now - modified > std::chrono::minutes(10))
+                ::unlink(entry.path().c_str());
+        }
+    }
+}
+
 /// Creates the missing folders above the target (the lock sits beside it), innermost last.
 Status createParents(const fs::path& parent, std::vector<fs::path>& created)
 {
@@ -345,6 +373,7 @@ Result<std::unique_ptr<TargetLock::Held>> takeLock(const std::string& target, bo
     held->set = set;
     held->setId = setId;
     const auto places = placesOf(target);
+    removeLockLeftovers(places);
     for (int attempt = 0; attempt < 8; ++attempt) {
         // A live lock in either place refuses (or, for a part of the same set, is joined); a void one is retired.
         bool retired = false;

@@ -14,6 +14,7 @@
 #include <QProcess>
 #include <QtTest>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -21,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -50,6 +52,22 @@ std::map<std::string, std::string> visibleTree(const std::string& target)
             files[rel] = test::readFile(it->path().string());
     }
     return files;
+}
+
+/// The temporary files of the target's lock ("..<target>.tessera-lock.new-…" beside it, "..tessera-lock.…" inside),
+/// which a run killed while taking the lock leaves behind.
+std::vector<fs::path> lockTemporaries(const std::string& target)
+{
+    std::vector<fs::path> found;
+    const fs::path t(target);
+    for (const auto& [folder, prefix] : { std::pair { t.parent_path(), "." + t.filename().string() + ".tessera-lock." },
+                                          std::pair { t, std::string(".tessera-lock.") } }) {
+        std::error_code ec;
+        for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+            if (it->path().filename().string().rfind("." + prefix, 0) == 0)
+                found.push_back(it->path());
+    }
+    return found;
 }
 
 /// How many times each system call runs in `args` (all threads), from strace's trace.
@@ -172,6 +190,9 @@ class TestCrashPoints : public QObject {
                 lacksAName |= after.count(entry.first) == 0;
             QVERIFY2(after == path.before || after == expected || lacksAName,
                      qPrintable(where + QStringLiteral(": the target looks complete but is not the output")));
+            // The lock's temporary files a kill left are removed by the next run once they are ten minutes old.
+            for (const auto& temporary : lockTemporaries(target))
+                fs::last_write_time(temporary, fs::file_time_type::clock::now() - std::chrono::minutes(11));
             // Run again: the killed command, then those after it (a retrying scheduler runs what did not finish).
             for (std::size_t i = killed; i < run.size(); ++i) {
                 QString out, err;
@@ -184,6 +205,10 @@ class TestCrashPoints : public QObject {
             }
             QVERIFY2(visibleTree(target) == expected,
                      qPrintable(where + QStringLiteral(": run again, the target is not the single-process result")));
+            const auto leftLockFiles = lockTemporaries(target);
+            QVERIFY2(leftLockFiles.empty(),
+                     qPrintable(where + QStringLiteral(": run again, a lock's temporary file is left: ")
+                                + q(leftLockFiles.empty() ? std::string() : leftLockFiles.front().string())));
         }
         qInfo("%s: killed at %d of %d points", qPrintable(path.name), kills, int(points.size()));
         QVERIFY(kills > 0);

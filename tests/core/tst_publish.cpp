@@ -429,6 +429,39 @@ private Q_SLOTS:
         QCOMPARE(test::runTessera(merge + A({ "--target_dir", target }), &out, &err), 0);
     }
 
+    /// A run killed while taking or judging a lock leaves its temporary file beside the target; the next run to lock
+    /// that target removes those older than ten minutes (a live run's lasts a moment) and touches nothing else.
+    void killedLockTemporariesAreRemoved()
+    {
+        const std::string parent = test::makeTempDir();
+        const std::string target = parent + "/model";
+        const auto old = fs::file_time_type::clock::now() - std::chrono::minutes(11);
+        std::vector<std::string> leftovers, kept;
+        for (const char* tag : { "new", "probe", "tessera-void", "tessera-new" }) {
+            leftovers.push_back(parent + "/..model.tessera-lock." + tag + "-4242-abcdefghijkl");
+            kept.push_back(parent + "/..model.tessera-lock." + tag + "-4243-recentrecent"); // another run's, now
+        }
+        kept.push_back(parent + "/..model.tessera-lock.other-4242-abcdefghijkl"); // not a name a lock makes
+        kept.push_back(parent + "/notes.txt");
+        for (const auto& path : leftovers)
+            test::writeFile(path, "tessera-lock 1\n");
+        for (const auto& path : kept)
+            test::writeFile(path, "tessera-lock 1\n");
+        for (const auto& path : leftovers)
+            fs::last_write_time(path, old);
+        fs::last_write_time(kept.back(), old);
+        fs::last_write_time(kept[kept.size() - 2], old);
+        QString out, err;
+        QCOMPARE(test::runTessera(A({ "merge", "--local_dir", actor("fsdp2_llama_w4"), "--target_dir", target,
+                                      "--quiet" }),
+                                  &out, &err),
+                 0);
+        for (const auto& path : leftovers)
+            QVERIFY2(!fs::exists(path), path.c_str());
+        for (const auto& path : kept)
+            QVERIFY2(fs::exists(path), path.c_str());
+    }
+
     /// Two merges started into one target at once: one writes it, the other is refused (by the lock, or, if the
     /// first was already done, by the weight files it finds); the target holds one model, whole.
     void twoMergesAtOnceNeverMix()
