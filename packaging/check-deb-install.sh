@@ -209,5 +209,6 @@ expect_completion "tessera merge --lo" --local_dir
 expect_completion "tessera merge --local_dir /usr/share/tessera/demo/fs" /usr/share/tessera/demo/fsdp2_llama_w4
 expect_completion "tessera merge --backend " megatron
 expect_completion "tessera split --format megatron-" megatron-dist
+expect_completion "tessera merge --format gguf --outtype q4_k" q4_k_m
 expect_completion "tessera inspect /usr/share/tessera/de" /usr/share/tessera/demo
 say "both packages install on a bare Debian 12 and work"

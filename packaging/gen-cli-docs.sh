@@ -56,7 +56,7 @@ roff_help() {
     }
     function flush() { if (para != "") { print ".PP"; print para; para = "" } }
     /^usage: / { sub(/^usage: /, ""); print ".PP"; print ".nf"; print "\\fB" $1 " " $2 "\\fR" esc(substr($0, length($1 " " $2) + 1)); print ".fi"; next }
-    /^[a-z]+:$/ { flush(); print ".PP"; print "\\fB" toupper(substr($0, 1, 1)) substr($0, 2, length($0) - 2) "\\fR"; in_list = 1; next }
+    /^[A-Za-z][A-Za-z ]*:$/ { flush(); print ".PP"; print "\\fB" toupper(substr($0, 1, 1)) substr($0, 2, length($0) - 2) "\\fR"; in_list = 1; next }
     /^$/ { flush(); in_list = 0; next }
     in_list && /^                          / { sub(/^ +/, ""); print esc($0); next }
     in_list && /^  [^ ]/ {
@@ -177,7 +177,7 @@ completion_data() {
       else if (meta != "") {
         values = values " " f
         # "a, b or c", maybe after "what: ", each maybe with "(what it means)".
-        item = "[a-z0-9][a-z0-9-]*( \\([^)]*\\))?"
+        item = "[a-z0-9][a-z0-9_-]*( \\([^)]*\\))?"
         list = "^(" item ", )*" item " or " item "([:;,]| \\(default|$)"
         if (!match(h, list)) sub(/^[^:(]*: /, "", h)
         if (match(h, list)) {

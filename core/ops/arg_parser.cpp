@@ -147,9 +147,20 @@ std::string ArgParser::helpText(std::string_view program) const
         out += "\n";
     }
     out += "  -h, --help              show this help and exit\n";
+    for (const auto& [title, entries] : m_lists) {
+        out += "\n" + title + ":\n";
+        for (const auto& [term, text] : entries)
+            out += column(term) + text + "\n";
+    }
     out += "\nFlags may be written with dashes or underscores (--local-dir or --local_dir); switches also take\n"
            "true/false, as scripts pass them (--strict False, --strict=true).\n";
     return out;
+}
+
+void ArgParser::addList(const std::string& title,
+                        const std::vector<std::pair<std::string, std::string>>& entries)
+{
+    m_lists.push_back({ title, entries });
 }
 
 bool ArgParser::isSet(const std::string& name) const

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -36,6 +37,10 @@ public:
     /// A positional argument (required unless `optional`).
     void addPositional(const std::string& name, const std::string& help, bool optional = false);
 
+    /// A list shown after the options under `title` ("gguf types"): one line per (term, what it means), for an
+    /// option whose values need more words than its own line holds.
+    void addList(const std::string& title, const std::vector<std::pair<std::string, std::string>>& entries);
+
     /// Parses `args` (without the program and command names). On failure returns false and sets error().
     /// `--help`/`-h` sets helpRequested().
     bool parse(const std::vector<std::string>& args);
@@ -62,6 +67,7 @@ private:
     std::string m_command, m_synopsis, m_description;
     std::vector<Option> m_specs;
     std::vector<Positional> m_positionals;
+    std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> m_lists;
     std::map<std::string, std::string> m_values;
     std::map<std::string, std::string> m_positionalValues;
     bool m_help = false;

@@ -19,7 +19,8 @@ const std::vector<Flag<R>>& mergeFlags()
                                           "LM Studio: TARGET/<name>-<outtype>.gguf)", &R::format, "safetensors"),
             option<R>("outtype", "TYPE", "with --format gguf: " + ggufOutTypeChoices() + " (norms and 1-D tensors "
                                          "stay f32, as llama.cpp's converter writes them; the q*_k* and q4/q5 types "
-                                         "are llama.cpp's mixtures, the same bytes llama-quantize writes)", &R::outtype,
+                                         "are llama.cpp's mixtures, the same bytes llama-quantize writes; each type "
+                                         "is described under GGUF types below)", &R::outtype,
                       ggufOutTypeName(kDefaultGgufOutType)),
             option<R>("name", "NAME", "with --format gguf: general.name and the file name's stem", &R::name,
                       "config.json's _name_or_path or the checkpoint's folder"),
@@ -94,6 +95,10 @@ ArgParser MergeRequest::parser()
                      "the config folder. The output appears atomically: on error or Ctrl-C nothing is left behind.\n"
                      "With --format gguf it writes one GGUF file for llama.cpp instead.");
     declareFlags(parser, mergeFlags());
+    std::vector<std::pair<std::string, std::string>> types;
+    for (const auto& type : ggufOutTypes())
+        types.push_back({ type.name, type.summary });
+    parser.addList("GGUF types", types);
     return parser;
 }
 

@@ -196,6 +196,15 @@ private Q_SLOTS:
         QString so, se;
         QCOMPARE(test::runTessera({ QStringLiteral("merge"), QStringLiteral("--help") }, &so, &se), 0);
         QVERIFY2(so.contains(QStringLiteral("with --format gguf: f32, f16, bf16, q8_0, q6_k,")), qPrintable(so));
+        // …and says what each is for, from the same table, in a list of their own after the options.
+        const QString list = so.mid(so.indexOf(QStringLiteral("\nGGUF types:\n")));
+        QVERIFY2(list.size() > 1, qPrintable(so));
+        for (const auto& type : ggufOutTypes()) {
+            const std::string name = type.name;
+            QVERIFY2(list.contains(QString::fromStdString("\n  " + name + std::string(24 - name.size(), ' ')
+                                                          + type.summary + "\n")),
+                     type.name);
+        }
         const std::string target = test::makeTempDir() + "/out";
         QCOMPARE(test::runTessera(test::A({ "merge", "--local_dir", test::fixture("gguf_llama_w2_fp32/global_step_10/actor"),
                                             "--target_dir", target, "--format", "gguf", "--outtype", "q4_k" }),
