@@ -117,6 +117,7 @@ void fillChange(DriftRecord& record, const ChangeSums& sums, const std::optional
 /// One tensor read through every step in turn, each step compared with the last one that held it.
 struct TensorWalk {
     std::vector<ReadStep>& steps;
+    const DriftReport& report; ///< for the sink: its steps, tensors and damaged steps so far
     std::vector<DamagedStep>& damaged;
     Progress& progress;
     const DriftRecordSink& onRecord;
@@ -128,9 +129,9 @@ struct TensorWalk {
     std::optional<TensorValues> before;
     std::optional<Previous> previous;
 
-    TensorWalk(std::vector<ReadStep>& read, std::vector<DamagedStep>& damagedSteps, Progress& progressOf,
-               const DriftRecordSink& sink)
-        : steps(read), damaged(damagedSteps), progress(progressOf), onRecord(sink), perStep(read.size())
+    TensorWalk(std::vector<ReadStep>& read, DriftReport& soFar, Progress& progressOf, const DriftRecordSink& sink)
+        : steps(read), report(soFar), damaged(soFar.damaged), progress(progressOf), onRecord(sink),
+          perStep(read.size())
     {
     }
 
@@ -205,7 +206,7 @@ struct TensorWalk {
     void keep(std::size_t s, DriftRecord record)
     {
         if (onRecord)
-            onRecord(record);
+            onRecord(report, record);
         perStep[s].push_back(std::move(record));
     }
 };
@@ -261,7 +262,7 @@ Result<DriftReport> driftRun(const DriftOptions& options, Progress& progress, co
 
     // Tensor by tensor through all steps: each step's bytes are read once, and only two copies of one tensor
     // are held. Records are gathered per step, then laid out step by step.
-    TensorWalk walk(read, report.damaged, progress, onRecord);
+    TensorWalk walk(read, report, progress, onRecord);
     walk.threads = static_cast<unsigned>(std::max(0, options.threads));
     walk.total = total;
     for (const auto& name : report.tensors)

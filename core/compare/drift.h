@@ -72,8 +72,10 @@ struct DriftReport {
     std::size_t damagedSteps() const;
 };
 
-/// Called (serialised) for each record as soon as it is known; records come tensor by tensor, each through all steps.
-using DriftRecordSink = std::function<void(const DriftRecord& record)>;
+/// Called (serialised, on the reading thread) for each record as soon as it is known; records come tensor by tensor,
+/// each through all steps. `soFar` is the report being made: its steps and tensors are final, its damaged steps those
+/// found so far; its records are laid out at the end (the sink keeps the ones it was given).
+using DriftRecordSink = std::function<void(const DriftReport& soFar, const DriftRecord& record)>;
 
 /// Reads the run's steps (findRunSteps(), filtered by options.steps: a step asked for that is not saved is an Error
 /// naming the saved ones), each with its own layout, and reports every tensor at every step. A tensor is read

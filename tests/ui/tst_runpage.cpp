@@ -22,6 +22,7 @@
 #include <QFile>
 #include <QItemSelectionModel>
 #include <QPushButton>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSortFilterProxyModel>
@@ -415,6 +416,87 @@ private Q_SLOTS:
         job.start(options);
         QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
         QVERIFY(!failed.first().first().toString().isEmpty());
+    }
+
+    /// While it reads, the job sends what it has read so far: every step and tensor from the first report on, the
+    /// records growing, laid out step by step as the final report lays them out, each one the final record.
+    void jobSendsThePartialReportsOnTheWay()
+    {
+        DriftJob job;
+        job.setPartialInterval(0);
+        QSignalSpy partial(&job, &DriftJob::partial);
+        QSignalSpy finished(&job, &DriftJob::finished);
+        tessera::DriftOptions options;
+        options.root = runRoot().toStdString();
+        job.start(options);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY(partial.count() > 10);
+        const auto whole = finished.first().first().value<DriftPtr>();
+        std::size_t before = 0;
+        for (const auto& arguments : partial) {
+            const auto soFar = arguments.first().value<DriftPtr>();
+            QCOMPARE(soFar->stepCount(), whole->stepCount());
+            QCOMPARE(soFar->report().tensors, whole->report().tensors);
+            const auto& records = soFar->report().records;
+            QVERIFY(records.size() > before);
+            before = records.size();
+            for (std::size_t i = 1; i < records.size(); ++i)
+                QVERIFY(records[i - 1].step <= records[i].step);
+            for (const auto& r : records) {
+                const auto* final = whole->report().find(r.name, r.step);
+                QVERIFY(final);
+                QCOMPARE(r.relativeChange, final->relativeChange);
+                QCOMPARE(r.nan, final->nan);
+            }
+        }
+        QVERIFY(before < whole->report().records.size() + 1);
+    }
+
+    /// The heatmap fills while the run is read, the step slider usable meanwhile; the table waits for the whole run.
+    void theHeatmapFillsAsTheReadGoes()
+    {
+        RunPage page;
+        QAbstractItemModelTester gridTester(page.gridModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        page.job()->setPartialInterval(0);
+        QSignalSpy shown(&page, &RunPage::driftShown);
+        // Each partial report as the page has just taken it (the page's own connection comes first).
+        int seen = 0, drawn = 0;
+        connect(page.job(), &DriftJob::partial, &page, [&](const DriftPtr& soFar) {
+            ++seen;
+            drawn += page.drift() == soFar && page.gridModel()->rowCount() == 4 && page.stepSlider()->isEnabled()
+                && page.stepSlider()->maximum() == 3 && page.tableModel()->rowCount() == 0 && shown.isEmpty();
+        });
+        page.setRun(runRoot(), nullptr);
+        QVERIFY(page.computeDrift());
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QVERIFY(seen > 10);
+        QCOMPARE(drawn, seen);
+        QCOMPARE(page.tableModel()->rowCount(), 30);
+        QCOMPARE(page.drift()->report().records.size(), std::size_t(4 * 30));
+    }
+
+    /// The Steps field is --steps: in the command line, read as `tessera drift` reads it, and refused the same way.
+    void theStepsFieldChoosesTheSteps()
+    {
+        RunPage page;
+        QSignalSpy shown(&page, &RunPage::driftShown);
+        page.setRun(runRoot(), nullptr);
+        auto* field = page.findChild<QLineEdit*>();
+        QVERIFY(field);
+        field->setText(QStringLiteral("20, 40"));
+        QCOMPARE(page.commandLine(), QStringLiteral("tessera drift ") + runRoot() + QStringLiteral(" --steps '20,40'"));
+        QVERIFY(page.computeDrift());
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QCOMPARE(page.drift()->stepCount(), std::size_t(2));
+        QCOMPARE(page.drift()->report().steps[1].step, 40LL);
+        // A step the run did not save: the same refusal as the command line's, naming the saved ones.
+        field->setText(QStringLiteral("25"));
+        QVERIFY(page.computeDrift());
+        QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), 60000);
+        QVERIFY2(page.statusText().contains(QStringLiteral("10, 20, 30, 40")), qPrintable(page.statusText()));
+        // A new run opened starts with every step again.
+        page.setRun(runRoot(), nullptr);
+        QVERIFY(field->text().isEmpty());
     }
 
     /// The workbench end to end: opening the run root offers the Run view; a heatmap cell opens the Diff view on

@@ -16,14 +16,19 @@ RunnerJob::~RunnerJob()
 std::function<void(quint64, quint64, QString)> RunnerJob::progressSender(quint64 generation)
 {
     return [this, generation](quint64 done, quint64 total, QString text) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, generation, done, total, text] {
-                if (isLatest(generation))
-                    Q_EMIT progress(done, total, text);
-            },
-            Qt::QueuedConnection);
+        postIfLatest(generation, [this, done, total, text] { Q_EMIT progress(done, total, text); });
     };
+}
+
+void RunnerJob::postIfLatest(quint64 generation, std::function<void()> deliver)
+{
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, deliver = std::move(deliver)] {
+            if (isLatest(generation))
+                deliver();
+        },
+        Qt::QueuedConnection);
 }
 
 void RunnerJob::cancel()

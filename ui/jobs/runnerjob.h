@@ -35,6 +35,8 @@ protected:
     bool isLatest(quint64 generation) const { return generation == m_generation; }
     /// How run `generation`'s ForwardedProgress sends its reports: queued to progress() on the GUI thread.
     std::function<void(quint64, quint64, QString)> progressSender(quint64 generation);
+    /// Runs `deliver` on the GUI thread (from any thread) unless run `generation` was superseded by then.
+    void postIfLatest(quint64 generation, std::function<void()> deliver);
 
 private:
     LatestOnlyRunner* m_runner;

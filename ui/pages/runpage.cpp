@@ -25,6 +25,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QProgressBar>
 #include <QPushButton>
@@ -95,6 +96,11 @@ void RunPage::createWidgets()
     m_role->addItem(QStringLiteral("actor"));
     m_role->addItem(QStringLiteral("critic"));
     m_role->setToolTip(tr("Which model of the verl run to read (--role)"));
+    m_stepsField = new QLineEdit(this);
+    m_stepsField->setPlaceholderText(tr("all steps"));
+    m_stepsField->setClearButtonEnabled(true);
+    m_stepsField->setMaximumWidth(m_stepsField->fontMetrics().horizontalAdvance(QStringLiteral("100,200,300,400")) + 40);
+    m_stepsField->setToolTip(tr("The saved steps to read, e.g. 100,200,300 (--steps); empty reads every saved step"));
     m_compute = new QPushButton(tr("Compute &Drift"), this);
     m_compute->setToolTip(tr("Read every tensor of every saved step (all of the run's weights) and compare each "
                              "step with the one before"));
@@ -163,6 +169,8 @@ void RunPage::buildLayout()
     auto* bar = new QHBoxLayout;
     bar->addWidget(m_command, 1);
     bar->addWidget(m_role);
+    bar->addWidget(new QLabel(tr("Steps:"), this));
+    bar->addWidget(m_stepsField);
     bar->addWidget(m_compute);
     bar->addWidget(m_progress);
     bar->addWidget(m_cancel);
@@ -221,6 +229,9 @@ void RunPage::connectSignals()
     connect(m_cancel, &QToolButton::clicked, this, &RunPage::cancel);
     connect(m_role, &QComboBox::currentIndexChanged, this, [this] { findSteps(); });
     connect(m_openRun, &QPushButton::clicked, this, [this] { Q_EMIT openPathRequested(m_runAbove); });
+    connect(m_stepsField, &QLineEdit::textChanged, this, [this] { m_command->setText(commandLine()); });
+    connect(m_stepsField, &QLineEdit::returnPressed, this, [this] { computeDrift(); });
+    connect(m_job, &DriftJob::partial, this, &RunPage::onPartial);
     connect(m_job, &DriftJob::finished, this, &RunPage::onFinished);
     connect(m_job, &DriftJob::failed, this, &RunPage::onFailed);
     connect(m_job, &DriftJob::progress, this, [this](quint64 done, quint64 total, const QString& text) {
@@ -244,6 +255,7 @@ void RunPage::setRun(const QString& path, CheckpointPtr checkpoint)
     m_checkpoint = std::move(checkpoint);
     const QSignalBlocker quiet(m_role);
     m_role->setCurrentIndex(0);
+    m_stepsField->clear();
     findSteps();
 }
 
@@ -328,6 +340,8 @@ tessera::DriftRequest RunPage::request() const
         r.run = m_path.toStdString();
     if (m_role->currentIndex() != 0)
         r.role = m_role->currentText().toStdString();
+    if (const QString steps = m_stepsField->text().simplified().remove(QLatin1Char(' ')); !steps.isEmpty())
+        r.steps = steps.toStdString();
     return r;
 }
 
@@ -363,6 +377,9 @@ void RunPage::cancel()
     if (!m_job->isRunning())
         return;
     m_job->cancel();
+    // What was read before Cancel is not the run: nothing of it stays on the page to be read as if it were.
+    m_drift.reset();
+    m_grid->clear();
     setRunning(false);
     m_status->setText(tr("Canceled. Compute Drift reads the run again."));
 }
@@ -377,7 +394,20 @@ void RunPage::setRunning(bool running)
     m_compute->setVisible(isRun());
     m_export->setEnabled(!running && m_drift);
     m_export->setVisible(isRun());
-    m_slider->setEnabled(!running && m_drift);
+    m_slider->setEnabled(m_drift != nullptr); // also while reading: the steps read so far can be looked at
+    m_stepsField->setEnabled(!running);
+}
+
+void RunPage::onPartial(const DriftPtr& drift)
+{
+    // The heatmap fills as the read goes on, at the step shown (the last one until the user picks another); the
+    // table, the plot and the summary wait for the whole run.
+    const int step = m_drift ? m_grid->step() : int(drift->stepCount()) - 1;
+    m_drift = drift;
+    m_grid->setDrift(drift);
+    m_slider->setRange(0, std::max(0, int(drift->stepCount()) - 1));
+    m_slider->setEnabled(true);
+    showStep(step);
 }
 
 void RunPage::onFinished(const DriftPtr& drift)

@@ -15,6 +15,7 @@
 
 class QComboBox;
 class QLabel;
+class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSlider;
@@ -101,6 +102,7 @@ private:
     void connectSignals();
     void findSteps();
     void showMessage(const QString& html, const QString& runRoot = {});
+    void onPartial(const DriftPtr& drift);
     void onFinished(const DriftPtr& drift);
     void onFailed(const QString& message);
     void onCellClicked(const QModelIndex& index);
@@ -126,6 +128,7 @@ private:
     QString m_runAbove; ///< the run root m_openRun opens
     QLabel* m_command;
     QComboBox* m_role;
+    QLineEdit* m_stepsField; ///< --steps: which saved steps to read
     QPushButton* m_compute;
     QProgressBar* m_progress;
     QToolButton* m_cancel;

@@ -47,9 +47,7 @@ DriftHeatmap::DriftHeatmap(QWidget* parent)
     m_scale->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
     m_scale->setBarWidth(10);
     m_scale->setDataScaleType(QCPAxis::stLogarithmic);
-    m_scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-    m_scale->axis()->setNumberFormat(QStringLiteral("eb"));
-    m_scale->axis()->setNumberPrecision(0);
+    setScaleTicks(true);
     m_scale->axis()->setLabel(tr("‖ΔW‖ / ‖W‖"));
     m_map->setInterpolate(false);
     m_map->setColorScale(m_scale);
@@ -106,7 +104,22 @@ void DriftHeatmap::rebuild()
         upper *= 10;
     }
     m_map->setDataRange(QCPRange(lower, upper));
+    setScaleTicks(upper >= lower * 10);
     refill();
+}
+
+void DriftHeatmap::setScaleTicks(bool decades)
+{
+    // Powers of ten label a scale over decades; within one decade they would all read 10⁰, so plain numbers do.
+    const bool logTicks = !m_scale->axis()->ticker().dynamicCast<QCPAxisTickerLog>().isNull();
+    if (decades == logTicks)
+        return;
+    if (decades)
+        m_scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    else
+        m_scale->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    m_scale->axis()->setNumberFormat(decades ? QStringLiteral("eb") : QStringLiteral("g"));
+    m_scale->axis()->setNumberPrecision(decades ? 0 : 3);
 }
 
 void DriftHeatmap::refill()

@@ -43,6 +43,8 @@ private:
     /// The axes, the colour range and the map's size, after the model was reset.
     void rebuild();
     /// The cells' colours, marks and labels of the step shown.
+    /// Labels the colour scale with powers of ten when it spans decades, else with plain numbers.
+    void setScaleTicks(bool decades);
     void refill();
     /// Each cell's colour (its relative change), or none.
     void fillCells();

@@ -67,14 +67,25 @@ void DriftTrendPlot::markStep(int step)
     redraw();
 }
 
+void DriftTrendPlot::showTitle()
+{
+    const QString text = m_tensor.isEmpty() ? tr("Select a tensor (a row or a heatmap cell)") : m_tensor;
+    m_title->setText(QFontMetrics(m_title->font()).elidedText(text, Qt::ElideMiddle, std::max(80, width() - 16)));
+}
+
+void DriftTrendPlot::resizeEvent(QResizeEvent* event)
+{
+    showTitle();
+    QCustomPlot::resizeEvent(event);
+}
+
 void DriftTrendPlot::redraw()
 {
     clearItems();
     m_nonFiniteMarks = 0;
     graph(0)->data()->clear();
     graph(1)->data()->clear();
-    m_title->setText(m_tensor.isEmpty() ? tr("Select a tensor (a row or a heatmap cell) for its norm and change")
-                                        : m_tensor);
+    showTitle();
     if (!m_model || m_row < 0) {
         replot(rpQueuedReplot);
         return;

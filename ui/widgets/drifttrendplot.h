@@ -28,9 +28,12 @@ public:
 
 protected:
     void changeEvent(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void redraw();
+    /// The title: the tensor's name, cut in the middle when the plot is narrower than it, or what to do.
+    void showTitle();
     void applyPalette();
 
     QPointer<const DriftTableModel> m_model;
