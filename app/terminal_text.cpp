@@ -145,8 +145,9 @@ std::string jsonText(const nlohmann::json& j)
             std::uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
             for (std::size_t k = 1; k < character.size(); ++k)
                 cp = (cp << 6) | (static_cast<std::uint8_t>(character[k]) & 0x3F);
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(cp));
+            // Only controls reach here (C0, DEL, C1, the bidirectional ones): all below U+FFFF, one \uXXXX each.
+            char escaped[16];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(cp & 0xFFFF));
             out += escaped;
         }
         i += character.size();

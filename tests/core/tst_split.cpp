@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 using namespace tessera;
 using test::A;
@@ -159,6 +160,9 @@ private Q_SLOTS:
         QTest::addColumn<QString>("sizes");
         for (const char* f : { "fsdp2_llama_w4", "fsdp2_qwen2_w2_fp32", "megatron_legacy_qwen2_tp2_pp2" }) {
             for (const char* w : { "1", "2", "3", "4", "8" }) {
+                // Sampled (sanitizers): the uneven world of 3 and the one with empty shards, 8.
+                if (test::sampled() && std::string(w) != "3" && std::string(w) != "8")
+                    continue;
                 QTest::addRow("%s fsdp world %s", f, w) << f << "fsdp" << QStringLiteral("--world_size=%1").arg(QLatin1String(w));
                 QTest::addRow("%s dcp world %s", f, w) << f << "dcp" << QStringLiteral("--world_size=%1").arg(QLatin1String(w));
             }
@@ -186,13 +190,19 @@ private Q_SLOTS:
         const char* fixtures[] = { "fsdp2_llama_w4", "fsdp2_qwen2_w2_fp32", "fsdp1_llama_w2_dtensor", "hsdp_qwen2_2x2",
                                    "gguf_llama_w2_fp32", "lora_llama_w2_fp32", "megatron_legacy_qwen2_tp2_pp2",
                                    "megatron_dist_llama_tp2_pp2" };
-        for (const char* f : fixtures) {
-            QTest::addRow("%s fsdp", f) << f << A({ "--format", "fsdp", "--world_size", "2" });
-            QTest::addRow("%s dcp", f) << f << A({ "--format", "dcp", "--world_size", "3" });
-            QTest::addRow("%s megatron", f) << f << A({ "--format", "megatron", "--tp", "2", "--pp", "2" });
-            QTest::addRow("%s megatron-lm", f) << f << A({ "--format", "megatron", "--flavor", "megatron-lm", "--tp", "2" });
-            QTest::addRow("%s megatron-dist", f) << f << A({ "--format", "megatron-dist", "--tp", "2", "--pp", "2" });
-        }
+        const std::pair<const char*, QStringList> layouts[] = {
+            { "fsdp", A({ "--format", "fsdp", "--world_size", "2" }) },
+            { "dcp", A({ "--format", "dcp", "--world_size", "3" }) },
+            { "megatron", A({ "--format", "megatron", "--tp", "2", "--pp", "2" }) },
+            { "megatron-lm", A({ "--format", "megatron", "--flavor", "megatron-lm", "--tp", "2" }) },
+            { "megatron-dist", A({ "--format", "megatron-dist", "--tp", "2", "--pp", "2" }) },
+        };
+        std::size_t row = 0;
+        for (const char* f : fixtures)
+            for (const auto& [name, layout] : layouts)
+                // Sampled (sanitizers): every other row, which still takes each fixture and each layout.
+                if (!test::sampled() || row++ % 2 == 0)
+                    QTest::addRow("%s %s", f, name) << f << layout;
     }
     void everyFixtureSplitsToEveryFormat()
     {
