@@ -377,7 +377,7 @@ void RunPage::cancel()
     if (!m_job->isRunning())
         return;
     m_job->cancel();
-    // What was read before Cancel is not the run: nothing of it stays on the page to be read as if it were.
+    // What was read before Cancel is not the run: nothing of it stays on the page to be taken for it.
     m_drift.reset();
     m_grid->clear();
     setRunning(false);
@@ -496,6 +496,9 @@ void RunPage::showSummary()
 
 void RunPage::onFailed(const QString& message)
 {
+    // What was read before the failure is not the run (nor something to export).
+    m_drift.reset();
+    m_grid->clear();
     setRunning(false);
     m_status->setText(QStringLiteral("<span style='color:%1'>%2</span>")
                           .arg(problemColor(palette()).name(), tr("Could not read the run: %1").arg(message).toHtmlEscaped()));
