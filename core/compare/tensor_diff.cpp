@@ -413,14 +413,6 @@ bool valuesComparable(const TensorDiff& row)
     return valueKind(row.dtypeA) != ValueKind::Bytes && valueKind(row.dtypeB) != ValueKind::Bytes;
 }
 
-std::uint64_t volumeOf(const Shape& shape)
-{
-    std::uint64_t n = 1;
-    for (auto s : shape)
-        n *= static_cast<std::uint64_t>(std::max<std::int64_t>(s, 0));
-    return n;
-}
-
 /// Histogram range [lo, hi] widened when empty or a single value, so every bin has a width.
 std::pair<double, double> widen(double lo, double hi)
 {
@@ -470,7 +462,7 @@ struct HeatmapBuilder {
 
     HeatmapBuilder(const Shape& shape, int maxCells)
     {
-        const std::uint64_t numel = volumeOf(shape);
+        const std::uint64_t numel = shapeNumel(shape);
         if (numel == 0)
             return;
         map.sourceCols = shape.empty() ? 1 : std::max<std::int64_t>(shape.back(), 1);

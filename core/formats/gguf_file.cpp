@@ -566,15 +566,20 @@ Result<GgufHeader> parseGgufHeader(const ByteView& file)
         TESSERA_TRY(nd);
         if (*nd > 4)
             return makeError(shown + ": " + std::to_string(*nd) + " dimensions (ggml has at most 4)");
-        std::uint64_t elements = 1;
+        // The product of the non-zero dimensions is bounded too: a 0 beside huge dimensions holds no data, but
+        // every product taken over a part of the shape (strides, boxes) must still fit.
+        std::uint64_t nonZero = 1;
         for (std::uint32_t d = 0; d < *nd; ++d) {
             auto ne = r.raw<std::uint64_t>("a tensor's dimensions");
             TESSERA_TRY(ne);
-            if (*ne > (1ull << 40) || (*ne != 0 && elements > (1ull << 50) / *ne))
+            if (*ne > (1ull << 40) || (*ne != 0 && nonZero > (1ull << 50) / *ne))
                 return makeError(shown + ": dimension " + std::to_string(*ne) + " is too large");
-            elements *= *ne;
+            if (*ne != 0)
+                nonZero *= *ne;
             t.dims.push_back(*ne);
         }
+        const std::uint64_t elements
+            = std::find(t.dims.begin(), t.dims.end(), 0) == t.dims.end() ? nonZero : 0;
         auto type = r.raw<std::uint32_t>("a tensor type");
         TESSERA_TRY(type);
         t.type = *type;

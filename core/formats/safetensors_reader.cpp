@@ -469,9 +469,12 @@ Result<Shape> toShape(const RawEntry& e)
 {
     Shape shape;
     shape.reserve(e.shape.size());
+    // The byte check passes any shape with a 0 in it; the other dimensions' product must still fit, as Shape is
+    // signed like torch's sizes and strides are products over part of the shape.
+    std::uint64_t nonZero = 1;
     for (const auto dim : e.shape) {
-        // Only reachable with a zero elsewhere in the shape; Shape is signed like torch's sizes.
-        if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        if (dim != 0 && (!checkedMul(nonZero, dim, nonZero)
+                         || nonZero > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())))
             return makeError("tensor " + inQuotes(e.name) + ": dimension " + std::to_string(dim) + " is too large");
         shape.push_back(static_cast<std::int64_t>(dim));
     }

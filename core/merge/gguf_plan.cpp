@@ -523,9 +523,7 @@ void stackExperts(const std::string& name, const std::map<int, std::size_t>& byE
         }
         p.sources.push_back(t.name);
         for (Piece q : t.pieces) {
-            std::int64_t span = 1;
-            for (auto s : q.shape)
-                span *= s;
+            const auto span = static_cast<std::int64_t>(shapeNumel(q.shape));
             q.offsets.insert(q.offsets.begin(), e);
             q.shape.insert(q.shape.begin(), 1);
             q.strides.insert(q.strides.begin(), span); // a dim of size 1: its stride is never used

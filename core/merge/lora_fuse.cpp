@@ -17,14 +17,6 @@ namespace tessera {
 
 namespace {
 
-std::uint64_t elements(const Shape& shape)
-{
-    std::uint64_t n = 1;
-    for (auto s : shape)
-        n *= static_cast<std::uint64_t>(std::max<std::int64_t>(s, 0));
-    return n;
-}
-
 /// The output dtype holds the base weight exactly, so the base is assembled straight into the output buffer
 /// and converted to fp32 tile by tile (same dtype, or a wider fp32 output).
 bool baseFitsOutput(const PlannedTensor& p)
@@ -110,7 +102,7 @@ std::uint64_t loraFuseBufferBytes(const PlannedTensor& p)
 {
     if (!p.delta)
         return p.bufferBytes;
-    const std::uint64_t numel = elements(p.shape);
+    const std::uint64_t numel = shapeNumel(p.shape);
     const std::int64_t cols = p.shape.size() == 2 ? p.shape[1] : 1;
     std::uint64_t working = 0;
     if (!baseFitsOutput(p))
@@ -198,24 +190,24 @@ Status materializeFused(SourceFiles& files, const TensorInfo& weight, const Plan
     if (!baseFitsOutput(planned)) {
         // A narrower output (fp32 weights written as bf16): fuse in an fp32 copy, then round once.
         base.dtype = DType::Float32;
-        base.bytes = elements(planned.shape) * 4;
+        base.bytes = shapeNumel(planned.shape) * 4;
         auto work = PageBuffer::allocate(base.bytes);
         TESSERA_TRY(work);
         TESSERA_TRY(materializeTensor(files, weight, base, work->data(), canceled));
         float* w = reinterpret_cast<float*>(work->data());
-        const std::uint64_t before = nonFinite(work->data(), DType::Float32, elements(planned.shape));
+        const std::uint64_t before = nonFinite(work->data(), DType::Float32, shapeNumel(planned.shape));
         if (!addLowRankProduct(w, rows, cols, c.data(), m.data(), r, scale, threads, canceled))
             return canceledError();
-        TESSERA_TRY(convertElements(w, DType::Float32, dst, planned.dtype, elements(planned.shape)));
-        return checkFinite(weight, planned, before, nonFinite(dst, planned.dtype, elements(planned.shape)));
+        TESSERA_TRY(convertElements(w, DType::Float32, dst, planned.dtype, shapeNumel(planned.shape)));
+        return checkFinite(weight, planned, before, nonFinite(dst, planned.dtype, shapeNumel(planned.shape)));
     }
     TESSERA_TRY(materializeTensor(files, weight, base, dst, canceled));
     if (planned.dtype == DType::Float32) {
-        const std::uint64_t before = nonFinite(dst, DType::Float32, elements(planned.shape));
+        const std::uint64_t before = nonFinite(dst, DType::Float32, shapeNumel(planned.shape));
         if (!addLowRankProduct(reinterpret_cast<float*>(dst), rows, cols, c.data(), m.data(), r, scale, threads,
                                canceled))
             return canceledError();
-        return checkFinite(weight, planned, before, nonFinite(dst, DType::Float32, elements(planned.shape)));
+        return checkFinite(weight, planned, before, nonFinite(dst, DType::Float32, shapeNumel(planned.shape)));
     }
     // bf16/fp16 in and out: each tile of rows goes to fp32 (exactly), gets its update, and is rounded back once.
     const std::size_t es = dtypeSize(planned.dtype);

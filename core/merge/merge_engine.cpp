@@ -38,14 +38,6 @@ namespace {
 
 constexpr std::uint64_t kCopyChunk = 64u << 20; ///< copy_file_range call size: large, but cancel stays responsive
 
-std::uint64_t volume(const Shape& shape)
-{
-    std::uint64_t n = 1;
-    for (auto s : shape)
-        n *= static_cast<std::uint64_t>(std::max<std::int64_t>(s, 0));
-    return n;
-}
-
 /// One slab of a piece: a block of its dim-0 rows small enough that its source pages can be dropped after use.
 struct Slab {
     Shape shape;
@@ -201,7 +193,7 @@ Status writeDirectPiece(SourceFiles& files, const TensorInfo& t, const PlannedTe
 {
     const std::size_t inSize = dtypeSize(p.storedDtype);
     const std::size_t outSize = dtypeSize(planned.dtype);
-    const std::uint64_t count = volume(p.shape);
+    const std::uint64_t count = shapeNumel(p.shape);
     const std::uint64_t outOffset = planned.fileOffset + elementOffset(p.offsets, globalStrides(t.shape)) * outSize;
     const std::string what = out.path + ": " + t.name;
     // The bytes may go in-kernel (copy_file_range) and a piece may be only part of its record, so the record is
@@ -453,7 +445,7 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedT
     PageBuffer accumulator;
     float* acc = nullptr;
     if (planned.mode == CopyMode::Sum) {
-        auto buffer = PageBuffer::allocate(volume(t.shape) * sizeof(float));
+        auto buffer = PageBuffer::allocate(shapeNumel(t.shape) * sizeof(float));
         TESSERA_TRY(buffer);
         accumulator = std::move(*buffer);
         acc = reinterpret_cast<float*>(accumulator.data());
@@ -489,7 +481,7 @@ Status materializeTensor(SourceFiles& files, const TensorInfo& t, const PlannedT
         }
     }
     if (acc) {
-        auto status = convertElements(acc, DType::Float32, dst, planned.dtype, volume(t.shape));
+        auto status = convertElements(acc, DType::Float32, dst, planned.dtype, shapeNumel(t.shape));
         if (!status)
             return status.error().withContext(t.name);
     }

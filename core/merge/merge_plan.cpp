@@ -70,10 +70,7 @@ Result<PlannedTensor> planTensorCopy(const TensorInfo& t, std::size_t index, std
     std::vector<std::size_t> primaries;
     for (std::size_t i = 0; i < t.pieces.size(); ++i) {
         const Piece& piece = t.pieces[i];
-        std::int64_t volume = 1;
-        for (auto s : piece.shape)
-            volume *= s;
-        if (volume == 0)
+        if (shapeNumel(piece.shape) == 0)
             continue; // empty shards (uneven Shard, DCP's out-of-bounds empty chunks) contribute nothing
         if (piece.storedDtype != t.dtype && !(canConvert(piece.storedDtype, p.dtype)))
             return makeError(printableText(t.name) + ": piece in " + piece.file + " is "

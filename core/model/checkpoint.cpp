@@ -37,12 +37,20 @@ std::string storedTypeName(const Piece& p)
     return std::string(torchName(p.storedDtype));
 }
 
-std::uint64_t TensorInfo::numel() const
+std::uint64_t shapeNumel(const Shape& shape)
 {
     std::uint64_t n = 1;
-    for (auto d : shape)
-        n *= static_cast<std::uint64_t>(d < 0 ? 0 : d);
+    for (auto d : shape) {
+        if (d <= 0)
+            return 0;
+        n *= static_cast<std::uint64_t>(d);
+    }
     return n;
+}
+
+std::uint64_t TensorInfo::numel() const
+{
+    return shapeNumel(shape);
 }
 
 std::string Problem::text() const

@@ -18,6 +18,10 @@ using Shape = std::vector<std::int64_t>;
 /// "[512, 64]", for messages and reports.
 std::string shapeToString(const Shape& shape);
 
+/// The element count of a shape: 0 when any dimension is 0 or negative, whatever the others are (a header may
+/// pair a 0 with huge dimensions; the readers bound the product of the non-zero ones), else their product.
+std::uint64_t shapeNumel(const Shape& shape);
+
 /// How a piece contributes to its tensor.
 enum class PieceRole {
     Primary,     ///< the piece provides these elements

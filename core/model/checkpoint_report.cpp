@@ -89,12 +89,7 @@ nlohmann::json checkpointToJson(const CheckpointInfo& info)
             jt["placement"] = t.placement;
         auto pieces = nlohmann::json::array();
         for (const auto& p : t.pieces) {
-            const std::uint64_t bytes = [&] {
-                std::uint64_t n = 1;
-                for (auto d : p.shape)
-                    n *= static_cast<std::uint64_t>(d);
-                return storedByteOffset(p, n);
-            }();
+            const std::uint64_t bytes = storedByteOffset(p, shapeNumel(p.shape));
             nlohmann::json jp = { { "file", relativeTo(p.file, info.root) },
                                   { "rank", p.rank },
                                   { "role", pieceRoleName(p.role) },

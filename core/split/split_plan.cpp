@@ -18,18 +18,6 @@
 
 namespace tessera {
 
-namespace {
-
-std::uint64_t numel(const Shape& shape)
-{
-    std::uint64_t n = 1;
-    for (auto s : shape)
-        n *= static_cast<std::uint64_t>(s);
-    return n;
-}
-
-} // namespace
-
 const char* splitFormatName(SplitFormat format)
 {
     switch (format) {
@@ -100,7 +88,7 @@ std::optional<std::int64_t> verlRunIteration(const std::string& target)
     return std::stoll(m[0]);
 }
 
-std::uint64_t SplitTensor::bytes() const { return numel(spec.shape) * dtypeSize(spec.dtype); }
+std::uint64_t SplitTensor::bytes() const { return shapeNumel(spec.shape) * dtypeSize(spec.dtype); }
 
 std::vector<std::string> SplitPlan::topLevelNames() const
 {

@@ -22,14 +22,6 @@ constexpr std::uint64_t kEngineOverhead = 64ull << 20;
 /// torch.save's per-record overhead (local header, FB padding, data descriptor, central directory entry).
 constexpr std::uint64_t kRecordOverhead = 64 + 30 + 16 + 46 + 64;
 
-std::uint64_t numel(const Shape& shape)
-{
-    std::uint64_t n = 1;
-    for (auto s : shape)
-        n *= static_cast<std::uint64_t>(s);
-    return n;
-}
-
 /// Row-major mesh coordinate of rank `r`.
 Shape coordinateOf(std::int64_t r, const Shape& mesh)
 {
@@ -50,8 +42,8 @@ std::uint64_t fsdpPaddedElements(const Shape& global, std::int64_t shards)
     if (global.empty())
         return 1;
     const std::int64_t rows = (global[0] + shards - 1) / shards;
-    return static_cast<std::uint64_t>(rows) * (global[0] ? numel(global) / static_cast<std::uint64_t>(global[0])
-                                                         : numel(Shape(global.begin() + 1, global.end())));
+    return static_cast<std::uint64_t>(rows) * (global[0] ? shapeNumel(global) / static_cast<std::uint64_t>(global[0])
+                                                         : shapeNumel(Shape(global.begin() + 1, global.end())));
 }
 
 /// Every reason the requested layout cannot hold the model, as one error; success when there is none.

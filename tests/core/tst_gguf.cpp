@@ -751,6 +751,37 @@ private Q_SLOTS:
         QVERIFY_RESULT(scanGgufFile(path));
     }
 
+    /// A dimension of 0 holds no data, but the other dimensions are bounded all the same: their product is taken
+    /// for strides and boxes (a fuzz finding: [0, 2⁴⁰, 2⁴⁰] overflowed the merge plan's element count).
+    void zeroBesideHugeDimensionsIsRefused()
+    {
+        const std::vector<GgufKeyValue> metadata = { { "general.architecture", GgufValue::string("llama") } };
+        const auto f32 = static_cast<std::uint32_t>(GgmlType::F32);
+        for (const auto& dims : { std::vector<std::uint64_t> { 0, 1ull << 40, 1ull << 40 },
+                                  std::vector<std::uint64_t> { 1ull << 40, 1ull << 40, 0 } }) {
+            std::vector<GgufTensorInfo> tensors = { { "blk.0.ffn_up.weight", dims, f32, 0, 0 } };
+            auto layout = layoutGgufFile(metadata, tensors);
+            QVERIFY_RESULT(layout);
+            const std::string path = test::makeTempDir() + "/zero.gguf";
+            test::writeFile(path, layout->header);
+            auto read = scanGgufFile(path);
+            QVERIFY(!read);
+            QVERIFY2(read.error().message.find("tensor 'blk.0.ffn_up.weight': dimension 1099511627776 is too large")
+                         != std::string::npos,
+                     read.error().message.c_str());
+        }
+        // A 0 beside ordinary dimensions is an empty tensor, read as one.
+        std::vector<GgufTensorInfo> empty = { { "blk.0.ffn_up.weight", { 0, 4096, 4096 }, f32, 0, 0 } };
+        auto layout = layoutGgufFile(metadata, empty);
+        QVERIFY_RESULT(layout);
+        const std::string path = test::makeTempDir() + "/empty.gguf";
+        test::writeFile(path, layout->header);
+        auto read = scanGgufFile(path);
+        QVERIFY_RESULT(read);
+        QCOMPARE(read->tensors.size(), std::size_t(1));
+        QCOMPARE(read->tensors[0].numel(), std::uint64_t(0));
+    }
+
     /// A GGUF file exported again is named after its model (general.name, else the file's own name without
     /// ".gguf"), never "X.gguf-q8_0.gguf".
     void ggufReexportIsNamedAfterTheModel()

@@ -365,6 +365,9 @@ private Q_SLOTS:
             << QStringLiteral("end lies before its begin");
         QTest::newRow("trailing bytes") << stBytes("{" + u8a + "}", 6)
                                         << QStringLiteral("2 unexpected bytes after the last tensor");
+        QTest::newRow("zero beside huge dimensions")
+            << stBytes("{\"a\":{\"dtype\":\"U8\",\"shape\":[0,4294967296,4294967296],\"data_offsets\":[0,0]}}", 0)
+            << QStringLiteral("dimension 4294967296 is too large");
         QTest::newRow("truncated data") << stBytes("{" + u8a + "}", 2) << QStringLiteral("truncated");
         QTest::newRow("wrong size") << stBytes("{\"x\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,100]}}",
             100) << QStringLiteral("tensor 'x' claims bytes [0, 100) but its shape [3,4] of F32 needs 48 bytes");
