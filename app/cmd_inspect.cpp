@@ -3,6 +3,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "program.h"
 #include "terminal_progress.h"
 #include "terminal_text.h"
 
@@ -76,7 +77,7 @@ std::string runStepsLine(const std::vector<long long>& steps, const std::string&
     std::string list;
     for (long long step : steps)
         list += (list.empty() ? "" : ", ") + std::to_string(step);
-    return "Run         " + std::to_string(steps.size()) + " saved steps (" + list + "): tessera drift "
+    return "Run         " + std::to_string(steps.size()) + " saved steps (" + list + "): " + std::string(kProgram.name) + " drift "
         + printableMessage(path) + " shows how each tensor moved\n";
 }
 

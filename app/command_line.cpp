@@ -2,6 +2,7 @@
 #include "command_line.h"
 
 #include "cli_args.h"
+#include "command_name.h"
 #include "commands.h"
 #include "program.h"
 #include "terminal_progress.h"
@@ -77,6 +78,7 @@ int runCommandLine(std::vector<std::string> args)
 {
     const std::string command = args.front();
     args.erase(args.begin());
+    setCommandName(kProgram.name); // for the commands the core's messages suggest
     // Everything a headless command prints passes one gate: names from checkpoints cannot drive the terminal.
     const TerminalEscaping escaping;
     if (command == "gui" && !kProgram.workbench)

@@ -53,6 +53,11 @@ std::string tesseraBinary()
     return TESSERA_BINARY;
 }
 
+QString programName()
+{
+    return QString::fromStdString(std::filesystem::path(tesseraBinary()).filename().string());
+}
+
 bool sampled()
 {
     const char* env = std::getenv("TESSERA_TESTS_SAMPLED");

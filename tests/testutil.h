@@ -26,8 +26,13 @@ std::string copyFixtureFolder(const std::string& relative);
 /// Whole file as bytes (for small test files only).
 std::string readFile(const std::string& path);
 void writeFile(const std::string& path, const std::string& bytes);
-/// Path of the built `tessera` executable.
+/// Path of the executable the command-line tests run: the built workbench `tessera`, or `tessera-cli` in a build
+/// without the workbench (TESSERA_BUILD_GUI=OFF); TESSERA_BINARY overrides it.
 std::string tesseraBinary();
+/// How that program names itself in what it prints ("tessera" or "tessera-cli"): its file name.
+QString programName();
+/// Whether this build has the workbench executable (TESSERA_BUILD_GUI).
+constexpr bool kWorkbenchBuilt = TESSERA_WORKBENCH_BUILT;
 /// True under the sanitizer preset (TESSERA_TESTS_SAMPLED set): the long matrices that repeat one code path over
 /// many inputs (every fixture merged in parts, thousands of mutations) run a sample of their rows there, since a
 /// sanitized process is ten times slower; the dev preset runs them whole.

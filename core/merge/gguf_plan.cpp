@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "merge/gguf_plan.h"
 
+#include "command_name.h"
 #include "formats/gguf_mixture.h"
 #include "formats/gguf_quant.h"
 #include "formats/gguf_names.h"
@@ -693,8 +694,8 @@ Result<GgufPlan> planGgufMerge(const CheckpointInfo& info, const GgufOptions& op
 {
     TESSERA_TRY(refuseCheckpointProblems(info, "exported"));
     if (!info.loraDeltas.empty())
-        return makeError(info.root + ": a LoRA checkpoint; merge it into a Hugging Face folder first (tessera merge "
-                                     "--lora fused) and export that folder as GGUF");
+        return makeError(info.root + ": a LoRA checkpoint; merge it into a Hugging Face folder first (" + commandName()
+                         + " merge --lora fused) and export that folder as GGUF");
     if (info.tensors.empty())
         return makeError(info.root + ": the checkpoint holds no tensors");
     GgufPlan plan;

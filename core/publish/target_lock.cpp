@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "publish/target_lock.h"
 
+#include "command_name.h"
 #include "io/durable_file.h"
 #include "io/path_kinds.h"
 #include "io/printable.h"
@@ -199,8 +200,8 @@ std::optional<LockRecord> readLock(const fs::path& path, bool& present)
 Error refusal(const LockHolder& holder, const std::string& target)
 {
     return makeError(target + " is being written by " + holder.describe() + " (lock " + holder.path + "); "
-                     + (holder.set ? "finish that job (run its missing parts) or discard it with `tessera merge "
-                                     "--status " + target + " --discard`, then run this again"
+                     + (holder.set ? "finish that job (run its missing parts) or discard it with `" + commandName()
+                                     + " merge --status " + target + " --discard`, then run this again"
                                    : "wait for it to finish, or choose another target folder"));
 }
 

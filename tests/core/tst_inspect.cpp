@@ -181,7 +181,7 @@ private Q_SLOTS:
         QCOMPARE(test::runTessera({ QStringLiteral("inspect"), QString::fromStdString(test::makeTempDir()) }), 1);
         QString out;
         QCOMPARE(test::runTessera({ QStringLiteral("inspect"), QStringLiteral("--help") }, &out), 0);
-        QVERIFY(out.contains(QStringLiteral("usage: tessera inspect")));
+        QVERIFY(out.contains(QStringLiteral("usage: ") + test::programName() + QStringLiteral(" inspect")));
     }
 };
 
