@@ -475,6 +475,33 @@ private Q_SLOTS:
         QCOMPARE(page.drift()->report().records.size(), std::size_t(4 * 30));
     }
 
+    /// A step the user picks while the run is read stays shown when the whole run arrives: the page does not jump
+    /// to the step with NaN (step 40 here) from under them.
+    void aStepPickedWhileReadingStays()
+    {
+        RunPage page;
+        page.job()->setPartialInterval(0);
+        QSignalSpy shown(&page, &RunPage::driftShown);
+        bool picked = false;
+        connect(page.job(), &DriftJob::partial, &page, [&](const DriftPtr& soFar) {
+            if (!picked && soFar->stepCount() >= 2) {
+                page.stepSlider()->setValue(1); // as a drag or an arrow key does
+                picked = true;
+            }
+        });
+        page.setRun(runRoot(), nullptr);
+        QVERIFY(page.computeDrift());
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QVERIFY(picked);
+        QCOMPARE(page.stepSlider()->value(), 1);
+        QCOMPARE(page.gridModel()->step(), 1);
+        // Read again without touching the slider: the page opens on the step with NaN and Inf.
+        QVERIFY(page.computeDrift());
+        picked = true;
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+        QCOMPARE(page.stepSlider()->value(), 3);
+    }
+
     /// The Steps field is --steps: in the command line, read as `tessera drift` reads it, and refused the same way.
     void theStepsFieldChoosesTheSteps()
     {

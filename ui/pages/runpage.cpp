@@ -238,7 +238,11 @@ void RunPage::connectSignals()
         m_progress->setValue(total ? static_cast<int>(done * 1000 / total) : 0);
         m_status->setText(tr("Reading %1 of %2: %3").arg(bytesText(done), bytesText(total), text.toHtmlEscaped()));
     });
-    connect(m_slider, &QSlider::valueChanged, this, &RunPage::showStep);
+    // The page moves the slider with its signals blocked: a change seen here while reading is the user's pick.
+    connect(m_slider, &QSlider::valueChanged, this, [this](int step) {
+        m_stepPicked = m_stepPicked || m_reading;
+        showStep(step);
+    });
     connect(m_heatmap, &DriftHeatmap::cellClicked, this, &RunPage::onCellClicked);
     connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &RunPage::onCurrentRowChanged);
     connect(m_view, &QTableView::doubleClicked, this, [this](const QModelIndex& proxyIndex) {
@@ -362,6 +366,7 @@ bool RunPage::computeDrift()
         return false;
     }
     m_drift.reset();
+    m_stepPicked = false;
     m_table->clear();
     m_grid->clear();
     m_trend->setTensor(nullptr, -1);
@@ -388,6 +393,7 @@ bool RunPage::isBusy() const { return m_job->isRunning(); }
 
 void RunPage::setRunning(bool running)
 {
+    m_reading = running;
     m_progress->setVisible(running);
     m_cancel->setVisible(running);
     m_compute->setEnabled(!running && isRun());
@@ -412,6 +418,7 @@ void RunPage::onPartial(const DriftPtr& drift)
 
 void RunPage::onFinished(const DriftPtr& drift)
 {
+    const int picked = m_grid->step(); // before the grid takes the whole run
     m_drift = drift;
     setRunning(false);
     QStringList names;
@@ -429,12 +436,13 @@ void RunPage::onFinished(const DriftPtr& drift)
     m_nameColumn->setMinimumWidth(compactNamesWidth(names, m_names->sharedPrefix(), m_view->fontMetrics()));
     m_nameColumn->fit();
     m_slider->setRange(0, std::max(0, int(drift->stepCount()) - 1));
-    // The first step with NaN or Inf (where to look), else the last one (where the run is now).
+    // The step the user picked while the run was read; else the first step with NaN or Inf (where to look), else
+    // the last one (where the run is now).
     const auto& report = drift->report();
-    int step = int(drift->stepCount()) - 1;
+    int step = m_stepPicked ? std::min(picked, int(drift->stepCount()) - 1) : int(drift->stepCount()) - 1;
     QString tensor;
     for (const auto& r : report.records)
-        if (r.nonFinite()) {
+        if (!m_stepPicked && r.nonFinite()) {
             for (std::size_t s = 0; s < report.steps.size(); ++s)
                 if (report.steps[s].step == r.step)
                     step = int(s);

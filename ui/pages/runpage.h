@@ -118,6 +118,8 @@ private:
     CheckpointPtr m_checkpoint;
     std::vector<tessera::RunStep> m_steps;
     DriftPtr m_drift;
+    bool m_reading = false;    ///< from Compute Drift until the whole run (or an error, or Cancel) arrives
+    bool m_stepPicked = false; ///< the user moved the slider while the run was read: the final report keeps that step
     DriftJob* m_job;
     DriftTableModel* m_table;
     DriftGridModel* m_grid;
