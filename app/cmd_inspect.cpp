@@ -77,8 +77,8 @@ std::string runStepsLine(const std::vector<long long>& steps, const std::string&
     std::string list;
     for (long long step : steps)
         list += (list.empty() ? "" : ", ") + std::to_string(step);
-    return "Run         " + std::to_string(steps.size()) + " saved steps (" + list + "): " + std::string(kProgram.name) + " drift "
-        + printableMessage(path) + " shows how each tensor moved\n";
+    return "Run         " + std::to_string(steps.size()) + " saved steps (" + list + "): " + std::string(kProgram.name)
+        + " drift " + printableMessage(path) + " shows how each tensor moved\n";
 }
 
 } // namespace

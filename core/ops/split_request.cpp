@@ -159,7 +159,8 @@ ArgParser SplitRequest::parser()
                      "and train state go with it to --format dcp (its dataloader's to the same number of ranks).\n"
                      "Other targets refuse a training state unless --model_only.\n"
                      "The output appears atomically and never replaces files: on error or Ctrl-C nothing is left.\n"
-                     "`" + commandName() + " merge` turns the result back into the same Hugging Face model, bit for bit.");
+                     "`" + commandName()
+                         + " merge` turns the result back into the same Hugging Face model, bit for bit.");
     declareFlags(parser, splitFlags());
     return parser;
 }
