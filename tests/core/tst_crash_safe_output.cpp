@@ -156,11 +156,12 @@ private Q_SLOTS:
             } else {
                 merge.waitForFinished(random->bounded(static_cast<int>(m_mergeMs * 11 / 10) + 1));
             }
-            if (merge.state() != QProcess::NotRunning)
+            if (merge.state() != QProcess::NotRunning) {
                 ::kill(static_cast<pid_t>(merge.processId()), SIGKILL);
-            else // finished before the kill: merges run faster now (the machine's load fell), so kill sooner
+                QVERIFY(merge.waitForFinished(30000));
+            } else { // finished before the kill: merges run faster now (the machine's load fell), so kill sooner
                 m_mergeMs = std::min(m_mergeMs, ran.elapsed());
-            QVERIFY(merge.waitForFinished(30000));
+            }
             interrupted += merge.exitStatus() == QProcess::CrashExit ? 1 : 0;
 
             // The target: as it was, or the complete new model (plus, when it existed, its other files).
