@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# fuzz/run.sh SECONDS [TARGET…]: builds the `fuzz` preset if needed and runs every libFuzzer target (or the named
-# ones) for SECONDS each under AddressSanitizer + UndefinedBehaviorSanitizer, one after the other. Each target
-# starts from a scratch copy of its seed corpus (fuzz/corpus/<target>, never grown by a run) with its dictionary
-# (fuzz/dict/<target>.dict). Prints per target the executions, coverage (cov: edges, ft: features) and findings;
+# fuzz/run.sh SECONDS [TARGET…]: builds the fuzz targets of the `sanitize` preset if needed and runs every libFuzzer
+# target (or the named ones) for SECONDS each under AddressSanitizer + UndefinedBehaviorSanitizer, one after the
+# other (the preset's build also holds the core's tests: CI compiles the core once for both). Each target starts
+# from a scratch copy of its seed corpus (fuzz/corpus/<target>, never grown by a run) with its dictionary
+# (fuzz/dict/<target>.dict). `fuzz/run.sh --list` prints the targets' names. Prints per target the executions, coverage (cov: edges, ft: features) and findings;
 # exits 1 on any crash, leak, timeout or out-of-memory, and names the saved input that caused it.
 #
 # Environment: FUZZ_JOBS=N runs N targets at once (default 1); FUZZ_OUT=DIR keeps logs and findings there
@@ -11,6 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
+all_targets=(unpickler zip torch_save safetensors_header safetensors_index dcp_metadata megatron_dist model_config
+             mapping_rules regex byte_size gguf sentencepiece)
+if [[ "${1:-}" == --list ]]; then
+  printf '%s\n' "${all_targets[@]}"
+  exit 0
+fi
 if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
   echo "usage: fuzz/run.sh SECONDS [TARGET…]" >&2
   exit 2
@@ -18,7 +25,8 @@ fi
 seconds="$1"
 shift
 
-# The fuzz toolchain is not part of the README's set-up; install it only here, and only when missing.
+# The fuzz toolchain is not part of the README's set-up (packaging/install-deps.sh installs the rest the preset
+# needs); install it only here, and only when missing.
 if ! command -v clang++-16 >/dev/null || [[ ! -e /usr/lib/llvm-16/lib/clang/16/lib/linux/libclang_rt.fuzzer-x86_64.a ]]; then
   if [[ $(id -u) -ne 0 ]]; then
     echo "fuzz/run.sh: clang-16 and libclang-rt-16-dev are missing; run as root to install them" >&2
@@ -27,14 +35,14 @@ if ! command -v clang++-16 >/dev/null || [[ ! -e /usr/lib/llvm-16/lib/clang/16/l
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-16 libclang-rt-16-dev >/dev/null
 fi
 
-# Configure once; Ninja makes rebuilding an up-to-date tree nearly free.
-[[ -f build/fuzz/build.ninja ]] || cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j 2 >/dev/null || { cmake --build --preset fuzz -j 1; exit 1; }
-
-all_targets=(unpickler zip torch_save safetensors_header safetensors_index dcp_metadata megatron_dist model_config
-             mapping_rules regex byte_size gguf sentencepiece)
 targets=("${all_targets[@]}")
 [[ $# -gt 0 ]] && targets=("$@")
+
+# Configure once; Ninja makes rebuilding an up-to-date tree nearly free.
+[[ -f build/sanitize/build.ninja ]] || cmake --preset sanitize >/dev/null
+fuzzers=("${targets[@]/#/fuzz_}")
+cmake --build --preset sanitize -j 2 --target "${fuzzers[@]}" >/dev/null \
+  || { cmake --build --preset sanitize -j 1 --target "${fuzzers[@]}"; exit 1; }
 
 # -max_len per format: large enough for the seeds (a real rank file is ~140 kB), small enough to stay fast.
 max_len() {
@@ -58,7 +66,7 @@ run_one() { # run_one TARGET: fuzzes it, writes $out/TARGET.log and $out/TARGET.
   cp -r "fuzz/corpus/$target/." "$work/corpus/"
   local status=0
   # -timeout: one input may take 10 s; -rss_limit_mb and -malloc_limit_mb: a hostile input may not take 2 GB.
-  ( cd "$work" && nice -n "${FUZZ_NICE:-0}" "$root/build/fuzz/fuzz/fuzz_$target" corpus \
+  ( cd "$work" && nice -n "${FUZZ_NICE:-0}" "$root/build/sanitize/fuzz/fuzz_$target" corpus \
       -dict="$root/fuzz/dict/$target.dict" -max_len="$(max_len "$target")" -max_total_time="$seconds" \
       -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$work/findings/" >"$out/$target.log" 2>&1 ) || status=$?
@@ -97,7 +105,7 @@ for target in "${targets[@]}"; do
     echo "fuzz: $target FAILED (exit $status); its log is $log"
     { grep -E '^==[0-9]+==ERROR|SUMMARY:|runtime error|ERROR: libFuzzer' "$log" || true; } | head -5 | sed 's/^/fuzz:   /'
     find "$out/$target/findings" -type f ! -name 'slow-unit-*' | sed 's/^/fuzz:   input: /'
-    echo "fuzz:   reproduce: build/fuzz/fuzz/fuzz_$target INPUT; once fixed, add INPUT to tests/fuzz_regressions/$target/"
+    echo "fuzz:   reproduce: build/sanitize/fuzz/fuzz_$target INPUT; once fixed, add INPUT to tests/fuzz_regressions/$target/"
   fi
 done
 exit "$failed"

@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
-# Builds the release Debian packages of Tessera, two from one build:
+# Builds the Debian packages of Tessera, two from one build:
 #   OUT/tessera-cli_<version>_<arch>.deb   the headless command line (no GUI library), for cluster nodes
 #   OUT/tessera_<version>_<arch>.deb       the workbench, which depends on tessera-cli of the same version
 #
-# Usage: packaging/build-deb.sh OUT        (Debian 12 with the build dependencies: packaging/install-deps.sh)
+# Usage: packaging/build-deb.sh OUT [BUILD]        (Debian 12 with the build dependencies: packaging/install-deps.sh)
 #
-# A Release build in build/package (only the two executables, the icons, the man pages and the completions: no
-# tests, benchmarks or fuzzers), installed under /usr by CPack's DEB generator from the CMake install rules, one
-# component per package (cmake/TesseraPackaging.cmake). The run-time dependencies are Debian package names found
-# by dpkg-shlibdeps from the libraries each package's executable links. ccache is used when present.
-#
-# Environment:
-#   TESSERA_PACKAGE_BUILD_DIR   build folder (default: build/package in the repository)
+# The packages hold the two executables, the icons, the man pages and the completions (no tests, benchmarks or
+# fuzzers), installed under /usr by CPack's DEB generator from the CMake install rules, one component per package
+# (cmake/TesseraPackaging.cmake), stripped. They are built with Debian's own package flags (-O2 and its hardening:
+# the hidden preset debian-flags, which the dev and release presets inherit). BUILD is an existing build folder of
+# either preset to package as it is, as CI packages the dev build the README's commands made
+# (cmake/CheckPackageFlags.cmake refuses a folder configured otherwise); without it, the release preset is
+# configured and built in build/release. The run-time dependencies are Debian package names found by
+# dpkg-shlibdeps from the libraries each package's executable links.
 set -euo pipefail
 
-[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
+[ $# -eq 1 ] || [ $# -eq 2 ] || { echo "usage: $0 OUT [BUILD]" >&2; exit 2; }
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 mkdir -p "$1"
 out="$(cd "$1" && pwd)"
-build="${TESSERA_PACKAGE_BUILD_DIR:-$repo/build/package}"
 
 say() { printf 'build-deb: %s\n' "$*"; }
 
@@ -34,14 +34,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+if [ $# -eq 2 ]; then
+  build="$(cd "$2" && pwd)"
+  cmake -DBUILD="$build" -DPRESETS="$repo/CMakePresets.json" -P "$repo/cmake/CheckPackageFlags.cmake"
+else
+  build="$repo/build/release"
+  say "configuring the release preset in $build"
+  (cd "$repo" && cmake --preset release >/dev/null)
 fi
-say "configuring a Release build in $build"
-cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_TESTS=OFF \
-  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON "${launcher[@]}" >/dev/null
-say "building tessera-cli, tessera and their desktop files, man pages and completions"
+say "building tessera-cli, tessera and their desktop files, man pages and completions in $build"
 cmake --build "$build" -j "${TESSERA_JOBS:-2}" --target tessera-cli tessera tessera_desktop_files
 say "packaging"
 rm -f "$build"/cpack/*.deb

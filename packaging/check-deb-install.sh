@@ -11,15 +11,10 @@
 #
 # Usage: packaging/check-deb-install.sh TESSERA_CLI_DEB TESSERA_DEB [SCREENSHOTS_DIR]        (as root)
 #
-# The bare system is the one packaging/fresh-check.sh keeps (debootstrap --variant=minbase bookworm, bootstrapped
-# here if missing); each run starts from a fresh copy of it. The screenshots are copied to SCREENSHOTS_DIR
-# (default: the current folder). Takes a minute or two once the .debs apt downloads are cached.
-#
-# Environment:
-#   TESSERA_FRESH_DIR      scratch folder (default /var/tmp/tessera-fresh): base/ is the kept bootstrap,
-#                          deb-run/ the copy of this run, apt-archives/ the downloaded .debs kept between runs
-#   TESSERA_DEBIAN_MIRROR  Debian mirror for debootstrap (default: the host's bookworm source, else deb.debian.org)
-#   TESSERA_FRESH_KEEP=1   keep deb-run/ afterwards, to look inside
+# The bare system is the one packaging/fresh-check.sh keeps (packaging/bare-debian.sh, bootstrapped here if
+# missing); each run starts from a fresh copy of it (deb-run/). The screenshots are copied to SCREENSHOTS_DIR
+# (default: the current folder). Takes a minute or two once the .debs apt downloads are cached. Environment: that
+# of packaging/bare-debian.sh.
 set -euo pipefail
 
 say() { printf 'check-deb-install: %s\n' "$*"; }
@@ -28,75 +23,26 @@ fail() { printf 'check-deb-install: %s\n' "$*" >&2; exit 1; }
 usage() { echo "usage: $0 TESSERA_CLI_DEB TESSERA_DEB [SCREENSHOTS_DIR]" >&2; exit 2; }
 [ $# -ge 2 ] && [ -f "$1" ] && [ -f "$2" ] || usage
 [ "$(dpkg-deb -f "$1" Package)" = tessera-cli ] && [ "$(dpkg-deb -f "$2" Package)" = tessera ] || usage
-[ "$(id -u)" -eq 0 ] || fail "must run as root (debootstrap and chroot need it)"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cli_deb="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 deb="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 shots="${3:-.}"
 mkdir -p "$shots"
 shots="$(cd "$shots" && pwd)"
-scratch="${TESSERA_FRESH_DIR:-/var/tmp/tessera-fresh}"
-base="$scratch/base"
-run="$scratch/deb-run"
-archives="$scratch/apt-archives"
 version="$(dpkg-deb -f "$deb" Version)"
 
-mirror="${TESSERA_DEBIAN_MIRROR:-}"
-if [ -z "$mirror" ]; then
-  mirror="$(grep -rhsE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list \
-    | grep -v security | grep -oE 'https?://[^ ]*debian/?' | head -n1 || true)"
-  mirror="${mirror:-http://deb.debian.org/debian}"
-fi
-
-mounted=()
-cleanup() {
-  local i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-    if mountpoint -q "${mounted[i]}"; then say "left $run in place: ${mounted[i]} is still mounted"; return; fi
-  done
-  if [ "${TESSERA_FRESH_KEEP:-0}" != 1 ] && [ -d "$run" ]; then rm -rf --one-file-system "$run"; fi
-}
-trap cleanup EXIT
-mount_into() { # mount_into TARGET MOUNT-ARGS…
-  local target="$1"; shift
-  mkdir -p "$target"
-  mount "$@" "$target"
-  mounted+=("$target")
-}
-
-if [ ! -x "$base/bin/bash" ]; then
-  say "bootstrapping a bare Debian 12 (minbase) into $base from $mirror"
-  command -v debootstrap >/dev/null || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
-  } >/dev/null
-  rm -rf "$base.tmp"
-  mkdir -p "$scratch"
-  debootstrap --variant=minbase bookworm "$base.tmp" "$mirror" >"$scratch/bootstrap.log" 2>&1 \
-    || { tail -n 30 "$scratch/bootstrap.log" >&2; fail "debootstrap failed (log: $scratch/bootstrap.log)"; }
-  apt-get -o Dir="$base.tmp" clean 2>/dev/null || rm -f "$base.tmp"/var/cache/apt/archives/*.deb
-  mv "$base.tmp" "$base"
-fi
-
-say "fresh copy of the bare system in $run"
-rm -rf --one-file-system "$run"
-cp -a "$base" "$run"
-mkdir -p "$archives/partial" "$run/root/package"
+# shellcheck source=packaging/bare-debian.sh
+. "$repo/packaging/bare-debian.sh"
+bare_debian_base
+say "fresh copy of the bare system in $scratch/deb-run"
+bare_debian_copy deb-run
+bare_env=(LANG=C.UTF-8)
+run="$bare_run"
+mkdir -p "$run/root/package"
 cp "$cli_deb" "$deb" "$run/root/package/"
 # A checkpoint for tessera-cli alone (the demo itself comes with the workbench package).
 cp -a "$repo/resources/demo/fsdp2_llama_w4" "$run/root/demo"
-cp -L /etc/resolv.conf "$run/etc/resolv.conf" 2>/dev/null || true
-mount_into "$run/proc" -t proc proc
-mount_into "$run/sys" -t sysfs sysfs
-mount_into "$run/dev" --bind /dev
-mount_into "$run/dev/pts" --bind /dev/pts
-mount_into "$run/var/cache/apt/archives" --bind "$archives"
 
-# in_root COMMAND: runs COMMAND with bash as root in the bare system, with a login-like environment.
-in_root() {
-  chroot "$run" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$1"
-}
 step() { # step DESCRIPTION COMMAND: runs COMMAND in the bare system; its output goes to the log, shown on failure.
   local what="$1" log="$scratch/deb-install-step.log" started=$SECONDS
   if in_root "$2" >"$log" 2>&1; then

@@ -324,8 +324,9 @@ std::map<std::string, LayerStack> MegatronPlanner::layerStacks() const
     for (const auto& [prefix, params] : layerParams) {
         LayerStack& stack = stacks[prefix];
         stack.layers = params.rbegin()->first + 1;
+        const auto& first = params.begin()->second;
         stack.homogeneous = static_cast<std::int64_t>(params.size()) == stack.layers
-            && std::all_of(params.begin(), params.end(), [&](const auto& l) { return l.second == params.begin()->second; });
+            && std::all_of(params.begin(), params.end(), [&first](const auto& l) { return l.second == first; });
     }
     return stacks;
 }

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Every publishing path killed at each of its renames, fsyncs and unlinks, and at a sample of its writes, then
-// run again. strace's fault injection (`-e inject=SYSCALL:signal=KILL:when=N`) stops the process exactly at the
-// N-th call, before it runs. After the kill the target must hold its old content, or exactly the single-process
-// result, or (killed while the publish moves files) lack a name the output needs: it never looks complete while it
-// is not. After the run again, it must be exactly the single-process result. Parts are killed in the part that finishes the
-// set (and, for a sample of points, in the first part), then run again as a retrying scheduler would.
+// Every publishing path killed at each of its distinct steps, then run again. A step is a system call made from one
+// call path (strace -k: the stack of return addresses): every rename, fsync and unlink site and every site that
+// writes, each killed at its first and its last call, so a step repeated over many files (a rename per file, a
+// write per block) is killed before the first and before the last file, not at every one. strace's fault
+// injection (`-e inject=SYSCALL:signal=KILL:when=N`) stops the process exactly at the N-th call, before it runs.
+// After the kill the target must hold its old content, or exactly the single-process result, or (killed while the
+// publish moves files) lack a name the output needs: it never looks complete while it is not. After the run again,
+// it must be exactly the single-process result. Parts are killed in the part that finishes the set (and in the
+// first part), then run again as a retrying scheduler would. The points where a kill once found a defect (the
+// finisher's last publish rename, the journal's write and its removal, a split's final unlink) are among the
+// points of every path, and the test checks that they are.
 //
 // Needs strace (packaging/install-deps.sh installs it); skipped where it is missing. Not run under the sanitizer
 // preset: a sanitized process makes thousands of extra system calls.
@@ -70,26 +75,67 @@ std::vector<fs::path> lockTemporaries(const std::string& target)
     return found;
 }
 
-/// How many times each system call runs in `args` (all threads), from strace's trace.
-std::map<std::string, int> countCalls(const QStringList& args, const QString& calls)
+/// One call of a traced system call: which call, its number among that thread's calls of it (strace counts
+/// injections per system call and per thread), and its call path.
+struct TracedCall {
+    std::string call;
+    int n = 0;
+    std::string path;
+};
+
+/// The calls of `calls` that `args` makes, thread by thread in the order each thread makes them, with their stacks
+/// (strace -k, one trace file per thread: -ff).
+std::vector<TracedCall> traceCalls(const QStringList& args, const QString& calls)
 {
-    const std::string log = test::makeTempDir() + "/trace";
+    const std::string dir = test::makeTempDir();
     QProcess strace;
-    strace.start(QStringLiteral("strace"), QStringList { QStringLiteral("-f"), QStringLiteral("-o"), q(log),
-                                                         QStringLiteral("-e"), QStringLiteral("trace=") + calls,
-                                                         q(test::tesseraBinary()) }
-                                               + args);
+    // --seccomp-bpf stops the process at the traced calls only, which halves the sweep's time (with it, strace 6.1's
+    // injection never fires, so the killed runs go without).
+    strace.start(QStringLiteral("strace"),
+                 QStringList { QStringLiteral("-ff"), QStringLiteral("--seccomp-bpf"), QStringLiteral("-k"),
+                               QStringLiteral("-o"), q(dir + "/trace"), QStringLiteral("-e"),
+                               QStringLiteral("trace=") + calls, q(test::tesseraBinary()) }
+                     + args);
     strace.waitForFinished(600000);
-    std::map<std::string, int> counts;
-    const std::regex line(R"(^\d+\s+([a-z0-9_]+)\()");
-    std::istringstream in(test::readFile(log));
-    std::string text;
-    while (std::getline(in, text)) {
-        std::smatch m;
-        if (std::regex_search(text, m, line))
-            ++counts[m[1].str()];
+    std::vector<TracedCall> traced;
+    const std::regex callLine(R"(^([a-z0-9_]+)\()");
+    // A frame: "module(symbol+0x…) [0xOFFSET]"; the module and its offset name the return address.
+    const std::regex frameLine(R"(^ > ([^(]*)\(.*\[(0x[0-9a-f]+)\]$)");
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        std::map<std::string, int> perCall;
+        std::istringstream in(test::readFile(entry.path().string()));
+        std::string text;
+        while (std::getline(in, text)) {
+            std::smatch m;
+            if (std::regex_search(text, m, callLine)) {
+                traced.push_back({ m[1].str(), ++perCall[m[1].str()], m[1].str() });
+            } else if (text.find("unexpected_backtracing_error") != std::string::npos) {
+                // A stack cut short would merge distinct steps into one and leave them unkilled.
+                qFatal("strace -k could not walk the stack of %s: %s", qPrintable(args.join(QLatin1Char(' '))),
+                       text.c_str());
+            } else if (!traced.empty() && std::regex_match(text, m, frameLine)) {
+                traced.back().path += " " + fs::path(m[1].str()).filename().string() + "+" + m[2].str();
+            }
+        }
     }
-    return counts;
+    return traced;
+}
+
+/// Where to kill `args`: each distinct call path at its first and its last call (one point when they coincide).
+std::vector<std::pair<std::string, int>> killPoints(const std::vector<TracedCall>& traced)
+{
+    std::map<std::string, std::pair<const TracedCall*, const TracedCall*>> firstAndLast;
+    for (const auto& call : traced) {
+        auto [it, fresh] = firstAndLast.try_emplace(call.path, &call, &call);
+        if (!fresh)
+            it->second.second = &call;
+    }
+    std::set<std::pair<std::string, int>> points;
+    for (const auto& [path, ends] : firstAndLast) {
+        points.insert({ ends.first->call, ends.first->n });
+        points.insert({ ends.second->call, ends.second->n });
+    }
+    return { points.begin(), points.end() };
 }
 
 /// Runs `args` killed at the `n`-th call of `call`; true when the process was killed.
@@ -156,7 +202,7 @@ class TestCrashPoints : public QObject {
 
     /// Kills command `killed` of the path at every point, checks the target, runs the rest and the killed command
     /// again, and checks the result.
-    void killEverywhere(const PublishingPath& path, std::size_t killed, bool sample)
+    void killEverywhere(const PublishingPath& path, std::size_t killed)
     {
         const auto expected = reference(path);
         QVERIFY2(!expected.empty(), qPrintable(path.name));
@@ -164,15 +210,24 @@ class TestCrashPoints : public QObject {
         const auto commands = path.commands(probe);
         for (std::size_t i = 0; i < killed; ++i)
             QCOMPARE(test::runTessera(commands[i]), 0);
-        auto counts = countCalls(commands[killed], kCalls + QStringLiteral(",write,pwrite64"));
-        std::vector<std::pair<std::string, int>> points;
-        for (const auto& [call, n] : counts) {
-            const bool write = call == "write" || call == "pwrite64";
-            const int step = write ? std::max(1, n / 6) : (sample ? std::max(1, n / 4) : 1);
-            for (int k = 1; k <= n; k += step)
-                points.push_back({ call, k });
-        }
+        const auto traced = traceCalls(commands[killed], kCalls + QStringLiteral(",write,pwrite64"));
+        const auto points = killPoints(traced);
         QVERIFY2(points.size() >= 4, qPrintable(path.name));
+        // Every step is killed, and so is the last call of each kind: the points where a kill once found a defect
+        // (the finisher's last publish rename, the journal's write and its removal, a split's final unlink).
+        const std::set<std::pair<std::string, int>> chosen(points.begin(), points.end());
+        std::map<std::string, int> lastOfEach;
+        for (const auto& call : traced) {
+            lastOfEach[call.call] = std::max(lastOfEach[call.call], call.n);
+            const bool stepKilled = std::any_of(traced.begin(), traced.end(), [&](const TracedCall& other) {
+                return other.path == call.path && chosen.count({ other.call, other.n }) > 0;
+            });
+            QVERIFY2(stepKilled, qPrintable(path.name + QStringLiteral(": a step is never killed:") + q(call.path)));
+        }
+        for (const auto& [call, n] : lastOfEach)
+            QVERIFY2(chosen.count({ call, n }) > 0,
+                     qPrintable(path.name + QStringLiteral(": the last ") + q(call)
+                                + QStringLiteral(" is not killed")));
         int kills = 0;
         for (const auto& [call, n] : points) {
             const std::string target = prepare(path);
@@ -210,7 +265,8 @@ class TestCrashPoints : public QObject {
                      qPrintable(where + QStringLiteral(": run again, a lock's temporary file is left: ")
                                 + q(leftLockFiles.empty() ? std::string() : leftLockFiles.front().string())));
         }
-        qInfo("%s: killed at %d of %d points", qPrintable(path.name), kills, int(points.size()));
+        qInfo("%s: killed at %d of %d points (%d calls traced)", qPrintable(path.name), kills, int(points.size()),
+              int(traced.size()));
         QVERIFY(kills > 0);
     }
 
@@ -248,7 +304,7 @@ private Q_SLOTS:
                                                                    "--threads", "1", "--quiet" }) };
                          },
                          {} },
-                       0, false);
+                       0);
     }
 
     void mergeReplacingAModel()
@@ -260,7 +316,7 @@ private Q_SLOTS:
                               },
                               {} };
         path.before = olderFiles(path);
-        killEverywhere(path, 0, false);
+        killEverywhere(path, 0);
     }
 
     void loraMergeWithItsAdapter()
@@ -273,7 +329,7 @@ private Q_SLOTS:
                               },
                               {} };
         path.before = olderFiles(path);
-        killEverywhere(path, 0, false);
+        killEverywhere(path, 0);
     }
 
     void ggufExport()
@@ -286,7 +342,7 @@ private Q_SLOTS:
                               },
                               {} };
         path.before = olderFiles(path);
-        killEverywhere(path, 0, false);
+        killEverywhere(path, 0);
     }
 
     void split()
@@ -297,7 +353,7 @@ private Q_SLOTS:
                                                                    "--format", "dcp", "--world_size", "2", "--quiet" }) };
                          },
                          {}, true },
-                       0, false);
+                       0);
     }
 
     void mergeInParts()
@@ -312,8 +368,8 @@ private Q_SLOTS:
                               },
                               {} };
         path.before = olderFiles(path);
-        killEverywhere(path, 1, false); // the part that finishes the set
-        killEverywhere(path, 0, true);  // the first part
+        killEverywhere(path, 1); // the part that finishes the set
+        killEverywhere(path, 0); // the first part
     }
 
     void ggufExportInParts()
@@ -329,7 +385,7 @@ private Q_SLOTS:
                               },
                               {} };
         path.before = olderFiles(path);
-        killEverywhere(path, 1, false);
+        killEverywhere(path, 1);
     }
 
     void loraMergeInParts()
@@ -344,7 +400,7 @@ private Q_SLOTS:
                               },
                               {} };
         path.before = olderFiles(path);
-        killEverywhere(path, 1, true);
+        killEverywhere(path, 1);
     }
 
     void splitInParts()
@@ -358,7 +414,7 @@ private Q_SLOTS:
                              return parts;
                          },
                          {}, true },
-                       1, false);
+                       1);
     }
 };
 

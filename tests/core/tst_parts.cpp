@@ -191,16 +191,24 @@ class TestParts : public QObject {
 
     /// A synthetic FSDP2 checkpoint large enough to kill a part while it writes.
     std::string m_big;
-    std::map<std::string, std::map<std::string, std::string>> m_bigReference; ///< by --max_shard_size
+    /// The single run's output of each command line, made once for the whole file (several tests compare with the
+    /// same one).
+    std::map<QStringList, std::map<std::string, std::string>> m_references;
 
-    std::map<std::string, std::string> reference(const QStringList& args)
+    const std::map<std::string, std::string>& reference(const QStringList& args)
     {
+        auto known = m_references.find(args);
+        if (known != m_references.end())
+            return known->second;
         const std::string out = test::makeTempDir() + "/single";
         QString so, se;
         const int code = test::runTessera(withTarget(args, out), &so, &se);
         if (code != 0)
             qWarning("%s", qPrintable(se));
-        return code == 0 ? tree(out) : std::map<std::string, std::string>();
+        auto& made = m_references[args];
+        if (code == 0)
+            made = tree(out);
+        return made;
     }
 
 private Q_SLOTS:
