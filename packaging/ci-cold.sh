@@ -24,7 +24,7 @@ say() { printf 'ci-cold: %s\n' "$*"; }
 for folder in "${TESSERA_FRESH_DIR:-/var/tmp/tessera-fresh}" /var/tmp/tessera-node-llama \
               "${TESSERA_CCACHE_DIR:-/var/tmp/tessera-ccache}" "$repo/build"; do
   [ -e "$folder" ] || continue
-  findmnt -rn -o TARGET | grep -F "$folder/" | sort -r | while read -r mount; do umount -l "$mount" || true; done
+  { findmnt -rn -o TARGET | grep -F "$folder/" || true; } | sort -r | while read -r mount; do umount -l "$mount" || true; done
   say "removing $folder"
   rm -rf --one-file-system "$folder"
 done
