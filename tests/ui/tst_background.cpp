@@ -9,6 +9,7 @@
 #include <QDirIterator>
 #include <QFile>
 #include <QTest>
+#include <QThread>
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -61,6 +62,33 @@ private Q_SLOTS:
         });
         QTRY_VERIFY_WITH_TIMEOUT(delivered, 10000);
         QVERIFY(worker > gui || gui == 19);
+    }
+
+    /// A run whose worker has returned is running until its result is handled on the GUI thread (Qt 6's
+    /// QFutureWatcher::isFinished() is already true then); a cancel meanwhile drops the result.
+    void aRunEndsWhenItsResultIsHandled()
+    {
+        LatestOnlyRunner runner;
+        int delivered = 0;
+        bool runningWhileDelivered = true;
+        const auto work = [&](tessera::Progress&) -> std::function<void()> {
+            return [&] {
+                runningWhileDelivered = runner.isRunning();
+                ++delivered;
+            };
+        };
+        runner.start(work);
+        QThread::msleep(300); // the worker returns; its result waits in the event queue
+        QVERIFY(runner.isRunning());
+        QTRY_COMPARE_WITH_TIMEOUT(delivered, 1, 10000);
+        QVERIFY(!runningWhileDelivered);
+        QVERIFY(!runner.isRunning());
+        runner.start(work);
+        QThread::msleep(300);
+        runner.cancel();
+        QVERIFY(!runner.isRunning());
+        QTest::qWait(200);
+        QCOMPARE(delivered, 1);
     }
 
     /// Every job starts its work through runInBackground (or, for a QPromise worker, calls yieldToInterface).

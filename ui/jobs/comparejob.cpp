@@ -103,6 +103,6 @@ void CompareJob::cancel()
         m_cancel->store(true);
 }
 
-bool CompareJob::isRunning() const { return m_watcher && !m_watcher->isFinished(); }
+bool CompareJob::isRunning() const { return m_watcher != nullptr; }
 
 } // namespace tessera::ui

@@ -36,6 +36,7 @@ public:
     /// what `tessera test` runs for the same request.
     void start(const tessera::TestRequest& request, tessera::PrepareContext context);
     void cancel();
+    /// From start() until its result is handled on the GUI thread (a finished worker's result may still be queued).
     bool isRunning() const;
 
 Q_SIGNALS:

@@ -177,13 +177,11 @@ void DiffJob::cancel()
     auto* watcher = m_watcher;
     m_watcher = nullptr;
     ++m_generation;
-    const bool wasRunning = !watcher->isFinished();
     retireWatcher(watcher, this);
-    if (wasRunning)
-        Q_EMIT canceled();
+    Q_EMIT canceled();
 }
 
-bool DiffJob::isRunning() const { return m_watcher && !m_watcher->isFinished(); }
+bool DiffJob::isRunning() const { return m_watcher != nullptr; }
 
 void DiffJob::onFinished(quint64 generation)
 {

@@ -46,6 +46,7 @@ public:
     /// Prepares and runs `request`; `context` brings the scans already made (the loaded checkpoint).
     void start(const tessera::DiffRequest& request, tessera::PrepareContext context);
     void cancel();
+    /// From start() until its result is handled on the GUI thread (a finished worker's result may still be queued).
     bool isRunning() const;
 
 Q_SIGNALS:

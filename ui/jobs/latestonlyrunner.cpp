@@ -60,6 +60,6 @@ void LatestOnlyRunner::cancel()
     retireWatcher(watcher, this);
 }
 
-bool LatestOnlyRunner::isRunning() const { return m_watcher && !m_watcher->isFinished(); }
+bool LatestOnlyRunner::isRunning() const { return m_watcher != nullptr; }
 
 } // namespace tessera::ui

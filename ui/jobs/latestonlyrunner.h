@@ -31,6 +31,8 @@ public:
 
     void start(Work work);
     void cancel();
+    /// From start() until the result is handled on the GUI thread or dropped: not QFutureWatcher::isFinished(),
+    /// which in Qt 6 turns true when the worker returns, while its result still waits in the event queue.
     bool isRunning() const;
 
 private:

@@ -84,6 +84,6 @@ void MergeJob::cancel()
         m_cancel->store(true);
 }
 
-bool MergeJob::isRunning() const { return m_watcher && !m_watcher->isFinished(); }
+bool MergeJob::isRunning() const { return m_watcher != nullptr; }
 
 } // namespace tessera::ui

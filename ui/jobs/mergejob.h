@@ -46,6 +46,7 @@ public:
     /// `tessera merge` runs the same request.
     void start(std::shared_ptr<const tessera::PreparedMerge> prepared);
     void cancel();
+    /// From start() until its result is handled on the GUI thread (a finished worker's result may still be queued).
     bool isRunning() const;
 
 Q_SIGNALS:

@@ -105,14 +105,12 @@ void ScanJob::cancel()
     auto* watcher = m_watcher;
     m_watcher = nullptr;
     ++m_generation;
-    const bool wasRunning = !watcher->isFinished();
     watcher->cancel();
     retireWatcher(watcher, this);
-    if (wasRunning)
-        Q_EMIT canceled();
+    Q_EMIT canceled();
 }
 
-bool ScanJob::isRunning() const { return m_watcher && !m_watcher->isFinished(); }
+bool ScanJob::isRunning() const { return m_watcher != nullptr; }
 
 void ScanJob::onFinished(quint64 generation)
 {

@@ -29,6 +29,7 @@ public:
 
     void start(const QString& path, const QString& hfModelPath = {});
     void cancel();
+    /// From start() until its result is handled on the GUI thread (a finished worker's result may still be queued).
     bool isRunning() const;
     QString path() const { return m_path; }
 

@@ -95,6 +95,6 @@ void SplitJob::cancel()
         m_cancel->store(true);
 }
 
-bool SplitJob::isRunning() const { return m_watcher && !m_watcher->isFinished(); }
+bool SplitJob::isRunning() const { return m_watcher != nullptr; }
 
 } // namespace tessera::ui

@@ -36,6 +36,7 @@ public:
     /// Writes `prepared` into its target (tessera::runPreparedSplit()), as `tessera split` runs the same request.
     void start(std::shared_ptr<const tessera::PreparedSplit> prepared);
     void cancel();
+    /// From start() until its result is handled on the GUI thread (a finished worker's result may still be queued).
     bool isRunning() const;
 
 Q_SIGNALS:
