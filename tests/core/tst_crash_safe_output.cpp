@@ -11,7 +11,6 @@
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QRandomGenerator>
-#include <QThread>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -149,9 +148,10 @@ private Q_SLOTS:
             if (round % 4 >= 2) {
                 QElapsedTimer waited;
                 waited.start();
+                // Waiting on the merge (not sleeping) notices one that ended first: QProcess learns of that in a wait.
                 while (hiddenFolders(parent).empty() && hiddenFolders(target).empty() && waited.elapsed() < 5000
-                       && merge.state() != QProcess::NotRunning)
-                    QThread::usleep(500);
+                       && !merge.waitForFinished(1)) {
+                }
                 merge.waitForFinished(random->bounded(static_cast<int>(m_mergeMs / 3) + 1));
             } else {
                 merge.waitForFinished(random->bounded(static_cast<int>(m_mergeMs * 11 / 10) + 1));
