@@ -176,10 +176,9 @@ bool killWhileWriting(const QStringList& args, const std::string& parent, const 
                     return true;
         return false;
     };
-    // Every 2 ms: often enough to catch a part while it writes, seldom enough that listing the folders does not
-    // take a core from the part (every 0.2 ms cost as much system time as the parts themselves). Waiting on the
-    // process, not sleeping, is what notices a part that ended first: without an event loop QProcess learns of
-    // its end only inside a wait.
+    // Every 2 ms: often enough to catch a part while it writes, without listing the folders thousands of times a
+    // second beside it. Waiting on the process, not sleeping, is what notices a part that ended first: without an
+    // event loop QProcess learns of its end only inside a wait.
     bool ended = false;
     while (!ended && waited.elapsed() < 20000 && !writing())
         ended = p.waitForFinished(2);
